@@ -1,0 +1,367 @@
+"""Find the Python interpreters of this machine and give each a stable label.
+
+Sources, in priority order (the first one to claim a label keeps the plain label):
+
+1. declared by the user: ``[interpreters]`` in ``iomatrix.toml`` and
+   ``IOMATRIX_PYTHONS="label=/path;label2=/path"``; the label is used verbatim;
+2. pyenv builds under ``$PYENV_ROOT/versions`` (or ``pyenv root``), shims or not;
+3. builds made by ``nox -s provision`` in the iomatrix cache;
+4. uv-managed interpreters, when ``uv`` is installed;
+5. ``pythonX.Y``, ``pythonX.Yt`` and ``pypy3*`` on PATH;
+6. Debian's ``/usr/bin/python3.X``.
+
+Labels: ``X.Y`` for CPython, ``X.Yt`` for a free-threaded build, ``pypyX.Y``
+for PyPy (its language version). A second build of a label already taken gets
+the source as a suffix: ``3.11-debian``, ``3.13-uv``, ``3.12-path``. Two paths
+to one binary (symlinks) are one interpreter. Every candidate is run once with a
+small probe script; one that does not run is reported and skipped, except a
+declared one, which stays in the list with its error so the run records it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
+ENV_VARIABLE = "IOMATRIX_PYTHONS"
+PROBE_TIMEOUT_SECONDS = 30
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+PATH_NAME_PATTERN = re.compile(r"^(python\d\.\d+t?|pypy3(\.\d+)?)$")
+SOURCE_SUFFIX = {"pyenv": "pyenv", "provisioned": "built", "uv": "uv", "path": "path",
+                 "debian": "debian"}
+
+# Runs under every interpreter (2.7 included): what it is and how it was built.
+PROBE_SCRIPT = r"""
+import json, platform, sys, sysconfig
+def var(name):
+    try:
+        return sysconfig.get_config_var(name)
+    except Exception:
+        return None
+gil = getattr(sys, "_is_gil_enabled", None)
+print(json.dumps({
+    "version": platform.python_version(),
+    "version_info": list(sys.version_info[:3]),
+    "implementation": platform.python_implementation().lower(),
+    "executable": sys.executable,
+    "sys_version": sys.version,
+    "free_threaded": bool(var("Py_GIL_DISABLED")),
+    "gil_enabled": gil() if gil else True,
+    "debug": bool(var("Py_DEBUG")) or hasattr(sys, "gettotalrefcount"),
+    "shared": bool(var("Py_ENABLE_SHARED")),
+    "configure_args": var("CONFIG_ARGS") or "",
+    "optimized": "--enable-optimizations" in (var("CONFIG_ARGS") or ""),
+    "lto": "--with-lto" in (var("CONFIG_ARGS") or ""),
+    "compiler": platform.python_compiler(),
+}))
+"""
+
+
+class DiscoveryError(Exception):
+    """A declaration that cannot be understood (bad syntax, bad label)."""
+
+
+@dataclasses.dataclass
+class Interpreter:
+    label: str
+    executable: str
+    source: str
+    info: dict = dataclasses.field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def version(self) -> str:
+        return self.info.get("version", "?")
+
+    @property
+    def version_info(self) -> tuple:
+        return tuple(self.info.get("version_info", (0, 0, 0)))
+
+    @property
+    def implementation(self) -> str:
+        return self.info.get("implementation", "?")
+
+    @property
+    def free_threaded(self) -> bool:
+        return bool(self.info.get("free_threaded"))
+
+    def as_manifest(self) -> dict:
+        return {"label": self.label, "executable": self.executable, "source": self.source,
+                "error": self.error, **self.info}
+
+
+def probe(executable: str) -> dict:
+    """Run the probe script; raise RuntimeError naming the executable when it is not Python."""
+    if not os.path.exists(executable):
+        raise RuntimeError(f"{executable}: no such file")
+    if not os.access(executable, os.X_OK):
+        raise RuntimeError(f"{executable}: not executable")
+    try:
+        proc = subprocess.run([executable, "-c", PROBE_SCRIPT], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{executable}: did not answer within {PROBE_TIMEOUT_SECONDS} s")
+    except OSError as exc:
+        raise RuntimeError(f"{executable}: cannot run: {exc.strerror}")
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"{executable}: does not run as Python (exit {proc.returncode}): "
+                           + " / ".join(tail))
+    try:
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RuntimeError(f"{executable}: does not behave as Python (unexpected probe output)")
+    return info
+
+
+def natural_label(info: dict) -> str:
+    major, minor = info["version_info"][:2]
+    if info["implementation"] == "pypy":
+        return f"pypy{major}.{minor}"
+    base = f"{major}.{minor}"
+    if info["implementation"] != "cpython":
+        return f"{info['implementation']}{base}"
+    if info.get("free_threaded"):
+        base += "t"
+    if info.get("debug"):
+        base += "d"
+    return base
+
+
+def validate_label(label: str, where: str) -> str:
+    if not LABEL_PATTERN.match(label):
+        raise DiscoveryError(f"{where}: label {label!r} must start with a letter or digit and use "
+                             "only letters, digits and . _ + -")
+    return label
+
+
+# -- declared interpreters -------------------------------------------------------
+
+def parse_env_declarations(value: str) -> list[tuple[str, str]]:
+    pairs = []
+    for entry in filter(None, (part.strip() for part in value.split(";"))):
+        if "=" not in entry:
+            raise DiscoveryError(f"{ENV_VARIABLE}: entry {entry!r} is not label=/path/to/python")
+        label, path = (s.strip() for s in entry.split("=", 1))
+        pairs.append((validate_label(label, ENV_VARIABLE), path))
+    return pairs
+
+
+def parse_config_declarations(config_file: Path) -> list[tuple[str, str]]:
+    if not config_file.exists():
+        return []
+    text = config_file.read_text()
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11 runs nox: a table of strings is all we read
+        tomllib = None
+    if tomllib is not None:
+        try:
+            table = tomllib.loads(text).get("interpreters", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise DiscoveryError(f"{config_file}: {exc}")
+    else:
+        table = _parse_interpreters_table(text, config_file)
+    pairs = []
+    for label, path in table.items():
+        if not isinstance(path, str):
+            raise DiscoveryError(f"{config_file}: [interpreters] {label} must be a path string")
+        pairs.append((validate_label(label, str(config_file)), os.path.expanduser(path)))
+    return pairs
+
+
+def _parse_interpreters_table(text: str, config_file: Path) -> dict:
+    table, section = {}, None
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("["):
+            section = line.strip("[] ")
+            continue
+        if section == "interpreters":
+            match = re.match(r'^"?([^"=]+?)"?\s*=\s*"([^"]*)"$', line)
+            if not match:
+                raise DiscoveryError(f"{config_file}:{number}: expected label = \"/path\"")
+            table[match.group(1)] = match.group(2)
+    return table
+
+
+# -- automatic sources -----------------------------------------------------------
+
+def pyenv_root() -> Path | None:
+    root = os.environ.get("PYENV_ROOT")
+    if root:
+        return Path(root)
+    if shutil.which("pyenv"):
+        try:
+            out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=10)
+            if out.returncode == 0 and out.stdout.strip():
+                return Path(out.stdout.strip())
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    default = Path.home() / ".pyenv"
+    return default if default.is_dir() else None
+
+
+def pyenv_candidates() -> list[str]:
+    root = pyenv_root()
+    if root is None:
+        return []
+    found = []
+    for version_dir in sorted((root / "versions").glob("*")):
+        if version_dir.is_symlink():
+            continue  # pyenv aliases point at builds listed anyway
+        for name in ("python3", "python", "pypy3"):
+            exe = version_dir / "bin" / name
+            if exe.exists():
+                found.append(str(exe))
+                break
+    return found
+
+
+def provisioned_candidates() -> list[str]:
+    """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json."""
+    import provision
+    return [build["python"] for build in provision.list_builds()]
+
+
+def uv_candidates() -> list[str]:
+    uv = shutil.which("uv")
+    if not uv:
+        return []
+    try:
+        out = subprocess.run([uv, "python", "list", "--only-installed", "--output-format", "json"],
+                             capture_output=True, text=True, timeout=20)
+        entries = json.loads(out.stdout) if out.returncode == 0 else []
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return []
+    return [e["path"] for e in entries if e.get("path") and "uv" in e.get("path", "")]
+
+
+def path_candidates() -> list[str]:
+    found = []
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if not directory or "shims" in Path(directory).parts:
+            continue  # pyenv's shims are shell scripts for one global version
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        found += [os.path.join(directory, n) for n in names if PATH_NAME_PATTERN.match(n)]
+    return found
+
+
+def debian_candidates() -> list[str]:
+    if not os.path.exists("/etc/debian_version"):
+        return []
+    return sorted(p for p in glob.glob("/usr/bin/python3.*") if re.search(r"python3\.\d+t?$", p))
+
+
+def classify(executable: str) -> str:
+    """Which source an automatically found path belongs to (for the label suffix)."""
+    real = os.path.realpath(executable)
+    root = pyenv_root()
+    if root and real.startswith(str(root.resolve()) + os.sep):
+        return "pyenv"
+    import provision
+    if real.startswith(str(provision.cache_root().resolve()) + os.sep):
+        return "provisioned"
+    if "/uv/python/" in real:
+        return "uv"
+    if real.startswith("/usr/bin/") and os.path.exists("/etc/debian_version"):
+        return "debian"
+    return "path"
+
+
+# -- putting it together ---------------------------------------------------------
+
+def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = True,
+             warn=lambda message: print(f"iomatrix: {message}", file=sys.stderr)) -> list[Interpreter]:
+    """Every interpreter of this machine plus the declared ones, labelled, declared first."""
+    environ = os.environ if environ is None else environ
+    declared = parse_config_declarations(config_file) + parse_env_declarations(
+        environ.get(ENV_VARIABLE, ""))
+    interpreters: list[Interpreter] = []
+    taken: set[str] = set()
+    for label, path in declared:
+        if label in taken:
+            raise DiscoveryError(f"label {label!r} is declared twice")
+        taken.add(label)
+        try:
+            interpreters.append(Interpreter(label, path, "declared", probe(path)))
+        except RuntimeError as exc:
+            warn(f"declared interpreter {label} = {path} is unusable: {exc}")
+            interpreters.append(Interpreter(label, path, "declared", error=str(exc)))
+    if not automatic:
+        return interpreters
+
+    seen_binaries: set[str] = set()
+    automatic_paths = (pyenv_candidates() + provisioned_candidates() + uv_candidates()
+                       + path_candidates() + debian_candidates())
+    for path in automatic_paths:
+        real = os.path.realpath(path)
+        if real in seen_binaries:
+            continue
+        seen_binaries.add(real)
+        try:
+            info = probe(path)
+        except RuntimeError as exc:
+            warn(f"skipping {path}: {exc}")
+            continue
+        # Different paths can still be one installation (python3 -> python3.11 copies, venvs).
+        identity = os.path.realpath(info.get("executable") or path)
+        if identity != real and identity in seen_binaries:
+            continue
+        seen_binaries.add(identity)
+        label = natural_label(info)
+        if label in taken:
+            label = f"{label}-{SOURCE_SUFFIX[classify(path)]}"
+        suffix_number = 2
+        base = label
+        while label in taken:
+            label = f"{base}{suffix_number}"
+            suffix_number += 1
+        taken.add(label)
+        interpreters.append(Interpreter(label, path, classify(path), info))
+    return interpreters
+
+
+def sort_key(interp: Interpreter):
+    """CPython by version, free-threaded after default, then other implementations."""
+    implementation_rank = 0 if interp.implementation == "cpython" else 1
+    return (implementation_rank, interp.version_info, interp.free_threaded, interp.label)
+
+
+def select(interpreters: list[Interpreter], labels: list[str]) -> list[Interpreter]:
+    """The interpreters named by ``labels``; an unknown label is an error listing the valid ones."""
+    by_label = {i.label: i for i in interpreters}
+    unknown = [label for label in labels if label not in by_label]
+    if unknown:
+        raise DiscoveryError(f"unknown interpreter label(s) {', '.join(unknown)}; valid labels: "
+                             + ", ".join(i.label for i in interpreters))
+    return [by_label[label] for label in labels]
+
+
+def main(argv=None) -> int:
+    for interp in sorted(discover(), key=sort_key):
+        status = "ok" if interp.ok else f"FAILED: {interp.error}"
+        print(f"{interp.label:16} {interp.version:10} {interp.source:12} {interp.executable}  {status}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.exit(main())

@@ -1,0 +1,457 @@
+"""The worker side of iomatrix: fixtures, operations and the pyperf entry point.
+
+This file and every suite module run under *every* interpreter of the matrix,
+from Python 2.7 to the newest 3.x and PyPy, so they are written in the common
+subset of Python 2.7 and 3.x: no f-strings, no annotations, no pathlib.
+
+A suite is a module in this directory that defines:
+
+    fixtures(profile) -> list of Fixture   files made once per run, outside timing
+    ops(ctx)          -> list of Op        the timed operations
+    scratch_bytes(profile) -> int          (optional) disk an op may write at once
+
+The host (``scripts/matrix.py``) makes the fixtures once per run with
+``make_fixtures`` and then starts one worker process per (round, op,
+interpreter)::
+
+    python suites/harness.py --suite lutz2009 --op read_byLines_textMode \\
+        --fixtures DIR --scratch DIR --worker --worker-task 0 -l 1 -w 1 -n 3 -o part.json
+
+The pyperf options after ``--op`` are pyperf's own: each process is one pyperf
+worker, and the host merges the parts into one pyperf JSON file per interpreter.
+Run without ``--worker`` the same command is an ordinary pyperf script (pyperf
+spawns its own workers, which receive our options through add_cmdline_args).
+"""
+from __future__ import division, print_function
+
+import errno
+import importlib
+import json
+import os
+import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES_MANIFEST = "fixtures.json"
+PROFILES = ("smoke", "quick", "full")
+IO_STACKS = ("c", "pyio")
+CACHE_MODES = ("warm", "cold")
+CRC_CHUNK = 1 << 20
+
+
+class VerificationError(AssertionError):
+    """An operation read or wrote something other than what the fixture says."""
+
+
+class SkipOp(Exception):
+    """Raised by an op's setup when this interpreter lacks what the op needs."""
+
+
+class Fixture(object):
+    """A file made once per run; ``make(path)`` writes it deterministically."""
+
+    def __init__(self, name, make):
+        self.name = name
+        self.make = make
+
+
+class Op(object):
+    """One timed operation.
+
+    ``run()`` does the operation once and returns what ``verify(result)``
+    checks, outside the timed region. ``nbytes`` is the bytes one call
+    processes (for throughput). ``inner_loops`` says how many repetitions one
+    ``run()`` contains, so pyperf reports the time of one repetition.
+    ``unavailable`` is ``None`` or the reason this interpreter cannot run it.
+    ``evict`` lists fixture names whose pages the cold-cache mode drops before
+    every call.
+    """
+
+    def __init__(self, name, category, nbytes, run, verify, setup=None,
+                 teardown=None, inner_loops=None, unavailable=None, evict=()):
+        self.name = name
+        self.category = category
+        self.nbytes = int(nbytes)
+        self.run = run
+        self.verify = verify
+        self.setup = setup
+        self.teardown = teardown
+        self.inner_loops = inner_loops
+        self.unavailable = unavailable
+        self.evict = tuple(evict)
+
+
+def expect_equal(what, got, expected):
+    """Raise VerificationError unless got == expected."""
+    if got != expected:
+        raise VerificationError("%s: got %r, expected %r" % (what, got, expected))
+
+
+def file_crc32(path):
+    crc = 0
+    size = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(CRC_CHUNK)
+            if not block:
+                break
+            size += len(block)
+            crc = zlib.crc32(block, crc)
+    return crc & 0xFFFFFFFF, size
+
+
+def count_newlines(path):
+    lines = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(CRC_CHUNK)
+            if not block:
+                break
+            lines += block.count(b"\n")
+    return lines
+
+
+class DeterministicBytes(object):
+    """A tiny linear congruential generator, identical under every Python.
+
+    ``random`` changed its algorithms between 2.7 and 3.x; fixtures must be
+    byte-identical wherever and whenever they are made.
+    """
+
+    def __init__(self, seed):
+        self.state = seed & 0xFFFFFFFF
+
+    def next(self):
+        self.state = (self.state * 1103515245 + 12345) & 0x7FFFFFFF
+        return self.state >> 8
+
+    def choice(self, seq):
+        return seq[self.next() % len(seq)]
+
+    def block(self, size):
+        """``size`` pseudo-random bytes (cheap: repeats a 64 KiB random pool at shifting offsets)."""
+        pool = bytearray(self.next() & 0xFF for _ in range(65536 + 4096))
+        out = bytearray()
+        while len(out) < size:
+            start = self.next() % 4096
+            out += pool[start:start + 65536]
+        return bytes(out[:size])
+
+
+WORDS = ("the", "python", "file", "read", "write", "buffer", "line", "text",
+         "binary", "release", "fixed", "issue", "module", "stream", "codec",
+         "unicode", "io", "bytes", "version", "performance", "regression",
+         "interpreter", "object", "call", "slow", "fast", "open", "close",
+         "seek", "tell", "newline", "encoding", "decode", "patch", "bug", "a",
+         "of", "to", "in", "and", "is", "for", "with", "on", "now", "when")
+
+
+def ascii_text(size, seed, max_words=14):
+    """Deterministic English-like ASCII lines, like a NEWS file, ``size`` bytes long."""
+    rng = DeterministicBytes(seed)
+    out = []
+    total = 0
+    while total < size:
+        n = 1 + rng.next() % max_words
+        line = " ".join(rng.choice(WORDS) for _ in range(n))
+        if rng.next() % 5 == 0:
+            line = "- Issue #%d: %s." % (1000 + rng.next() % 9000, line)
+        line += "\n"
+        out.append(line)
+        total += len(line)
+    text = "".join(out)[:size]
+    # The file ends with a complete line so line counts are unambiguous.
+    return text[:-1] + "\n"
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def load_suite(name):
+    """Import suites/<name>.py; a clear error names the valid suites."""
+    if name not in available_suites():
+        raise SystemExit("unknown suite %r; valid suites: %s"
+                         % (name, ", ".join(available_suites())))
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    return importlib.import_module(name)
+
+
+def available_suites():
+    names = []
+    for entry in sorted(os.listdir(HERE)):
+        # harness.py and _private.py files are machinery, every other module is a suite
+        if entry.endswith(".py") and not entry.startswith("_") and entry != "harness.py":
+            names.append(entry[:-3])
+    return names
+
+
+# -- fixtures ---------------------------------------------------------------
+
+def make_fixtures(suite_names, profile, directory):
+    """Make every fixture the suites need in ``directory`` and describe them in fixtures.json.
+
+    Returns the manifest dict. Files are written under temporary names and
+    renamed, so an interrupted call never leaves a file that looks complete.
+    Raises OSError (with the directory named) when it cannot write.
+    """
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    manifest = {"profile": profile, "files": {}}
+    for suite_name in suite_names:
+        suite = load_suite(suite_name)
+        for fixture in suite.fixtures(profile):
+            if fixture.name in manifest["files"]:
+                continue  # shared between suites, made once
+            path = os.path.join(directory, fixture.name)
+            partial = path + ".partial"
+            try:
+                fixture.make(partial)
+                os.rename(partial, path)
+            except BaseException:
+                if os.path.exists(partial):
+                    os.remove(partial)
+                raise
+            crc, size = file_crc32(path)
+            manifest["files"][fixture.name] = {
+                "bytes": size, "crc32": crc, "lines": count_newlines(path)}
+    tmp = os.path.join(directory, FIXTURES_MANIFEST + ".partial")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=2, sort_keys=True)
+    os.rename(tmp, os.path.join(directory, FIXTURES_MANIFEST))
+    return manifest
+
+
+def planned_fixture_bytes(suite_names, profile):
+    """Upper bound of disk the suites need: fixtures plus what ops write at once."""
+    total = 0
+    for suite_name in suite_names:
+        suite = load_suite(suite_name)
+        sizes = getattr(suite, "FIXTURE_BYTES", None)
+        if sizes is not None:
+            total += sizes(profile)
+        scratch = getattr(suite, "scratch_bytes", None)
+        if scratch is not None:
+            total += scratch(profile)
+    return total
+
+
+class Context(object):
+    """What an op may use: fixture paths and facts, a scratch dir, the io stack."""
+
+    def __init__(self, fixtures_dir, scratch_dir, profile="quick", io_stack="c",
+                 cache="warm", manifest=None):
+        self.fixtures_dir = fixtures_dir
+        self.scratch = scratch_dir
+        self.profile = profile
+        self.io_stack = io_stack
+        self.cache = cache
+        self.manifest = manifest or {"files": {}}
+        self.open = builtin_open_for(io_stack)
+        self.io_module = io_module_for(io_stack)
+
+    def path(self, name):
+        return os.path.join(self.fixtures_dir, name)
+
+    def expect(self, name):
+        """The recorded facts of fixture ``name``: bytes, crc32, lines."""
+        try:
+            return self.manifest["files"][name]
+        except KeyError:
+            return {"bytes": 0, "crc32": 0, "lines": 0}
+
+    def scratch_path(self, name):
+        return os.path.join(self.scratch, "%d-%s" % (os.getpid(), name))
+
+    def check_fixture(self, name):
+        """Fail loudly when the fixture changed since it was made (outside timing)."""
+        facts = self.manifest["files"].get(name)
+        if facts is None:
+            raise VerificationError("fixture %s is not in %s" % (name, FIXTURES_MANIFEST))
+        crc, size = file_crc32(self.path(name))
+        if (crc, size) != (facts["crc32"], facts["bytes"]):
+            raise VerificationError(
+                "fixture %s is corrupted: %d bytes crc32 %08x, expected %d bytes crc32 %08x"
+                % (self.path(name), size, crc, facts["bytes"], facts["crc32"]))
+
+
+def builtin_open_for(io_stack):
+    """``open`` as the study used it, or the pure-Python io stack's open."""
+    if io_stack == "pyio":
+        import _pyio
+        return _pyio.open
+    return open
+
+
+def io_module_for(io_stack):
+    if io_stack == "pyio":
+        import _pyio
+        return _pyio
+    import io
+    return io
+
+
+def load_context(fixtures_dir, scratch_dir, profile, io_stack, cache):
+    manifest_path = os.path.join(fixtures_dir, FIXTURES_MANIFEST)
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    return Context(fixtures_dir, scratch_dir, profile, io_stack, cache, manifest)
+
+
+# -- cold page cache ------------------------------------------------------------
+
+POSIX_FADV_DONTNEED = 4  # Linux value; used only through ctypes on 2.7
+
+
+def _libc_fadvise():
+    import ctypes
+    import ctypes.util
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    fadvise = libc.posix_fadvise
+    fadvise.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int]
+    return fadvise
+
+
+def cold_cache_evictor():
+    """A function(path) that drops a file's pages from the page cache.
+
+    Uses os.posix_fadvise (3.3+) or libc's through ctypes (2.7, PyPy); raises
+    RuntimeError when neither exists, so a cold run can never silently be warm.
+    """
+    if hasattr(os, "posix_fadvise"):
+        def advise(fd):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    elif sys.platform.startswith("linux"):
+        fadvise = _libc_fadvise()
+
+        def advise(fd):
+            rc = fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+            if rc != 0:
+                raise OSError(rc, os.strerror(rc))
+    else:
+        raise RuntimeError("--cache cold needs posix_fadvise, which %s lacks" % sys.platform)
+
+    def evict(path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # dirty pages are not dropped; write them out first
+            advise(fd)
+        finally:
+            os.close(fd)
+    return evict
+
+
+# -- the pyperf side ----------------------------------------------------------
+
+def add_cmdline_args(cmd, args):
+    """pyperf hook: pass our options on to the worker processes pyperf spawns."""
+    cmd.extend(("--suite", args.suite, "--op", args.op, "--fixtures", args.fixtures,
+                "--scratch", args.scratch, "--iomatrix-profile", args.iomatrix_profile, "--io", args.io,
+                "--cache", args.cache, "--round", str(args.round)))
+
+
+def make_timer(op, evict_paths, evict):
+    import pyperf
+    perf_counter = pyperf.perf_counter
+
+    def time_func(loops):
+        total = 0.0
+        for _ in range(loops):
+            for path in evict_paths:
+                evict(path)
+            t0 = perf_counter()
+            result = op.run()
+            total += perf_counter() - t0
+            op.verify(result)
+        return total
+    return time_func
+
+
+def find_op(ctx, suite_name, op_name):
+    suite = load_suite(suite_name)
+    ops = suite.ops(ctx)
+    for op in ops:
+        if op.name == op_name:
+            return op
+    raise SystemExit("unknown op %r in suite %s; valid ops: %s"
+                     % (op_name, suite_name, ", ".join(o.name for o in ops)))
+
+
+def list_ops(suite_names, io_stack="c"):
+    """[{suite, op, category, bytes, unavailable}] for this interpreter."""
+    ctx = Context(os.devnull, os.devnull, io_stack=io_stack)
+    rows = []
+    for suite_name in suite_names:
+        suite = load_suite(suite_name)
+        for op in suite.ops(ctx):
+            rows.append({"suite": suite_name, "op": op.name, "category": op.category,
+                         "unavailable": op.unavailable})
+    return rows
+
+
+def run_pyperf(argv=None):
+    import pyperf
+    runner = pyperf.Runner(add_cmdline_args=add_cmdline_args)
+    parser = runner.argparser
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--op", required=True)
+    parser.add_argument("--fixtures", required=True)
+    parser.add_argument("--scratch", required=True)
+    parser.add_argument("--iomatrix-profile", dest="iomatrix_profile", default="quick", choices=PROFILES)
+    parser.add_argument("--io", default="c", choices=IO_STACKS)
+    parser.add_argument("--cache", default="warm", choices=CACHE_MODES)
+    parser.add_argument("--round", type=int, default=0)
+    args = runner.parse_args(argv)
+
+    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache)
+    op = find_op(ctx, args.suite, args.op)
+    if op.unavailable:
+        raise SystemExit("op %s is unavailable here: %s" % (op.name, op.unavailable))
+    evict_paths = []
+    evict = None
+    if args.cache == "cold" and op.evict:
+        evict = cold_cache_evictor()
+        evict_paths = [ctx.path(name) for name in op.evict]
+    for name in op.evict:
+        ctx.check_fixture(name)  # also reads it once: the warm cache
+    if op.setup is not None:
+        op.setup()
+    metadata = {
+        "iomatrix_suite": args.suite,
+        "iomatrix_category": op.category,
+        "iomatrix_bytes": op.nbytes,
+        "iomatrix_io": args.io,
+        "iomatrix_cache": args.cache,
+        "iomatrix_profile": args.iomatrix_profile,
+        "iomatrix_round": args.round,
+    }
+    try:
+        runner.bench_time_func(op.name, make_timer(op, evict_paths, evict),
+                               inner_loops=op.inner_loops, metadata=metadata)
+    finally:
+        if op.teardown is not None:
+            op.teardown()
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--list-ops":
+        # --list-ops SUITE[,SUITE] [IO]: what this interpreter can run, as JSON
+        suites = argv[1].split(",") if len(argv) > 1 else available_suites()
+        io_stack = argv[2] if len(argv) > 2 else "c"
+        print(json.dumps({"python": sys.version, "ops": list_ops(suites, io_stack)}))
+        return 0
+    try:
+        run_pyperf(argv)
+    except EnvironmentError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise SystemExit("no space left on device in %s: %s" % (
+                exc.filename or "the scratch directory", exc))
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

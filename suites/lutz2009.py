@@ -1,0 +1,162 @@
+"""lutz2009: the 14 file operations of the 2009 "Python 3.0 is N times slower" study.
+
+Stresses the builtin ``open()`` as ordinary programs use it: iteration by
+lines, 4 KiB block reads and whole-file reads of a ~2.8 MiB ASCII text file in
+text and binary mode, block and whole-file reads of a ~12.5 MiB random binary
+file, and 25 MiB writes by lines, by blocks and all at once in both modes.
+Names and sizes are the study's (Mark Lutz, timeIO.py, January 2009), so its
+published 2.6 -> 3.0 ratios can be set beside today's. On 2.x ``open()`` is
+the C stdio file object, which is what the study timed.
+
+Every op verifies what it read (characters or bytes counted against the
+fixture) or wrote (size and tail of the output file), outside the timed region.
+"""
+from __future__ import division
+
+import os
+
+from harness import Fixture, Op, ascii_text, expect_equal, write_bytes, DeterministicBytes
+
+TEXT_FILE = "large.txt"
+TEXT_FILE_BYTES = 2935401           # the study's NEWS.txt x N
+BINARY_FILE = "large.bin"
+BINARY_FILE_BYTES = 13168640        # the study's MSI installer
+WRITE_BYTES = 25 * 1024 * 1024      # each write test produces a 25 MiB file
+BLOCK_SIZE = 4096
+WRITE_LINE = "x" * 63 + "\n"        # 64 bytes; 409600 lines make 25 MiB
+WRITE_BLOCK = ("y" * 4095 + "\n")
+
+
+def FIXTURE_BYTES(profile):
+    return TEXT_FILE_BYTES + BINARY_FILE_BYTES
+
+
+def scratch_bytes(profile):
+    return WRITE_BYTES
+
+
+def fixtures(profile):
+    def make_text(path):
+        write_bytes(path, ascii_text(TEXT_FILE_BYTES, seed=2009).encode("ascii"))
+
+    def make_binary(path):
+        write_bytes(path, DeterministicBytes(1230).block(BINARY_FILE_BYTES))
+    return [Fixture(TEXT_FILE, make_text), Fixture(BINARY_FILE, make_binary)]
+
+
+def _read_ops(ctx, filename, suffix, modes):
+    path = ctx.path(filename)
+    size = ctx.expect(filename)["bytes"]
+    open_ = ctx.open
+
+    def by_lines(mode):
+        def run():
+            n = 0
+            with open_(path, mode) as f:
+                for line in f:
+                    n += len(line)
+            return n
+        return run
+
+    def by_blocks(mode):
+        def run():
+            n = 0
+            with open_(path, mode) as f:
+                while True:
+                    block = f.read(BLOCK_SIZE)
+                    if not block:
+                        break
+                    n += len(block)
+            return n
+        return run
+
+    def all_at_once(mode):
+        def run():
+            with open_(path, mode) as f:
+                return len(f.read())
+        return run
+
+    def verify(got):
+        # The text fixture is ASCII with \n line ends: characters == bytes.
+        expect_equal("%s characters read" % filename, got, size)
+
+    ops = []
+    for kind, make in (("byLines", by_lines), ("byBlocks", by_blocks), ("allAtOnce", all_at_once)):
+        for mode_name, mode in modes:
+            if kind == "byLines" and suffix:
+                continue  # the study read its binary file by blocks and at once only
+            ops.append(Op("read_%s_%sMode%s" % (kind, mode_name, suffix),
+                          "read-%s" % mode_name, size, make(mode), verify,
+                          evict=(filename,)))
+    return ops
+
+
+def _write_ops(ctx):
+    out_path = ctx.scratch_path("testIO.out")
+    open_ = ctx.open
+    lines = WRITE_BYTES // len(WRITE_LINE)
+    blocks = WRITE_BYTES // len(WRITE_BLOCK)
+    payload = {
+        "text": (WRITE_LINE, WRITE_BLOCK),
+        "binary": (WRITE_LINE.encode("ascii"), WRITE_BLOCK.encode("ascii")),
+    }
+
+    def by_lines(mode, line):
+        def run():
+            with open_(out_path, mode) as f:
+                for _ in range(lines):
+                    f.write(line)
+        return run
+
+    def by_blocks(mode, block):
+        def run():
+            with open_(out_path, mode) as f:
+                for _ in range(blocks):
+                    f.write(block)
+        return run
+
+    def all_at_once(mode, block):
+        # The 25 MiB payload is built in setup, outside timing, and only by
+        # the process that runs this op.
+        data = []
+
+        def setup():
+            data.append(block * blocks)
+
+        def run():
+            with open_(out_path, mode) as f:
+                f.write(data[0])
+        return setup, run
+
+    def verify(expected_tail):
+        def check(_):
+            expect_equal("bytes written to %s" % out_path, os.path.getsize(out_path), WRITE_BYTES)
+            with open(out_path, "rb") as f:
+                f.seek(-len(expected_tail), 2)
+                expect_equal("tail of %s" % out_path, f.read(), expected_tail)
+        return check
+
+    def teardown():
+        if os.path.exists(out_path):
+            os.remove(out_path)
+
+    ops = []
+    for mode_name, mode in (("text", "w"), ("binary", "wb")):
+        line, block = payload[mode_name]
+        tail = WRITE_BLOCK.encode("ascii")[-64:]
+        whole_setup, whole_run = all_at_once(mode, block)
+        for kind, setup, run in (("byLines", None, by_lines(mode, line)),
+                                 ("byBlocks", None, by_blocks(mode, block)),
+                                 ("allAtOnce", whole_setup, whole_run)):
+            expected_tail = WRITE_LINE.encode("ascii") if kind == "byLines" else tail
+            ops.append(Op("write_%s_%sMode" % (kind, mode_name), "write-%s" % mode_name,
+                          WRITE_BYTES, run, verify(expected_tail), setup=setup,
+                          teardown=teardown))
+    return ops
+
+
+def ops(ctx):
+    text_modes = (("text", "r"), ("binary", "rb"))
+    return (_read_ops(ctx, TEXT_FILE, "", text_modes)
+            + _read_ops(ctx, BINARY_FILE, "[large.bin]", (("binary", "rb"),))
+            + _write_ops(ctx))

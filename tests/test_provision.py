@@ -1,0 +1,445 @@
+"""Tests for scripts/provision.py.
+
+Most tests build tests/fake_cpython/Python-9.9.9, a tree whose configure and
+Makefile only write a shell-script python3, so the whole bookkeeping (cache
+layout, iomatrix-build.json, cleanup, logs) runs in well under a second. One
+slow test builds a real CPython tarball from the user's tarballs/ directory.
+Every test works in its own IOMATRIX_CACHE under tmp_path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "provision.py"
+FAKE_TREE = Path(__file__).resolve().parent / "fake_cpython" / "Python-9.9.9"
+BUILD_INFO_KEYS = {
+    "version", "python_version", "free_threaded", "configure_args", "optimized",
+    "tarball", "sha256", "build_seconds", "built_at", "log",
+}
+OFFLINE_URL = "http://127.0.0.1:9/x.tar.xz"  # nothing listens on the discard port
+
+_spec = importlib.util.spec_from_file_location("provision", SCRIPT)
+provision = importlib.util.module_from_spec(_spec)
+sys.modules["provision"] = provision
+_spec.loader.exec_module(provision)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("IOMATRIX_CACHE", str(root))
+    for name in ("FAKE_CPYTHON_FAIL", "FAKE_CPYTHON_MAKE_SLEEP"):
+        monkeypatch.delenv(name, raising=False)
+    return root
+
+
+def make_tarball(dest: Path, top: str = "Python-9.9.9") -> Path:
+    """Pack the fake tree as dest, with top as its top directory."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w:xz") as tar:
+        tar.add(FAKE_TREE, arcname=top)
+    return dest
+
+
+@pytest.fixture
+def fake_tarball(tmp_path):
+    return make_tarball(tmp_path / "src" / "Python-9.9.9.tar.xz")
+
+
+def snapshot(root: Path) -> list[str]:
+    if not root.exists():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def pythons_entries(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "pythons").iterdir())
+
+
+# --- versions -------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "text, release, pre, free_threaded, debian",
+    [
+        ("3.14.7", "3.14.7", "", False, "3.14.7"),
+        ("3.14.7t", "3.14.7", "", True, "3.14.7"),
+        ("3.15.0rc2", "3.15.0", "rc2", False, "3.15.0~rc2"),
+        ("3.15.0b1t", "3.15.0", "b1", True, "3.15.0~b1"),
+    ],
+)
+def test_parse_version(text, release, pre, free_threaded, debian):
+    version = provision.parse_version(text)
+    assert (version.release, version.pre, version.free_threaded) == (release, pre, free_threaded)
+    assert version.debian_upstream == debian
+    assert version.tarball_names[1] == f"python{version.series}_{debian}.orig.tar.xz"
+
+
+def test_version_order():
+    texts = ["3.14.10", "3.15.0", "3.14.7t", "3.15.0rc2", "3.14.7", "3.15.0a1", "3.15.0b3"]
+    ordered = sorted(texts, key=lambda t: provision.parse_version(t).sort_key)
+    assert ordered == ["3.14.7", "3.14.7t", "3.14.10", "3.15.0a1", "3.15.0b3", "3.15.0rc2", "3.15.0"]
+
+
+def test_official_url():
+    assert provision.parse_version("3.14.7t").official_url == (
+        "https://www.python.org/ftp/python/3.14.7/Python-3.14.7.tar.xz"
+    )
+    assert provision.parse_version("3.15.0rc2").official_url == (
+        "https://www.python.org/ftp/python/3.15.0/Python-3.15.0rc2.tar.xz"
+    )
+
+
+@pytest.mark.parametrize("text", ["3.x", "banana", "3.14", "3.14.7tt", "3.14.7-t", "", "3.14.7rc"])
+def test_invalid_version_is_a_usage_error(cache, capsys, text):
+    with pytest.raises(provision.UsageError, match="is not a version"):
+        provision.parse_version(text)
+    assert provision.main([text]) == 2
+    assert "is not a version" in capsys.readouterr().err
+    assert not cache.exists()
+
+
+def test_cache_root(monkeypatch, tmp_path):
+    monkeypatch.delenv("IOMATRIX_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert provision.cache_root() == tmp_path / "xdg" / "iomatrix"
+    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "mine"))
+    assert provision.cache_root() == tmp_path / "mine"
+
+
+# --- builds with the fake tree ---------------------------------------------
+
+def test_build_layout_and_build_info(cache, fake_tarball, capsys):
+    prefix = provision.build("9.9.9", tarball=fake_tarball, jobs=1)
+    assert prefix == cache / "pythons" / "9.9.9"
+    assert pythons_entries(cache) == ["9.9.9", "logs"]
+
+    info = json.loads((prefix / "iomatrix-build.json").read_text())
+    assert BUILD_INFO_KEYS <= info.keys()
+    assert info["version"] == "9.9.9"
+    assert info["python_version"] == "9.9.9"
+    assert info["free_threaded"] is False
+    assert info["optimized"] is False
+    assert info["configure_args"] == [f"--prefix={prefix}"]
+    assert info["tarball"] == str(fake_tarball)
+    assert info["sha256"] == provision.sha256_of(fake_tarball)
+    assert info["build_seconds"] >= 0
+    assert info["built_at"].endswith("+00:00")
+    log = Path(info["log"])
+    assert log.parent == cache / "pythons" / "logs" and log.exists()
+    assert "=== make ===" in log.read_text()
+
+    # Installed with --prefix of the final directory: runs from there.
+    python3 = prefix / "bin" / "python3"
+    assert os.readlink(python3) == "python9.9"
+    out = subprocess.run([python3, "-V"], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "Python 9.9.9"
+
+    (build,) = provision.list_builds()
+    assert build["prefix"] == str(prefix) and build["python"] == str(python3)
+    assert build["version"] == "9.9.9"
+    assert provision.list_builds(cache) == [build]
+
+    out = capsys.readouterr().out
+    for stage in ("unpack", "configure", "make", "install"):
+        assert f"{stage} done" in out
+    assert str(log) in out
+
+
+def test_free_threaded_and_optimized_configure_args(cache, fake_tarball):
+    prefix = provision.build("9.9.9t", tarball=fake_tarball, optimized=True, jobs=1)
+    info = json.loads((prefix / "iomatrix-build.json").read_text())
+    assert info["free_threaded"] is True and info["optimized"] is True
+    assert info["configure_args"] == [
+        f"--prefix={prefix}", "--disable-gil", "--enable-optimizations", "--with-lto",
+    ]
+    assert os.readlink(prefix / "bin" / "python3") == "python9.9t"  # added by provision
+
+
+def test_second_build_does_nothing(cache, fake_tarball, capsys):
+    prefix = provision.build("9.9.9", tarball=fake_tarball)
+    before = {p: p.stat().st_mtime_ns for p in prefix.rglob("*")}
+    logs = snapshot(cache / "pythons" / "logs")
+    capsys.readouterr()
+
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball)]) == 0
+    assert f"9.9.9 already built at {prefix}" in capsys.readouterr().out
+    assert {p: p.stat().st_mtime_ns for p in prefix.rglob("*")} == before
+    assert snapshot(cache / "pythons" / "logs") == logs
+
+
+def test_tarball_found_in_tarballs_dir(cache):
+    make_tarball(cache / "tarballs" / "Python-9.9.9.tar.xz")
+    prefix = provision.build("9.9.9")
+    info = json.loads((prefix / "iomatrix-build.json").read_text())
+    assert info["tarball"] == str(cache / "tarballs" / "Python-9.9.9.tar.xz")
+
+
+def test_debian_orig_tarball_name_and_dsc_checksum(cache):
+    # 9.9.9rc1 is Debian's 9.9.9~rc1; the .dsc beside it vouches for it.
+    tarball = make_tarball(cache / "tarballs" / "python9.9_9.9.9~rc1.orig.tar.xz", "Python-9.9.9rc1")
+    digest = provision.sha256_of(tarball)
+    dsc = cache / "tarballs" / "python9.9_9.9.9~rc1-1.dsc"
+    dsc.write_text(f"Format: 3.0 (quilt)\nChecksums-Sha256:\n {digest} 123 {tarball.name}\nFiles:\n")
+    prefix = provision.build("9.9.9rc1")
+    info = json.loads((prefix / "iomatrix-build.json").read_text())
+    assert info["python_version"] == "9.9.9rc1" and info["sha256"] == digest
+
+
+def test_dsc_checksum_mismatch(cache):
+    tarball = make_tarball(cache / "tarballs" / "python9.9_9.9.9.orig.tar.xz")
+    wrong = "0" * 64
+    dsc = cache / "tarballs" / "python9.9_9.9.9-1.dsc"
+    dsc.write_text(f"Checksums-Sha256:\n {wrong} 123 {tarball.name}\n")
+    before = snapshot(cache)
+    with pytest.raises(provision.ProvisionError, match=f"expected sha256 {wrong}.*{dsc.name}"):
+        provision.build("9.9.9")
+    assert snapshot(cache) == before
+
+
+def test_checksum_mismatch_names_both_digests(cache, fake_tarball, capsys):
+    wrong = "ab" * 32
+    actual = provision.sha256_of(fake_tarball)
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--sha256", wrong]) == 1
+    err = capsys.readouterr().err
+    assert wrong in err and actual in err
+    assert not cache.exists()
+    # The right digest builds.
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--sha256", actual.upper()]) == 0
+
+
+def test_corrupt_tarball(cache, tmp_path, capsys):
+    bad = tmp_path / "Python-9.9.9.tar.xz"
+    bad.write_bytes(b"this is not an xz stream\n" * 100)
+    assert provision.main(["9.9.9", "--tarball", str(bad)]) == 1
+    assert "not a readable source tarball" in capsys.readouterr().err
+    assert not cache.exists()
+
+
+def test_truncated_tarball(cache, fake_tarball, tmp_path):
+    cut = tmp_path / "cut.tar.xz"
+    data = fake_tarball.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(provision.ProvisionError, match="not a readable source tarball"):
+        provision.build("9.9.9", tarball=cut)
+    assert not cache.exists()
+
+
+def test_tarball_that_is_not_cpython(cache, tmp_path):
+    other = tmp_path / "other.tar.xz"
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "README").write_text("hi\n")
+    with tarfile.open(other, "w:xz") as tar:
+        tar.add(tmp_path / "proj", arcname="proj")
+    with pytest.raises(provision.ProvisionError, match="no proj/configure"):
+        provision.build("9.9.9", tarball=other)
+    assert not cache.exists()
+
+
+def test_wrong_version_in_tarball(cache, fake_tarball):
+    # The fake reports the version in its directory name: 9.9.9, not 9.9.8.
+    with pytest.raises(provision.ProvisionError, match="built Python 9.9.9, not 9.9.8"):
+        provision.build("9.9.8", tarball=fake_tarball)
+    assert pythons_entries(cache) == ["logs"]
+
+
+@pytest.mark.parametrize("stage", ["configure", "make", "install"])
+def test_failed_stage_leaves_only_the_log(cache, fake_tarball, monkeypatch, capsys, stage):
+    monkeypatch.setenv("FAKE_CPYTHON_FAIL", stage)
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball)]) == 1
+    err = capsys.readouterr().err
+    (log,) = (cache / "pythons" / "logs").iterdir()
+    assert f"{stage} failed" in err and str(log) in err
+    assert f"fake {stage}: failing on purpose" in log.read_text()
+    assert pythons_entries(cache) == ["logs"]
+    assert provision.list_builds() == []
+    # The cause fixed, the next run builds.
+    monkeypatch.delenv("FAKE_CPYTHON_FAIL")
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball)]) == 0
+    assert pythons_entries(cache) == ["9.9.9", "logs"]
+
+
+def test_heartbeat_during_make(cache, fake_tarball, monkeypatch):
+    monkeypatch.setattr(provision, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setenv("FAKE_CPYTHON_MAKE_SLEEP", "0.5")
+    lines = []
+    provision.build("9.9.9", tarball=fake_tarball, say=lines.append)
+    beats = [line for line in lines if line.startswith("make: still running")]
+    assert beats and "log: " in beats[0]
+
+
+def test_interrupt_during_make(cache, fake_tarball, monkeypatch):
+    monkeypatch.setattr(provision, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setenv("FAKE_CPYTHON_MAKE_SLEEP", "30")
+    lines = []
+
+    def say(text):
+        lines.append(text)
+        if "still running" in text:
+            raise KeyboardInterrupt
+
+    begun = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        provision.build("9.9.9", tarball=fake_tarball, say=say)
+    assert time.monotonic() - begun < 15  # make and its sleep were stopped
+    (log,) = (cache / "pythons" / "logs").iterdir()
+    assert "interrupted" in lines[-1] and str(log) in lines[-1]
+    assert pythons_entries(cache) == ["logs"]
+
+
+def test_stale_partial_is_removed(cache, fake_tarball):
+    dead = cache / "pythons" / ".9.9.9.partial-999999999"
+    (dead / "src").mkdir(parents=True)
+    provision.build("9.9.9", tarball=fake_tarball)
+    assert pythons_entries(cache) == ["9.9.9", "logs"]
+
+
+def test_existing_directory_without_build_info(cache, fake_tarball):
+    (cache / "pythons" / "9.9.9").mkdir(parents=True)
+    with pytest.raises(provision.ProvisionError, match="holds no iomatrix-build.json"):
+        provision.build("9.9.9", tarball=fake_tarball)
+
+
+def test_list_builds_ignores_partial_and_broken(cache, fake_tarball):
+    provision.build("9.9.9", tarball=fake_tarball)
+    (cache / "pythons" / ".9.9.9t.partial-1").mkdir()
+    (cache / "pythons" / "9.9.8").mkdir()
+    (cache / "pythons" / "9.9.8" / "iomatrix-build.json").write_text("{not json")
+    provision.build("9.9.10", tarball=make_tarball(cache.parent / "Python-9.9.10.tar.xz", "Python-9.9.10"))
+    assert [b["version"] for b in provision.list_builds()] == ["9.9.9", "9.9.10"]
+    assert provision.list_builds(cache / "nowhere") == []
+
+
+# --- downloads -------------------------------------------------------------
+
+def test_offline_download_fails_fast(cache, capsys):
+    begun = time.monotonic()
+    assert provision.main(["9.9.9", "--url", OFFLINE_URL]) == 1
+    assert time.monotonic() - begun < provision.DOWNLOAD_TIMEOUT
+    err = capsys.readouterr().err
+    assert f"download of {OFFLINE_URL} failed" in err and "--tarball" in err
+    assert not cache.exists()
+
+
+def test_default_url_when_nothing_in_tarballs(cache, monkeypatch):
+    urls = []
+
+    def fake_download(url, dest, say, timeout=provision.DOWNLOAD_TIMEOUT):
+        urls.append(url)
+        raise provision.ProvisionError(f"download of {url} failed: offline")
+
+    monkeypatch.setattr(provision, "download", fake_download)
+    with pytest.raises(provision.ProvisionError, match="offline"):
+        provision.build("3.15.0rc2t")
+    assert urls == ["https://www.python.org/ftp/python/3.15.0/Python-3.15.0rc2.tar.xz"]
+
+
+# --- command line ----------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["9.9.9", "9.9.8", "--tarball", "x.tar.xz"], "--tarball applies to one VERSION"),
+        (["9.9.9", "--sha256", "xyz"], "is not a sha256"),
+        (["9.9.9", "--tarball", "/no/such/file.tar.xz"], "no such file"),
+        (["9.9.9", "--jobs", "0"], "--jobs must be at least 1"),
+    ],
+)
+def test_usage_errors(cache, capsys, argv, message):
+    assert provision.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not cache.exists()
+
+
+def test_help_mentions_online_route():
+    proc = subprocess.run(
+        [sys.executable, SCRIPT, "--help"], capture_output=True, text=True, check=True
+    )
+    assert "uv python install" in proc.stdout and "--download-python always" in proc.stdout
+    assert "--download-python always" in provision.__doc__
+
+
+def test_runs_as_a_script(cache, fake_tarball):
+    proc = subprocess.run(
+        [sys.executable, SCRIPT, "--tarball", str(fake_tarball), "9.9.9"],
+        capture_output=True, text=True, env=dict(os.environ, IOMATRIX_CACHE=str(cache)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "built 9.9.9" in proc.stdout
+
+
+# --- uv --------------------------------------------------------------------
+
+def fake_uv(bin_dir: Path, body: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    uv = bin_dir / "uv"
+    uv.write_text(f"#!/bin/sh\n{body}\n")
+    uv.chmod(0o755)
+
+
+def test_uv_missing(cache, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert provision.main(["--uv", "3.14.7"]) == 1
+    assert "uv is not installed" in capsys.readouterr().err
+
+
+def test_uv_offline(cache, tmp_path, monkeypatch, capsys):
+    fake_uv(tmp_path / "bin", 'echo "error: failed to lookup address information" >&2; exit 1')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
+    assert provision.main(["--uv", "3.14.7t"]) == 1
+    err = capsys.readouterr().err
+    assert "uv python install 3.14.7t failed" in err and "lookup address" in err
+
+
+def test_uv_hanging_times_out(tmp_path, monkeypatch):
+    fake_uv(tmp_path / "bin", "sleep 30")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
+    begun = time.monotonic()
+    with pytest.raises(provision.ProvisionError, match="gave no result within 0.5s"):
+        provision.uv_install([provision.parse_version("3.14.7")], timeout=0.5)
+    assert time.monotonic() - begun < 15
+
+
+def test_uv_passes_version_and_fast_fail_settings(tmp_path, monkeypatch, capsys):
+    fake_uv(tmp_path / "bin", 'echo "uv $* timeout=$UV_HTTP_TIMEOUT retries=$UV_HTTP_RETRIES"')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.delenv("UV_HTTP_TIMEOUT", raising=False)
+    monkeypatch.delenv("UV_HTTP_RETRIES", raising=False)
+    assert provision.main(["--uv", "3.14.7t"]) == 0
+    assert "uv python install 3.14.7t timeout=15 retries=0" in capsys.readouterr().out
+
+
+# --- a real build ----------------------------------------------------------
+
+def smallest_real_tarball() -> Path | None:
+    # The user's real cache is only read here, never written.
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    tarballs = Path(xdg) / "iomatrix" / "tarballs"
+    found = [p for p in tarballs.glob("*.tar.xz") if not p.name.startswith(".")]
+    return min(found, key=lambda p: p.stat().st_size) if found else None
+
+
+@pytest.mark.slow
+def test_real_build(cache):
+    tarball = smallest_real_tarball()
+    if tarball is None:
+        pytest.skip("no CPython tarball in ~/.cache/iomatrix/tarballs (see scripts/provision.py)")
+    version = provision.inspect_tarball(tarball).removeprefix("Python-")
+    prefix = provision.build(version, tarball=tarball)
+    info = json.loads((prefix / "iomatrix-build.json").read_text())
+    assert info["python_version"] == version
+    out = subprocess.run(
+        [prefix / "bin" / "python3", "-c", "import platform, ssl, sqlite3, lzma; print(platform.python_version())"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert out.strip() == version
