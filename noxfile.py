@@ -206,4 +206,4 @@ def provision(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (real interpreters, real pyperf runs with tiny settings)."""
     session.install(*TEST_REQUIREMENTS)
-    session.run("pytest", *(session.posargs or ["-q"]))
+    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]))

@@ -1,0 +1,54 @@
+"""Shared fixtures: the real interpreters of this machine, and small pyperf-format files."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import discovery
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def machine_interpreters():
+    """Every interpreter discovery finds here, by label."""
+    return {i.label: i for i in discovery.discover()}
+
+
+def need(interpreters, label):
+    if label not in interpreters:
+        pytest.skip(f"no {label} interpreter on this machine")
+    return interpreters[label]
+
+
+def run_nox(*args, cwd=ROOT, env=None, timeout=600):
+    """Run nox as a user would; returns the CompletedProcess (never raises on failure)."""
+    return subprocess.run([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),
+                           *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=timeout)
+
+
+def write_pyperf_file(path: Path, benchmarks: dict, label_meta: dict | None = None):
+    """Write a pyperf JSON file: {op: [[values of process 1], [values of process 2], ...]}.
+
+    Each process becomes a run with iomatrix metadata and round = its index, as
+    the matrix writes them.
+    """
+    out = []
+    for op, processes in benchmarks.items():
+        runs = []
+        for round_index, values in enumerate(processes):
+            runs.append({"metadata": {"date": "2026-01-01 00:00:00", "iomatrix_round": round_index},
+                         "values": values, "warmups": [[1, values[0]]]})
+        out.append({"metadata": {"name": op, "loops": 1, "unit": "second",
+                                 "iomatrix_suite": "lutz2009",
+                                 "iomatrix_category": "read-text" if "read" in op else "write-text",
+                                 "iomatrix_bytes": 1_000_000, "iomatrix_io": "c",
+                                 "iomatrix_cache": "warm", "iomatrix_profile": "quick",
+                                 **(label_meta or {})},
+                    "runs": runs})
+    path.write_text(json.dumps({"version": "1.0", "benchmarks": out, "metadata": {}}))

@@ -1,0 +1,153 @@
+"""Report arithmetic on small hand-made pyperf files: ratios, significance, geometric means."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import report
+import results_store
+import stats
+from conftest import write_pyperf_file
+
+
+def make_run(tmp_path, series: dict, run_id="T", interpreters=None):
+    """A run directory with a manifest and one pyperf file per series."""
+    run_dir = tmp_path / run_id
+    run_dir.mkdir(parents=True)
+    interpreters = interpreters or {}
+    manifest = {"run_id": run_id, "host": "testhost", "profile": "quick", "cache": "warm",
+                "suites": ["lutz2009"], "io": ["c"], "started": "2026-01-01T00:00:00+00:00",
+                "interpreters": {}}
+    for index, (label, benchmarks) in enumerate(series.items()):
+        write_pyperf_file(run_dir / f"{label}.json", benchmarks)
+        manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
+                                           "version_info": [3, index, 0], "version": f"3.{index}.0",
+                                           "status": "ok", **interpreters.get(label, {})}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return results_store.Run(tmp_path, run_id)
+
+
+def processes(base, factor, n=6, jitter=0.01):
+    """n processes of 3 values around base*factor, with a deterministic small jitter."""
+    return [[base * factor * (1 + jitter * ((i * 7 + j) % 5 - 2) / 2) for j in range(3)]
+            for i in range(n)]
+
+
+def test_ratio_significance_and_geometric_mean(tmp_path):
+    run = make_run(tmp_path, {
+        "3.0": {"read_byLines_textMode": processes(0.010, 1.0),
+                "write_byLines_textMode": processes(0.100, 1.0)},
+        "3.1": {"read_byLines_textMode": processes(0.010, 2.0),
+                "write_byLines_textMode": processes(0.100, 0.5)},
+    })
+    data = report.load_run(run)
+    means = report.process_means(data.frame)
+    comparisons = report.compare_all(means, report.ordered_ops(data), "3.0", ["3.1"])
+    slow = comparisons[("read_byLines_textMode", "3.1")]
+    fast = comparisons[("write_byLines_textMode", "3.1")]
+    assert slow.ratio == pytest.approx(2.0, rel=1e-3) and slow.significant and slow.paired
+    assert fast.ratio == pytest.approx(0.5, rel=1e-3) and fast.significant
+    assert stats.geometric_mean([slow.ratio, fast.ratio]) == pytest.approx(1.0, rel=1e-3)
+    text = report.build_report(data)
+    assert "| `read_byLines_textMode`  | 2.00 ▲" in text.replace("   ", " ").replace("  |", " |") or \
+        "2.00 ▲" in text
+    assert "0.50 ▼" in text
+    assert "[read_byLines_textMode] 3.1 is 2.00 times slower than 3.0" in text
+    assert "[write_byLines_textMode] 3.1 is 2.00 times faster than 3.0" in text
+    assert "**1.00**" in text  # geometric mean row
+
+
+def test_noise_is_not_significant(tmp_path):
+    # Same distribution on both sides, shuffled between rounds: no significant difference.
+    a = [[0.010 * f] for f in (1.00, 1.20, 0.90, 1.10, 0.95, 1.05)]
+    b = [[0.010 * f] for f in (1.10, 0.95, 1.05, 0.90, 1.20, 1.00)]
+    run = make_run(tmp_path, {"3.0": {"read_byLines_textMode": a},
+                              "3.1": {"read_byLines_textMode": b}})
+    data = report.load_run(run)
+    comparison = report.compare_all(report.process_means(data.frame), ["read_byLines_textMode"],
+                                    "3.0", ["3.1"])[("read_byLines_textMode", "3.1")]
+    assert comparison.significant is False
+    assert "(not significant)" in report.build_report(data)
+
+
+def test_an_op_missing_in_one_interpreter_is_a_dash(tmp_path):
+    run = make_run(tmp_path, {
+        "3.0": {"read_byLines_textMode": processes(0.01, 1), "write_byLines_textMode": processes(0.1, 1)},
+        "3.1": {"read_byLines_textMode": processes(0.01, 1.5)},
+    })
+    text = report.build_report(report.load_run(run))
+    row = next(line for line in text.splitlines() if line.startswith("| `write_byLines_textMode`"))
+    assert "—" in row
+    # the geometric mean uses the ops both have
+    assert "**1.50**" in text
+
+
+def test_one_interpreter_gives_a_report_without_ratios(tmp_path):
+    run = make_run(tmp_path, {"3.0": {"read_byLines_textMode": processes(0.01, 1)}})
+    text = report.build_report(report.load_run(run))
+    assert "there is nothing to compare" in text
+    assert "Slowdown ratios" not in text
+    assert "## Absolute times" in text
+
+
+def test_corrupt_and_foreign_files_are_named_and_the_rest_reported(tmp_path):
+    run = make_run(tmp_path, {"3.0": {"read_byLines_textMode": processes(0.01, 1)},
+                              "3.1": {"read_byLines_textMode": processes(0.01, 1.2)}})
+    good = (run.path / "3.1.json").read_text()
+    (run.path / "3.2.json").write_text(good[: len(good) // 2])          # truncated
+    (run.path / "other.json").write_text(json.dumps({"tool": "asv"}))   # another tool's JSON
+    data = report.load_run(run)
+    problems = dict(data.problems)
+    assert "perhaps truncated" in problems["3.2.json"]
+    assert "not a pyperf result file" in problems["other.json"]
+    text = report.build_report(data)
+    assert "## Files not read" in text and "`3.2.json`" in text
+    assert "1.20" in text
+    assert (run.path / "3.2.json").exists()  # nothing deleted
+
+
+def test_baseline_option_and_unknown_baseline(tmp_path):
+    run = make_run(tmp_path, {"3.0": {"read_byLines_textMode": processes(0.01, 1)},
+                              "3.1": {"read_byLines_textMode": processes(0.01, 2)}})
+    data = report.load_run(run)
+    assert "0.50 ▼" in report.build_report(data, baseline="3.1")
+    with pytest.raises(ValueError, match="unknown baseline '9.9'; valid: 3.0, 3.1"):
+        report.build_report(data, baseline="9.9")
+
+
+def test_metadata_cannot_break_tables(tmp_path):
+    evil = "evil|host\n<script>alert(1)</script>"
+    run = make_run(tmp_path, {"3.0": {"read_byLines_textMode": processes(0.01, 1)},
+                              "3.1": {"read_byLines_textMode": processes(0.01, 1)}},
+                   interpreters={"3.1": {"executable": evil, "configure_args": "a|b"}})
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    manifest["host"] = evil
+    (run.path / "manifest.json").write_text(json.dumps(manifest))
+    text = report.build_report(report.load_run(run))
+    assert "<script>" not in text
+    assert "evil\\|host" in text
+    for line in text.splitlines():
+        if line.startswith("| host"):
+            assert line.count("|") - line.count("\\|") == 3
+
+
+def test_main_writes_latest_and_a_kept_copy(tmp_path, monkeypatch):
+    make_run(tmp_path / "results", {"3.0": {"read_byLines_textMode": processes(0.01, 1)},
+                                    "3.1": {"read_byLines_textMode": processes(0.01, 1)}})
+    monkeypatch.setattr(report, "ROOT", tmp_path)
+    assert report.main(["--results-dir", str(tmp_path / "results")]) == 0
+    assert (tmp_path / "reports" / "latest.md").exists()
+    assert (tmp_path / "reports" / "T.md").exists()
+
+
+def test_main_reports_a_missing_run_clearly(tmp_path, capsys):
+    assert report.main(["--results-dir", str(tmp_path), "--run-id", "nope"]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_t_critical_is_conservative():
+    assert stats.t_critical(5) == pytest.approx(4.032)
+    assert stats.t_critical(21) == stats.T_CRITICAL_99[20]
+    assert stats.t_critical(0) == math.inf
