@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import environments
+import native
 import results_store
 from discovery import REPO_ROOT, Interpreter
 
@@ -157,13 +158,15 @@ class Task:
 @dataclasses.dataclass
 class SeriesPlan:
     series: str
-    interp: Interpreter
+    interp: Interpreter | None  # None for the native ceiling
     io_stack: str
     env: environments.BenchEnvironment | None = None
     ops: list = dataclasses.field(default_factory=list)       # [(suite, op)]
+    op_info: dict = dataclasses.field(default_factory=dict)   # op -> row of --list-ops
     skipped: dict = dataclasses.field(default_factory=dict)   # op -> reason
     failed_ops: dict = dataclasses.field(default_factory=dict)  # op -> error tail
     error: str | None = None
+    tool: str | None = None                                   # the native ceiling program
 
 
 class MatrixError(RuntimeError):
@@ -194,6 +197,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
         try:
             _make_fixtures(suites, profile, fixtures_dir, log)
             scratch_dir.mkdir()
+            _plan_native(run, plans, work_root, manifest, log)
             tasks = _schedule(run, plans, profile, seed)
             session["resumed_parts"] = _count_existing_parts(run, plans, profile)
             if session["resumed_parts"]:
@@ -269,7 +273,7 @@ def _plan_series(run, interpreters, suites, io_stacks, manifest, envs_dir, aa_of
                 plan.env = environments.ensure_environment(interp, envs_dir, log=log)
                 entry["pyperf_version"] = plan.env.pyperf_version
                 entry["environment_notes"] = plan.env.notes
-                plan.ops, plan.skipped = _list_ops(plan, suites)
+                plan.ops, plan.skipped, plan.op_info = _list_ops(plan, suites)
             except (environments.EnvironmentSetupError, RuntimeError) as exc:
                 plan.error = str(exc)
                 log(f"iomatrix: {series} FAILED before running: {tail(str(exc), 3)}")
@@ -286,7 +290,30 @@ def _list_ops(plan: SeriesPlan, suites: list[str]):
     rows = json.loads(proc.stdout.strip().splitlines()[-1])["ops"]
     ops = [(r["suite"], r["op"]) for r in rows if not r["unavailable"]]
     skipped = {r["op"]: r["unavailable"] for r in rows if r["unavailable"]}
-    return ops, skipped
+    return ops, skipped, {r["op"]: r for r in rows}
+
+
+def _plan_native(run, plans, work_root, manifest, log):
+    """Add the native ceiling as one more series for the ops that describe their native twin."""
+    infos = {}
+    for plan in plans.values():
+        for op, row in plan.op_info.items():
+            if row.get("native") and not row.get("unavailable"):
+                infos[op] = row
+    if not infos:
+        return
+    entry = manifest.setdefault("native", {})
+    plan = SeriesPlan(native.SERIES, None, "c", ops=sorted((r["suite"], op) for op, r in infos.items()),
+                      op_info=infos)
+    plans[native.SERIES] = plan
+    if run.series_file(native.SERIES).exists():
+        plan.ops = []
+        return
+    plan.tool, entry["tool"] = native.build_tool(work_root)
+    if plan.tool is None:
+        plan.error = entry["tool"]
+        plan.ops = []
+        log(f"iomatrix: {entry['tool']}; the run goes on without it")
 
 
 def _make_fixtures(suites, profile, fixtures_dir, log):
@@ -321,8 +348,8 @@ def _schedule(run, plans, profile, seed) -> list[Task]:
             rng.shuffle(order)
             for plan in order:
                 if (suite, op) in plan.ops and not run.part_file(plan.series, op, round_index).exists():
-                    tasks.append(Task(plan.series, plan.interp.label, plan.io_stack, suite, op,
-                                      round_index))
+                    label = plan.interp.label if plan.interp else plan.series
+                    tasks.append(Task(plan.series, label, plan.io_stack, suite, op, round_index))
     return tasks
 
 
@@ -355,8 +382,12 @@ def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeo
         if partial.exists():
             partial.unlink()
         progress.start(task)
-        cmd = worker_command(plan, task, profile, cache, fixtures_dir, scratch_dir, partial)
-        error = _run_worker(cmd, plan.env.command_env(), timeout)
+        if plan.interp is None:
+            error = _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir, partial,
+                                timeout)
+        else:
+            cmd = worker_command(plan, task, profile, cache, fixtures_dir, scratch_dir, partial)
+            error = _run_worker(cmd, plan.env.command_env(), timeout)
         if error is None and partial.exists():
             os.replace(partial, part)
         else:
@@ -367,6 +398,32 @@ def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeo
             log(f"iomatrix: {task.series} {task.op} FAILED (round {task.round_index + 1}): "
                 f"{tail(error, 4)}")
         progress.done()
+
+
+def _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir, output, timeout):
+    """One 'process' of the native ceiling: warmups plus values, like a pyperf worker."""
+    info = plan.op_info[task.op]
+    cmd = native.command(plan.tool, info["native"], fixtures_dir, scratch_dir,
+                         profile.warmups + profile.values)
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return f"timed out after {timeout:g} s (--timeout)"
+        out.seek(0)
+        times = [float(line) for line in out.read().split()]
+    if proc.returncode != 0:
+        return f"exit status {proc.returncode}\n{tail(err)}"
+    metadata = {"iomatrix_suite": task.suite, "iomatrix_category": info["category"],
+                "iomatrix_bytes": info["bytes"], "iomatrix_io": "native", "iomatrix_cache": cache,
+                "iomatrix_profile": profile.name, "iomatrix_round": task.round_index,
+                "iomatrix_native": " ".join(map(str, info["native"]))}
+    native.write_part(output, task.op, metadata, times[:profile.warmups], times[profile.warmups:])
+    return None
 
 
 def _run_worker(cmd, env, timeout) -> str | None:
@@ -400,6 +457,10 @@ def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
     if missing or not parts:
         plan.error = plan.error or f"{len(missing)} worker results missing; rerun to resume"
         return
+    if plan.interp is None:
+        native.merge_parts(parts, run.series_file(plan.series))
+        shutil.rmtree(run.parts_dir(plan.series))
+        return
     cmd = [plan.env.python, str(MERGER), str(run.series_file(plan.series))] + [str(p) for p in parts]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=plan.env.command_env(),
                           stdin=subprocess.DEVNULL, timeout=600)
@@ -413,6 +474,11 @@ def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
 
 def _record(manifest, plans):
     for plan in plans.values():
+        if plan.interp is None:
+            entry = manifest.setdefault("native", {})
+            entry["status"] = "failed" if plan.error else "ok"
+            entry["failed_ops"] = plan.failed_ops
+            continue
         entry = manifest["interpreters"][plan.series]
         if plan.error is None and entry.get("status") == "ok" and not plan.ops:
             continue  # kept from an earlier session

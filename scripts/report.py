@@ -29,6 +29,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import native  # noqa: E402
 import results_store  # noqa: E402
 import stats  # noqa: E402
 
@@ -83,7 +84,8 @@ def series_sort_key(data: RunData, series: str):
 
 
 def ordered_series(data: RunData) -> list[str]:
-    present = set(data.frame["series"].unique())
+    """The interpreters' series in version order (the native ceiling has its own section)."""
+    present = set(data.frame["series"].unique()) - {native.SERIES}
     return sorted(present, key=lambda s: series_sort_key(data, s))
 
 
@@ -415,6 +417,31 @@ def section_absolute(data, ops, order) -> list[str]:
             "", table(mbps_rows, headers), ""]
 
 
+def section_native(data, ops, order, means) -> list[str]:
+    info = data.manifest.get("native")
+    if not info:
+        return []
+    if info.get("status") != "ok" and not any((native.SERIES, op) in means for op in ops):
+        return ["## Native ceiling", "", f"Not measured: {md(info.get('tool', 'unknown reason'))}.", ""]
+    rows = []
+    for op in ops:
+        if (native.SERIES, op) not in means:
+            continue
+        ceiling = stats.mean(list(means[(native.SERIES, op)].values()))
+        row = [code(op), fmt_time(ceiling)]
+        for series in order:
+            python = means.get((series, op))
+            row.append(f"{ceiling / stats.mean(list(python.values())):.0%}" if python else "—")
+        rows.append(row)
+    if not rows:
+        return []
+    return ["## Throughput as a share of the native ceiling", "",
+            "The same reads and writes (same file, same block size, open to close) done by a C "
+            f"program in the same run ({md(info.get('tool', ''))}); 100% means the interpreter "
+            "adds nothing to the system calls.", "",
+            table(rows, ["op", "native time"] + [column_title(data, s) for s in order]), ""]
+
+
 def section_noise(data, ops, order, means, threshold) -> list[str]:
     rows, noisy = [], 0
     for op in ops:
@@ -519,7 +546,8 @@ def build_report(data: RunData, baseline: str | None = None,
         baseline = default_baseline(data, order)
     elif baseline not in order:
         raise ValueError(f"unknown baseline {baseline!r}; valid: {', '.join(order)}")
-    ops = ordered_ops(data)
+    ops = [op for op in ordered_ops(data)
+           if (data.frame.loc[data.frame["op"] == op, "series"] != native.SERIES).any()]
     means = process_means(data.frame)
     comparisons = compare_all(means, ops, baseline, order)
     if len(order) == 1:
@@ -534,6 +562,7 @@ def build_report(data: RunData, baseline: str | None = None,
         lines += section_then_and_now(data, means, order, baseline)
         lines += section_sentences(ops, order, baseline, comparisons)
     lines += section_absolute(data, ops, order)
+    lines += section_native(data, ops, order, means)
     lines += section_noise(data, ops, order, means, threshold)
     lines += section_skipped(data)
     lines += section_metadata(data, order)

@@ -64,11 +64,14 @@ class Op(object):
     ``run()`` contains, so pyperf reports the time of one repetition.
     ``unavailable`` is ``None`` or the reason this interpreter cannot run it.
     ``evict`` lists fixture names whose pages the cold-cache mode drops before
-    every call.
+    every call. ``native`` describes the same work for the native ceiling
+    (suites/native_ceiling.c): ``("read", fixture, block)``,
+    ``("write", nbytes, block)`` or ``("copy", fixture, block)``; block 0 is
+    the whole file in one call.
     """
 
     def __init__(self, name, category, nbytes, run, verify, setup=None,
-                 teardown=None, inner_loops=None, unavailable=None, evict=()):
+                 teardown=None, inner_loops=None, unavailable=None, evict=(), native=None):
         self.name = name
         self.category = category
         self.nbytes = int(nbytes)
@@ -79,6 +82,7 @@ class Op(object):
         self.inner_loops = inner_loops
         self.unavailable = unavailable
         self.evict = tuple(evict)
+        self.native = native
 
 
 def expect_equal(what, got, expected):
@@ -387,7 +391,8 @@ def list_ops(suite_names, io_stack="c"):
         suite = load_suite(suite_name)
         for op in suite.ops(ctx):
             rows.append({"suite": suite_name, "op": op.name, "category": op.category,
-                         "unavailable": op.unavailable})
+                         "bytes": op.nbytes, "unavailable": op.unavailable,
+                         "native": list(op.native) if op.native else None})
     return rows
 
 

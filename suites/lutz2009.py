@@ -80,6 +80,9 @@ def _read_ops(ctx, filename, suffix, modes):
         # The text fixture is ASCII with \n line ends: characters == bytes.
         expect_equal("%s characters read" % filename, got, size)
 
+    # The native ceiling reads the same file with the same block size in C.
+    native = {"byLines": None, "byBlocks": ("read", filename, BLOCK_SIZE),
+              "allAtOnce": ("read", filename, 0)}
     ops = []
     for kind, make in (("byLines", by_lines), ("byBlocks", by_blocks), ("allAtOnce", all_at_once)):
         for mode_name, mode in modes:
@@ -87,7 +90,7 @@ def _read_ops(ctx, filename, suffix, modes):
                 continue  # the study read its binary file by blocks and at once only
             ops.append(Op("read_%s_%sMode%s" % (kind, mode_name, suffix),
                           "read-%s" % mode_name, size, make(mode), verify,
-                          evict=(filename,)))
+                          evict=(filename,), native=native[kind]))
     return ops
 
 
@@ -149,9 +152,11 @@ def _write_ops(ctx):
                                  ("byBlocks", None, by_blocks(mode, block)),
                                  ("allAtOnce", whole_setup, whole_run)):
             expected_tail = WRITE_LINE.encode("ascii") if kind == "byLines" else tail
+            native = {"byLines": None, "byBlocks": ("write", WRITE_BYTES, len(WRITE_BLOCK)),
+                      "allAtOnce": ("write", WRITE_BYTES, 0)}[kind]
             ops.append(Op("write_%s_%sMode" % (kind, mode_name), "write-%s" % mode_name,
                           WRITE_BYTES, run, verify(expected_tail), setup=setup,
-                          teardown=teardown))
+                          teardown=teardown, native=native))
     return ops
 
 
