@@ -40,6 +40,9 @@ CORE_SUITE = "lutz2009"
 DEFAULT_TIMEOUT_SECONDS = 600
 ERROR_TAIL_LINES = 12
 FREE_DISK_MARGIN = 1.2
+# An interpreter whose first tasks all fail (crash on start, hang) is given up on, rather
+# than failing every op of every round one timeout at a time.
+GIVE_UP_AFTER_FAILURES = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +170,7 @@ class SeriesPlan:
     failed_ops: dict = dataclasses.field(default_factory=dict)  # op -> error tail
     error: str | None = None
     tool: str | None = None                                   # the native ceiling program
+    succeeded: bool = False                                   # one worker has succeeded
 
 
 class MatrixError(RuntimeError):
@@ -187,6 +191,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     with run.exclusive():
         manifest = _open_manifest(run, profile, suites, io_stacks, cache, seed)
+        _clean_leftovers(run, manifest, log)
         plans = _plan_series(run, interpreters, suites, io_stacks, manifest, envs_dir, aa_of or {}, log)
         work_root = Path(tempfile.mkdtemp(prefix=f"iomatrix-{run_id}-",
                                           dir=str(work_dir) if work_dir else None))
@@ -223,6 +228,30 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             else:
                 shutil.rmtree(work_root, ignore_errors=True)
     return manifest
+
+
+def _pid_alive(pid) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (OSError, TypeError):
+        return False
+    return True
+
+
+def _clean_leftovers(run, manifest, log):
+    """Remove what a killed session left: half-written files and its work directory.
+
+    Finished parts are kept (they are complete: they appear by rename); the
+    temporary names are never read as results.
+    """
+    for partial in list(run.path.glob(".*.partial-*")) + list(run.path.glob(".parts/*/.*.partial-*")):
+        partial.unlink()
+        log(f"iomatrix: removed {partial.name}, left half-written by an interrupted session")
+    for session in manifest["sessions"][:-1]:
+        work = session.get("work_dir")
+        if work and Path(work).exists() and not _pid_alive(session.get("pid")):
+            shutil.rmtree(work, ignore_errors=True)
+            log(f"iomatrix: removed {work}, left by an interrupted session")
 
 
 def _open_manifest(run, profile, suites, io_stacks, cache, seed) -> dict:
@@ -373,7 +402,7 @@ def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeo
     progress = Progress(len(tasks), log)
     for task in tasks:
         plan = plans[task.series]
-        if task.op in plan.failed_ops:
+        if task.op in plan.failed_ops or plan.error is not None:
             progress.skip()
             continue  # it failed in an earlier round: the rest of its rounds would too
         part = run.part_file(task.series, task.op, task.round_index)
@@ -387,9 +416,10 @@ def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeo
                                 timeout)
         else:
             cmd = worker_command(plan, task, profile, cache, fixtures_dir, scratch_dir, partial)
-            error = _run_worker(cmd, plan.env.command_env(), timeout)
+            error = _run_worker(cmd, plan.env.command_env(), timeout, cwd=scratch_dir)
         if error is None and partial.exists():
             os.replace(partial, part)
+            plan.succeeded = True
         else:
             if partial.exists():
                 partial.unlink()
@@ -397,6 +427,10 @@ def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeo
             plan.failed_ops[task.op] = error
             log(f"iomatrix: {task.series} {task.op} FAILED (round {task.round_index + 1}): "
                 f"{tail(error, 4)}")
+            if not plan.succeeded and len(plan.failed_ops) >= GIVE_UP_AFTER_FAILURES:
+                plan.error = (f"gave up after its first {len(plan.failed_ops)} worker processes "
+                              f"failed; the last one: {error}")
+                log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
         progress.done()
 
 
@@ -404,7 +438,7 @@ def _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir, output, t
     """One 'process' of the native ceiling: warmups plus values, like a pyperf worker."""
     info = plan.op_info[task.op]
     cmd = native.command(plan.tool, info["native"], fixtures_dir, scratch_dir,
-                         profile.warmups + profile.values)
+                         profile.warmups + profile.values, cache)
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -426,10 +460,14 @@ def _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir, output, t
     return None
 
 
-def _run_worker(cmd, env, timeout) -> str | None:
-    """Run one worker; None when it succeeded, else the tail of its error."""
+def _run_worker(cmd, env, timeout, cwd=None) -> str | None:
+    """Run one worker; None when it succeeded, else the tail of its error.
+
+    The worker's working directory is the run's scratch directory, so even a relative
+    path written by an op stays inside the run's own temporary directory.
+    """
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+                            env=env, stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

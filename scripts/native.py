@@ -41,16 +41,18 @@ def build_tool(work_dir: Path) -> tuple[str | None, str]:
     return str(tool), f"{SOURCE.name} built with {compiler} -O2 ({version.splitlines()[0] if version else '?'})"
 
 
-def command(tool: str, spec: list, fixtures_dir: Path, scratch_dir: Path, repeat: int) -> list[str]:
+def command(tool: str, spec: list, fixtures_dir: Path, scratch_dir: Path, repeat: int,
+            cache: str = "warm") -> list[str]:
     kind = spec[0]
+    cold = ["cold"] if cache == "cold" else []
     if kind == "read":
-        return [tool, "read", str(fixtures_dir / spec[1]), str(spec[2]), str(repeat)]
+        return [tool, "read", str(fixtures_dir / spec[1]), str(spec[2]), str(repeat), *cold]
     if kind == "write":
         return [tool, "write", str(scratch_dir / f"native-{os.getpid()}.out"), str(spec[1]),
                 str(spec[2]), str(repeat)]
     if kind == "copy":
         return [tool, "copy", str(fixtures_dir / spec[1]),
-                str(scratch_dir / f"native-{os.getpid()}.copy"), str(spec[2]), str(repeat)]
+                str(scratch_dir / f"native-{os.getpid()}.copy"), str(spec[2]), str(repeat), *cold]
     raise ValueError(f"unknown native spec {spec!r}")
 
 

@@ -421,8 +421,6 @@ def run_pyperf(argv=None):
         evict_paths = [ctx.path(name) for name in op.evict]
     for name in op.evict:
         ctx.check_fixture(name)  # also reads it once: the warm cache
-    if op.setup is not None:
-        op.setup()
     metadata = {
         "iomatrix_suite": args.suite,
         "iomatrix_category": op.category,
@@ -433,8 +431,15 @@ def run_pyperf(argv=None):
         "iomatrix_round": args.round,
     }
     try:
+        if op.setup is not None:
+            op.setup()
         runner.bench_time_func(op.name, make_timer(op, evict_paths, evict),
                                inner_loops=op.inner_loops, metadata=metadata)
+    except EnvironmentError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise SystemExit("op %s: no space left on device in %s (%s)"
+                             % (op.name, args.scratch, exc))
+        raise
     finally:
         if op.teardown is not None:
             op.teardown()
@@ -448,13 +453,7 @@ def main(argv=None):
         io_stack = argv[2] if len(argv) > 2 else "c"
         print(json.dumps({"python": sys.version, "ops": list_ops(suites, io_stack)}))
         return 0
-    try:
-        run_pyperf(argv)
-    except EnvironmentError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise SystemExit("no space left on device in %s: %s" % (
-                exc.filename or "the scratch directory", exc))
-        raise
+    run_pyperf(argv)
     return 0
 
 

@@ -1,9 +1,11 @@
 /* The native ceiling: the same block reads, writes and copies as the Python ops, in C.
  *
- *   native_ceiling read  PATH BLOCK REPEAT
+ *   native_ceiling read  PATH BLOCK REPEAT [cold]
  *   native_ceiling write PATH BYTES BLOCK REPEAT
- *   native_ceiling copy  SRC DST BLOCK REPEAT
+ *   native_ceiling copy  SRC DST BLOCK REPEAT [cold]
  *
+ * "cold" drops the source file from the page cache before every repetition,
+ * as the Python ops do under --cache cold.
  * Prints one line per repetition: the seconds from open() to close(), as the
  * Python ops time it. A block of 0 means "the whole file in one call". Exits
  * non-zero, with a message, when the bytes read or written are not the
@@ -34,6 +36,15 @@ static long long file_size(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) die("stat", path);
     return (long long)st.st_size;
+}
+
+static void evict(const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) die("open", path);
+    fsync(fd);
+    int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (rc != 0) { errno = rc; die("posix_fadvise", path); }
+    close(fd);
 }
 
 static long long read_all(int fd, char *buf, size_t block, const char *path) {
@@ -68,9 +79,11 @@ int main(int argc, char **argv) {
         size_t block = (size_t)atoll(argv[3]);
         if (block == 0) block = (size_t)size + 1;
         int repeat = atoi(argv[4]);
+        int cold = argc > 5 && strcmp(argv[5], "cold") == 0;
         char *buf = malloc(block);
         if (!buf) die("malloc", path);
         for (int i = 0; i < repeat; i++) {
+            if (cold) evict(path);
             double t0 = now();
             int fd = open(path, O_RDONLY);
             if (fd < 0) die("open", path);
@@ -113,9 +126,11 @@ int main(int argc, char **argv) {
         size_t block = (size_t)atoll(argv[4]);
         if (block == 0) block = (size_t)size + 1;
         int repeat = atoi(argv[5]);
+        int cold = argc > 6 && strcmp(argv[6], "cold") == 0;
         char *buf = malloc(block);
         if (!buf) die("malloc", src);
         for (int i = 0; i < repeat; i++) {
+            if (cold) evict(src);
             double t0 = now();
             int in = open(src, O_RDONLY);
             if (in < 0) die("open", src);
