@@ -15,6 +15,7 @@ environment per interpreter (scripts/environments.py); the session's
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -115,12 +116,20 @@ def run_bench(session: nox.Session, labels: list[str], args: argparse.Namespace,
         state = "" if interp.ok else f"  UNUSABLE: {interp.error}"
         session.log(f"{interp.label}: {interp.implementation} {interp.version}{ft} "
                     f"({interp.executable}){state}")
+    options = dict(suites=suites, profile=profile, results_dir=args.results_dir,
+                   io_stacks=io_stacks, cache=args.cache, seed=args.seed, work_dir=args.work_dir,
+                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
+                   log=session.log)
     try:
-        manifest = matrix.run_matrix(
-            selected, suites=suites, profile=profile, results_dir=args.results_dir,
-            run_id=args.run_id, io_stacks=io_stacks, cache=args.cache, seed=args.seed,
-            work_dir=args.work_dir, keep_fixtures=args.keep_fixtures, timeout=args.timeout,
-            aa_of=aa_of, log=session.log)
+        try:
+            manifest = matrix.run_matrix(selected, run_id=args.run_id, **options)
+        except results_store.RunInUseError:
+            if args.run_id != DEFAULT_RUN_ID:
+                raise  # an explicit id in use by a live run is refused
+            # Two runs started in the same second on one host: the second gets its own id.
+            args.run_id = f"{DEFAULT_RUN_ID}-{os.getpid()}"
+            session.log(f"run {DEFAULT_RUN_ID} is in use by another process; using {args.run_id}")
+            manifest = matrix.run_matrix(selected, run_id=args.run_id, **options)
     except (matrix.MatrixError, results_store.RunInUseError) as exc:
         session.error(str(exc))
     failed = [s for s, e in manifest["interpreters"].items()

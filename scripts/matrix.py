@@ -411,12 +411,17 @@ def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeo
         if partial.exists():
             partial.unlink()
         progress.start(task)
-        if plan.interp is None:
-            error = _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir, partial,
-                                timeout)
-        else:
-            cmd = worker_command(plan, task, profile, cache, fixtures_dir, scratch_dir, partial)
-            error = _run_worker(cmd, plan.env.command_env(), timeout, cwd=scratch_dir)
+        try:
+            if plan.interp is None:
+                error = _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir,
+                                    partial, timeout)
+            else:
+                cmd = worker_command(plan, task, profile, cache, fixtures_dir, scratch_dir, partial)
+                error = _run_worker(cmd, plan.env.command_env(), timeout, cwd=scratch_dir)
+        except BaseException:  # Ctrl-C: the worker is already killed; drop its half-result
+            if partial.exists():
+                partial.unlink()
+            raise
         if error is None and partial.exists():
             os.replace(partial, part)
             plan.succeeded = True
