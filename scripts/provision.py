@@ -116,6 +116,15 @@ PROBE = (
 
 Say = Callable[[str], None]
 
+# Headings of the lists that CPython's make prints of stdlib extension modules
+# it did not build; an interpreter without _decimal or _zstd measures something
+# else, so the build info records them.
+MODULE_LIST_HEADINGS = (
+    "The necessary bits to build these optional modules were not found:",
+    "Failed to build these modules:",
+    "Following modules built successfully but were removed because they could not be imported:",
+)
+
 
 class ProvisionError(Exception):
     """A download or build failed; exit status 1."""
@@ -450,6 +459,20 @@ def resolve_tarball(
     return Tarball(path=path, sha256=digest, url=url, downloaded=downloaded)
 
 
+def missing_modules(log_text: str) -> list[str]:
+    """The stdlib extension modules that make reported as not built."""
+    missing: dict[str, None] = {}
+    in_list = False
+    for line in log_text.splitlines():
+        if line.strip() in MODULE_LIST_HEADINGS:
+            in_list = True
+        elif in_list and line.strip() and not line.startswith("To find"):
+            missing.update(dict.fromkeys(line.split()))
+        else:
+            in_list = False
+    return list(missing)
+
+
 def _elapsed(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}:{secs:02d}"
@@ -661,6 +684,9 @@ def build(
         builder.run("make", ["make", f"-j{jobs}"], src[0])
         builder.run("install", ["make", "install", f"DESTDIR={stage_dir}"], src[0])
         builder.stage("check", check)
+        missing = missing_modules(log.read_text(errors="replace"))
+        if missing:
+            say(f"warning: built without {', '.join(missing)} (missing build dependencies; see the log)")
         info = {
             "version": version.text,
             "python_version": version.python_version,
@@ -676,6 +702,7 @@ def build(
             "built_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "log": str(log),
             "sys_version": probe["sys_version"],
+            "missing_modules": missing,
         }
         (staged / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
         if final.exists():

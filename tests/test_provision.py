@@ -39,7 +39,7 @@ _spec.loader.exec_module(provision)
 def cache(tmp_path, monkeypatch):
     root = tmp_path / "cache"
     monkeypatch.setenv("IOMATRIX_CACHE", str(root))
-    for name in ("FAKE_CPYTHON_FAIL", "FAKE_CPYTHON_MAKE_SLEEP"):
+    for name in ("FAKE_CPYTHON_FAIL", "FAKE_CPYTHON_MAKE_SLEEP", "FAKE_CPYTHON_MISSING"):
         monkeypatch.delenv(name, raising=False)
     return root
 
@@ -135,6 +135,7 @@ def test_build_layout_and_build_info(cache, fake_tarball, capsys):
     assert info["sha256"] == provision.sha256_of(fake_tarball)
     assert info["build_seconds"] >= 0
     assert info["built_at"].endswith("+00:00")
+    assert info["missing_modules"] == []
     log = Path(info["log"])
     assert log.parent == cache / "pythons" / "logs" and log.exists()
     assert "=== make ===" in log.read_text()
@@ -154,6 +155,14 @@ def test_build_layout_and_build_info(cache, fake_tarball, capsys):
     for stage in ("unpack", "configure", "make", "install"):
         assert f"{stage} done" in out
     assert str(log) in out
+
+
+def test_missing_modules_are_recorded(cache, fake_tarball, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_CPYTHON_MISSING", "_dbm                  _decimal              _gdbm")
+    prefix = provision.build("9.9.9", tarball=fake_tarball)
+    info = json.loads((prefix / "iomatrix-build.json").read_text())
+    assert info["missing_modules"] == ["_dbm", "_decimal", "_gdbm"]
+    assert "warning: built without _dbm, _decimal, _gdbm" in capsys.readouterr().out
 
 
 def test_free_threaded_and_optimized_configure_args(cache, fake_tarball):
