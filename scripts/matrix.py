@@ -399,7 +399,10 @@ def worker_command(plan: SeriesPlan, task: Task, profile: Profile, cache: str,
 
 
 def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeout, log):
-    progress = Progress(len(tasks), log)
+    # One line per op and round; the interpreter of each process too when they are few
+    # enough to read (a worker of a slow interpreter can take a while).
+    series_count = len({t.series for t in tasks})
+    progress = Progress(len(tasks), log, profile.rounds, verbose_labels=series_count <= 4)
     for task in tasks:
         plan = plans[task.series]
         if task.op in plan.failed_ops or plan.error is not None:
@@ -541,8 +544,10 @@ def _record(manifest, plans):
 class Progress:
     """One line per (round, op) group: where the run is and how long it has left."""
 
-    def __init__(self, total: int, log):
+    def __init__(self, total: int, log, rounds: int, verbose_labels: bool = False):
         self.total, self.finished, self.log = total, 0, log
+        self.rounds = rounds
+        self.verbose_labels = verbose_labels
         self.started = time.monotonic()
         self.current_group = None
         self.group_labels: list[str] = []
@@ -551,8 +556,10 @@ class Progress:
         group = (task.round_index, task.op)
         if group != self.current_group:
             self.current_group = group
-            self.log(f"[{self.finished}/{self.total} {self.eta()}] round {task.round_index + 1}: "
-                     f"{task.suite} {task.op}")
+            self.log(f"[{self.finished}/{self.total} done, {self.eta()}] round "
+                     f"{task.round_index + 1}/{self.rounds}: {task.suite} {task.op}")
+        if self.verbose_labels:
+            self.log(f"    {task.series}")
 
     def done(self):
         self.finished += 1
