@@ -33,7 +33,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
 ENV_VARIABLE = "IOMATRIX_PYTHONS"
 PROBE_TIMEOUT_SECONDS = 30
-LABEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# No "+": it separates a label from its io stack in series names (3.13+pyio).
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PATH_NAME_PATTERN = re.compile(r"^(python\d\.\d+t?|pypy3(\.\d+)?)$")
 SOURCE_SUFFIX = {"pyenv": "pyenv", "provisioned": "built", "uv": "uv", "path": "path",
                  "debian": "debian"}
@@ -122,6 +123,8 @@ def probe(executable: str) -> dict:
     try:
         info = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
+        info = None
+    if not isinstance(info, dict) or not {"version_info", "implementation"} <= info.keys():
         raise RuntimeError(f"{executable}: does not behave as Python (unexpected probe output)")
     return info
 
@@ -143,7 +146,7 @@ def natural_label(info: dict) -> str:
 def validate_label(label: str, where: str) -> str:
     if not LABEL_PATTERN.match(label):
         raise DiscoveryError(f"{where}: label {label!r} must start with a letter or digit and use "
-                             "only letters, digits and . _ + -")
+                             "only letters, digits and . _ -")
     return label
 
 
@@ -174,6 +177,8 @@ def parse_config_declarations(config_file: Path) -> list[tuple[str, str]]:
             raise DiscoveryError(f"{config_file}: {exc}")
     else:
         table = _parse_interpreters_table(text, config_file)
+    if not isinstance(table, dict):
+        raise DiscoveryError(f'{config_file}: [interpreters] must be a table of label = "/path"')
     pairs = []
     for label, path in table.items():
         if not isinstance(path, str):
@@ -319,7 +324,7 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
         try:
             info = probe(path)
         except RuntimeError as exc:
-            warn(f"skipping {path}: {exc}")
+            warn(f"skipping {exc}")
             continue
         # Different paths can still be one installation (python3 -> python3.11 copies, venvs).
         identity = os.path.realpath(info.get("executable") or path)
