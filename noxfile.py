@@ -102,7 +102,7 @@ def run_bench(session: nox.Session, labels: list[str], args: argparse.Namespace,
     except (ValueError, discovery.DiscoveryError) as exc:
         session.error(str(exc))
     if args.list:
-        list_ops(session, selected[0], suites)
+        list_ops(session, selected[0], suites, profile.name)
         return
     aa_of = {}
     if aa:
@@ -139,13 +139,15 @@ def run_bench(session: nox.Session, labels: list[str], args: argparse.Namespace,
         session.error(f"failed: {', '.join(failed)} (see manifest.json for the error tails)")
 
 
-def list_ops(session: nox.Session, interp: discovery.Interpreter, suites: list[str]) -> None:
+def list_ops(session: nox.Session, interp: discovery.Interpreter, suites: list[str],
+             profile: str) -> None:
     import json
     import subprocess
     import environments
     import matrix
     env = environments.ensure_environment(interp, log=session.log)
-    out = subprocess.run([env.python, str(matrix.HARNESS), "--list-ops", ",".join(suites)],
+    out = subprocess.run([env.python, str(matrix.HARNESS), "--list-ops", ",".join(suites), "c",
+                          profile],
                          capture_output=True, text=True, env=env.command_env(), check=True).stdout
     rows = json.loads(out.strip().splitlines()[-1])["ops"]
     for suite in suites:

@@ -192,7 +192,8 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
     with run.exclusive():
         manifest = _open_manifest(run, profile, suites, io_stacks, cache, seed)
         _clean_leftovers(run, manifest, log)
-        plans = _plan_series(run, interpreters, suites, io_stacks, manifest, envs_dir, aa_of or {}, log)
+        plans = _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_dir,
+                             aa_of or {}, log)
         work_root = Path(tempfile.mkdtemp(prefix=f"iomatrix-{run_id}-",
                                           dir=str(work_dir) if work_dir else None))
         fixtures_dir, scratch_dir = work_root / "fixtures", work_root / "scratch"
@@ -280,7 +281,7 @@ def _open_manifest(run, profile, suites, io_stacks, cache, seed) -> dict:
     return manifest
 
 
-def _plan_series(run, interpreters, suites, io_stacks, manifest, envs_dir, aa_of, log):
+def _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_dir, aa_of, log):
     plans: dict[str, SeriesPlan] = {}
     for interp in interpreters:
         for io_stack in io_stacks:
@@ -302,15 +303,16 @@ def _plan_series(run, interpreters, suites, io_stacks, manifest, envs_dir, aa_of
                 plan.env = environments.ensure_environment(interp, envs_dir, log=log)
                 entry["pyperf_version"] = plan.env.pyperf_version
                 entry["environment_notes"] = plan.env.notes
-                plan.ops, plan.skipped, plan.op_info = _list_ops(plan, suites)
+                plan.ops, plan.skipped, plan.op_info = _list_ops(plan, suites, profile)
             except (environments.EnvironmentSetupError, RuntimeError) as exc:
                 plan.error = str(exc)
                 log(f"iomatrix: {series} FAILED before running: {tail(str(exc), 3)}")
     return plans
 
 
-def _list_ops(plan: SeriesPlan, suites: list[str]):
-    cmd = [plan.env.python, str(HARNESS), "--list-ops", ",".join(suites), plan.io_stack]
+def _list_ops(plan: SeriesPlan, suites: list[str], profile: Profile):
+    cmd = [plan.env.python, str(HARNESS), "--list-ops", ",".join(suites), plan.io_stack,
+           profile.name]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=plan.env.command_env(),
                           timeout=120, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:

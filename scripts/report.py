@@ -64,7 +64,7 @@ def load_run(run: results_store.Run) -> RunData:
             row["series"] = series
         rows += series_rows
     columns = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
-               "mean", "values", "mem_max_rss"]
+               "mean", "values", "mem_max_rss", "peak_rss"]
     frame = pd.DataFrame(rows, columns=columns)
     return RunData(run, manifest, frame, problems)
 
@@ -442,6 +442,28 @@ def section_native(data, ops, order, means) -> list[str]:
             table(rows, ["op", "native time"] + [column_title(data, s) for s in order]), ""]
 
 
+def section_memory(data, ops, order) -> list[str]:
+    """Peak memory of one call, for the ops that measure it (the copy methods)."""
+    frame = data.frame[data.frame["peak_rss"].notna() & (data.frame["series"] != native.SERIES)]
+    if frame.empty:
+        return []
+    peaks = frame.groupby(["op", "series"])["peak_rss"].median().unstack("series")
+    nbytes = frame.groupby("op")["bytes"].first()
+    rows = []
+    for op in [o for o in ops if o in peaks.index]:
+        cells = [f"{peaks.at[op, s] / 2**20:.1f}" if s in peaks.columns and not math.isnan(peaks.at[op, s])
+                 else "—" for s in order]
+        holds = [s for s in order if s in peaks.columns and peaks.at[op, s] >= 0.5 * nbytes[op]]
+        rows.append([code(op), f"{nbytes[op] / 2**20:.0f}"] + cells +
+                    ["yes" if holds else "no"])
+    return ["## Peak memory of one call (MiB)", "",
+            "How far the resident set grew during one untimed call of the op, in a fresh worker "
+            "process (median over processes). The last column says whether the method holds the "
+            "whole file in memory (peak ≥ half the file) under any interpreter.", "",
+            table(rows, ["op", "file MiB"] + [column_title(data, s) for s in order]
+                  + ["holds the file"]), ""]
+
+
 def section_noise(data, ops, order, means, threshold) -> list[str]:
     rows, noisy = [], 0
     for op in ops:
@@ -563,6 +585,7 @@ def build_report(data: RunData, baseline: str | None = None,
         lines += section_sentences(ops, order, baseline, comparisons)
     lines += section_absolute(data, ops, order)
     lines += section_native(data, ops, order, means)
+    lines += section_memory(data, ops, order)
     lines += section_noise(data, ops, order, means, threshold)
     lines += section_skipped(data)
     lines += section_metadata(data, order)

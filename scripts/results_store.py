@@ -206,6 +206,7 @@ def load_series(path: Path) -> list[dict]:
                 "values": list(values),
                 "loops": loops,
                 "mem_max_rss": meta.get("mem_max_rss"),
+                "peak_rss": meta.get("iomatrix_peak_rss"),
                 "date": meta.get("date"),
             })
     return rows

@@ -67,11 +67,14 @@ class Op(object):
     every call. ``native`` describes the same work for the native ceiling
     (suites/native_ceiling.c): ``("read", fixture, block)``,
     ``("write", nbytes, block)`` or ``("copy", fixture, block)``; block 0 is
-    the whole file in one call.
+    the whole file in one call. ``track_peak_rss`` asks the harness to measure
+    how much memory one call holds (``iomatrix_peak_rss``), in an untimed first
+    call of each worker process.
     """
 
     def __init__(self, name, category, nbytes, run, verify, setup=None,
-                 teardown=None, inner_loops=None, unavailable=None, evict=(), native=None):
+                 teardown=None, inner_loops=None, unavailable=None, evict=(), native=None,
+                 track_peak_rss=False):
         self.name = name
         self.category = category
         self.nbytes = int(nbytes)
@@ -83,6 +86,52 @@ class Op(object):
         self.unavailable = unavailable
         self.evict = tuple(evict)
         self.native = native
+        self.track_peak_rss = track_peak_rss
+
+    @property
+    def bytes_per_value(self):
+        """Bytes behind one pyperf value: pyperf divides a call's time by inner_loops."""
+        return self.nbytes // (self.inner_loops or 1)
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _reset_peak_rss():
+    """Reset VmHWM to the current RSS (Linux 4.0+); False when not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except (IOError, OSError):
+        return False
+
+
+def peak_rss_delta(func):
+    """Call ``func()`` once; return (its result, bytes the peak RSS grew by, method).
+
+    On Linux the peak is reset before the call, so the number is how much
+    memory the call itself held at its worst, whatever the process did before.
+    Elsewhere it is the growth of ru_maxrss: exact in a fresh process (the
+    op's first call), an underestimate after a bigger earlier peak.
+    """
+    if sys.platform.startswith("linux") and _reset_peak_rss():
+        before = _status_kib("VmRSS")
+        result = func()
+        return result, (_status_kib("VmHWM") - before) * 1024, "VmHWM"
+    import resource
+    scale = 1 if sys.platform == "darwin" else 1024   # bytes on macOS, KiB elsewhere
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = func()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return result, (after - before) * scale, "ru_maxrss"
+
+
 
 
 def expect_equal(what, got, expected):
@@ -383,15 +432,15 @@ def find_op(ctx, suite_name, op_name):
                      % (op_name, suite_name, ", ".join(o.name for o in ops)))
 
 
-def list_ops(suite_names, io_stack="c"):
-    """[{suite, op, category, bytes, unavailable}] for this interpreter."""
-    ctx = Context(os.devnull, os.devnull, io_stack=io_stack)
+def list_ops(suite_names, io_stack="c", profile="quick"):
+    """[{suite, op, category, bytes, unavailable, native}] for this interpreter and profile."""
+    ctx = Context(os.devnull, os.devnull, profile=profile, io_stack=io_stack)
     rows = []
     for suite_name in suite_names:
         suite = load_suite(suite_name)
         for op in suite.ops(ctx):
             rows.append({"suite": suite_name, "op": op.name, "category": op.category,
-                         "bytes": op.nbytes, "unavailable": op.unavailable,
+                         "bytes": op.bytes_per_value, "unavailable": op.unavailable,
                          "native": list(op.native) if op.native else None})
     return rows
 
@@ -424,7 +473,7 @@ def run_pyperf(argv=None):
     metadata = {
         "iomatrix_suite": args.suite,
         "iomatrix_category": op.category,
-        "iomatrix_bytes": op.nbytes,
+        "iomatrix_bytes": op.bytes_per_value,
         "iomatrix_io": args.io,
         "iomatrix_cache": args.cache,
         "iomatrix_profile": args.iomatrix_profile,
@@ -432,7 +481,15 @@ def run_pyperf(argv=None):
     }
     try:
         if op.setup is not None:
-            op.setup()
+            try:
+                op.setup()
+            except SkipOp as exc:
+                raise SystemExit("op %s is unavailable here: %s" % (op.name, exc))
+        if op.track_peak_rss and args.worker:  # only a worker process runs the op
+            result, peak, method = peak_rss_delta(op.run)
+            op.verify(result)
+            metadata["iomatrix_peak_rss"] = peak
+            metadata["iomatrix_peak_rss_method"] = method
         runner.bench_time_func(op.name, make_timer(op, evict_paths, evict),
                                inner_loops=op.inner_loops, metadata=metadata)
     except EnvironmentError as exc:
@@ -448,10 +505,11 @@ def run_pyperf(argv=None):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "--list-ops":
-        # --list-ops SUITE[,SUITE] [IO]: what this interpreter can run, as JSON
+        # --list-ops SUITE[,SUITE] [IO] [PROFILE]: what this interpreter can run, as JSON
         suites = argv[1].split(",") if len(argv) > 1 else available_suites()
         io_stack = argv[2] if len(argv) > 2 else "c"
-        print(json.dumps({"python": sys.version, "ops": list_ops(suites, io_stack)}))
+        profile = argv[3] if len(argv) > 3 else "quick"
+        print(json.dumps({"python": sys.version, "ops": list_ops(suites, io_stack, profile)}))
         return 0
     run_pyperf(argv)
     return 0

@@ -1,0 +1,153 @@
+"""chunks: iterating a binary file by "lines" versus reading it in fixed-size chunks.
+
+Stresses the cost per call of the buffered reader on a large random binary
+file: ``for chunk in f`` (which splits at every b"\\n", so on random data it
+yields ~256-byte pieces through readline), ``f.read(N)`` loops for N from
+4 KiB to 16 MiB in powers of two (small N pays per-call overhead, large N pays
+for allocating and filling a new bytes object every call), and ``readinto``
+a preallocated bytearray, which allocates nothing per call.
+
+The file is 2 MiB in smoke, 48 MiB in quick and 256 MiB in full; each pass
+opens, reads to the end and closes it (smoke makes several passes a call,
+except under ``--cache cold``). Every op counts the bytes it got and
+keeps its last chunk; verify compares the total with the fixture's size, the
+number of chunks with what N implies and the last chunk with the file's tail.
+"""
+from __future__ import division
+
+from harness import DeterministicBytes, Fixture, Op, expect_equal, write_bytes
+
+KIB = 1024
+MIB = 1024 * KIB
+FIXTURE = "chunks.bin"
+FILE_BYTES = {"smoke": 2 * MIB, "quick": 48 * MIB, "full": 256 * MIB}
+READ_SIZES = tuple(4 * KIB << i for i in range(13))          # 4 KiB .. 16 MiB
+READINTO_SIZES = (4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB)
+MIN_BYTES_PER_RUN = 16 * MIB    # smoke reads its small file several times per call
+
+
+def FIXTURE_BYTES(profile):
+    return FILE_BYTES[profile]
+
+
+def fixtures(profile):
+    def make(path):
+        write_bytes(path, DeterministicBytes(2023).block(FILE_BYTES[profile]))
+    return [Fixture(FIXTURE, make)]
+
+
+def size_label(n):
+    if n >= MIB:
+        return "%dMiB" % (n // MIB)
+    return "%dKiB" % (n // KIB)
+
+
+def _tail(path, size):
+    with open(path, "rb") as f:
+        f.seek(-size, 2)
+        return f.read()
+
+
+def ops(ctx):
+    path = ctx.path(FIXTURE)
+    facts = ctx.expect(FIXTURE)
+    passes = 1 if ctx.cache == "cold" else max(1, MIN_BYTES_PER_RUN // FILE_BYTES[ctx.profile])
+    open_ = ctx.open
+    inner = passes if passes > 1 else None
+    nbytes = passes * FILE_BYTES[ctx.profile]
+
+    def check_total(what, total):
+        expect_equal("bytes %s from %s" % (what, path), total, passes * facts["bytes"])
+
+    def iterate():
+        total = 0
+        count = 0
+        last = None
+        for _ in range(passes):
+            with open_(path, "rb") as f:
+                for chunk in f:
+                    count += 1
+                    total += len(chunk)
+                    last = chunk
+        return total, count, last
+
+    def verify_iterate(result):
+        total, count, last = result
+        check_total("iterated", total)
+        tail = _tail(path, len(last))
+        # every piece but perhaps the last ends with b"\n"
+        per_pass = facts["lines"] + (0 if tail.endswith(b"\n") else 1)
+        expect_equal("pieces iterated from %s" % path, count, passes * per_pass)
+        expect_equal("last piece of %s" % path, last, tail)
+
+    out = [Op("chunks_iterate_lines", "read-binary", nbytes, iterate, verify_iterate,
+              inner_loops=inner, evict=(FIXTURE,))]
+
+    def reader(size):
+        def run():
+            total = 0
+            count = 0
+            last = None
+            for _ in range(passes):
+                with open_(path, "rb") as f:
+                    read = f.read
+                    block = read(size)
+                    while block:
+                        count += 1
+                        total += len(block)
+                        last = block
+                        block = read(size)
+            return total, count, last
+
+        def verify(result):
+            total, count, last = result
+            check_total("read", total)
+            expect_equal("reads of %d bytes from %s" % (size, path), count,
+                         passes * -(-facts["bytes"] // size))
+            expect_equal("last chunk of %s" % path, last, _tail(path, len(last)))
+        return run, verify
+
+    for size in READ_SIZES:
+        run, verify = reader(size)
+        out.append(Op("chunks_read_%s" % size_label(size), "read-binary", nbytes, run, verify,
+                      inner_loops=inner, evict=(FIXTURE,), native=("read", FIXTURE, size)))
+
+    def readinto(size):
+        buffers = []
+
+        def setup():
+            buffers.append(bytearray(size))
+
+        def run():
+            buf = buffers[0]
+            total = 0
+            count = 0
+            last = 0
+            for _ in range(passes):
+                with open_(path, "rb") as f:
+                    into = f.readinto
+                    n = into(buf)
+                    while n:
+                        count += 1
+                        total += n
+                        last = n
+                        n = into(buf)
+            return total, count, last
+
+        def verify(result):
+            total, count, last = result
+            check_total("read into a buffer", total)
+            expect_equal("readinto calls of %d bytes on %s" % (size, path), count,
+                         passes * -(-facts["bytes"] // size))
+            expect_equal("last chunk of %s" % path, bytes(buffers[0][:last]), _tail(path, last))
+
+        def teardown():
+            del buffers[:]
+        return setup, run, verify, teardown
+
+    for size in READINTO_SIZES:
+        setup, run, verify, teardown = readinto(size)
+        out.append(Op("chunks_readinto_%s" % size_label(size), "read-binary", nbytes, run, verify,
+                      setup=setup, teardown=teardown, inner_loops=inner, evict=(FIXTURE,),
+                      native=("read", FIXTURE, size)))
+    return out

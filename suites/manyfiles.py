@@ -1,0 +1,347 @@
+"""manyfiles: generating and saving many small CSV files, one by one and concurrently.
+
+Stresses the per-file costs (create, open, write, close) and how well each
+concurrency tool overlaps them with the CPU work of making the data: every
+file is rows of numbers turned into text (``",".join(str(...))``), as in the
+"save thousands of files" tutorials. Writes run sequentially, with plain
+``threading`` workers, a ``ThreadPoolExecutor``, a fork ``multiprocessing.Pool``,
+a ``ProcessPoolExecutor`` (fork), and asyncio with a semaphore whose
+coroutines make the data on the event loop and hand the blocking write to a
+thread (``run_in_executor`` with a thread pool, or ``asyncio.to_thread``).
+The files are then read back sequentially and with threads.
+
+Sizes: smoke 50 files of 200 rows, quick 200 files of 1000 rows, full 2000
+files of 1000 rows (10 numbers a row, ~40-60 bytes a row). Pools are created
+inside the timed call, as a program would. Write ops verify every file's
+crc32 and then delete the files, so every call creates new ones; read ops
+verify the total bytes and lines. Unavailable: concurrent.futures and asyncio
+on 2.7, ``asyncio.to_thread`` before 3.9, fork pools where ``os.fork`` is missing.
+
+The async code is compiled from a string at setup time: ``async def`` is a
+syntax error on 2.7, which must still import this module.
+"""
+from __future__ import division
+
+import os
+import shutil
+import sys
+import threading
+import zlib
+
+from harness import Op, builtin_open_for, expect_equal
+
+PY2 = sys.version_info[0] == 2
+if PY2:
+    import Queue as queue
+else:
+    import queue
+
+PROFILES = {
+    # files, rows per file
+    "smoke": (50, 200),
+    "quick": (200, 1000),
+    "full": (2000, 1000),
+}
+VALUES_PER_ROW = 10
+THREADS = 8
+PROCESSES = 4
+ASYNC_LIMIT = 50          # semaphore: files being made or written at once
+
+
+def fixtures(profile):
+    return []     # the files are the work: written in scratch by the ops themselves
+
+
+def scratch_bytes(profile):
+    files, rows = PROFILES[profile]
+    return files * rows * 8 * VALUES_PER_ROW
+
+
+# -- the work of one file ----------------------------------------------------------
+
+def csv_text(identifier, rows):
+    """Rows of numbers, unique to ``identifier``: str on 3.x and (bytes) str on 2.7."""
+    lines = []
+    for i in range(rows):
+        lines.append(",".join([str(identifier + i + j) for j in range(VALUES_PER_ROW)]))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _digits_below(n):
+    """Total decimal digits of the numbers 0 .. n-1."""
+    total = n
+    power = 10
+    while power < n:
+        total += n - power
+        power *= 10
+    return total
+
+
+def csv_bytes(files, rows):
+    """Total size of the files csv_text makes, by arithmetic (no generation)."""
+    digits = 0
+    for identifier in range(files):
+        for j in range(VALUES_PER_ROW):
+            digits += _digits_below(identifier + j + rows) - _digits_below(identifier + j)
+    return digits + files * rows * VALUES_PER_ROW   # commas and newlines: 10 a row
+
+
+def file_name(directory, identifier):
+    return os.path.join(directory, "data-%05d.csv" % identifier)
+
+
+def save_csv(job):
+    """Make and save one file: job = (directory, identifier, rows, io_stack). Returns its size."""
+    directory, identifier, rows, io_stack = job
+    data = csv_text(identifier, rows)
+    write_file(file_name(directory, identifier), data, io_stack)
+    return len(data)
+
+
+def write_file(path, data, io_stack):
+    if PY2 and io_stack == "pyio":
+        data = data.decode("ascii")     # _pyio's text files take unicode on 2.7
+    with builtin_open_for(io_stack)(path, "w") as f:
+        f.write(data)
+
+
+def read_csv(job):
+    """Read one file back: job = (path, io_stack). Returns (characters, lines)."""
+    path, io_stack = job
+    with builtin_open_for(io_stack)(path, "r") as f:
+        data = f.read()
+    return len(data), data.count("\n")
+
+
+# -- ways to run many jobs -------------------------------------------------------------
+
+def run_sequential(func, jobs):
+    return [func(job) for job in jobs]
+
+
+def run_threads(func, jobs, workers=THREADS):
+    """A pool made of threading.Thread and a queue: available on every version."""
+    todo = queue.Queue()
+    for index, job in enumerate(jobs):
+        todo.put((index, job))
+    results = [None] * len(jobs)
+    errors = []
+
+    def worker():
+        while True:
+            try:
+                index, job = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[index] = func(job)
+            except BaseException as exc:   # re-raised in the caller
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def run_thread_pool_executor(func, jobs, workers=THREADS):
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(func, jobs))
+
+
+def _fork_context():
+    import multiprocessing
+    if hasattr(multiprocessing, "get_context"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing       # 2.7: fork is the only start method on POSIX
+
+
+def run_process_pool(func, jobs, workers=PROCESSES):
+    pool = _fork_context().Pool(workers)
+    try:
+        results = pool.map(func, jobs, max(1, len(jobs) // (4 * workers)))
+    finally:
+        pool.close()
+        pool.join()
+    return results
+
+
+def run_process_pool_executor(func, jobs, workers=PROCESSES):
+    from concurrent.futures import ProcessPoolExecutor
+    if sys.version_info >= (3, 7):
+        pool = ProcessPoolExecutor(workers, mp_context=_fork_context())
+    else:
+        pool = ProcessPoolExecutor(workers)    # 3.6: the default context, fork on Linux
+    with pool:
+        return list(pool.map(func, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+
+
+_ASYNC_SOURCE = '''
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+
+async def _save_all(jobs, limit, workers, use_to_thread):
+    semaphore = asyncio.Semaphore(limit)
+    if hasattr(asyncio, "get_running_loop"):
+        loop = asyncio.get_running_loop()
+    else:
+        loop = asyncio.get_event_loop()          # 3.6
+    executor = None if use_to_thread else ThreadPoolExecutor(workers)
+
+    async def one(job):
+        directory, identifier, rows, io_stack = job
+        async with semaphore:
+            data = csv_text(identifier, rows)          # CPU work, on the event loop
+            path = file_name(directory, identifier)
+            if use_to_thread:
+                await asyncio.to_thread(write_file, path, data, io_stack)
+            else:
+                await loop.run_in_executor(executor, write_file, path, data, io_stack)
+            return len(data)
+    try:
+        return await asyncio.gather(*[one(job) for job in jobs])
+    finally:
+        if executor is not None:
+            executor.shutdown()
+
+
+def run_asyncio(jobs, limit, workers, use_to_thread):
+    coro = _save_all(jobs, limit, workers, use_to_thread)
+    if hasattr(asyncio, "run"):
+        return asyncio.run(coro)
+    loop = asyncio.new_event_loop()          # 3.6
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+'''
+_async_namespace = {}
+
+
+def async_runner():
+    """run_asyncio(jobs, limit, workers, use_to_thread), compiled on first use (3.x only)."""
+    if not _async_namespace:
+        _async_namespace.update({"csv_text": csv_text, "file_name": file_name,
+                                 "write_file": write_file})
+        exec(compile(_ASYNC_SOURCE, "<manyfiles asyncio>", "exec"), _async_namespace)
+    return _async_namespace["run_asyncio"]
+
+
+# -- availability ------------------------------------------------------------------------
+
+def _unavailable(needs):
+    version = sys.version_info[:2]
+    if needs in ("asyncio", "to_thread") and version < (3, 6):
+        return "asyncio with async/await is not in the %d.%d standard library" % version
+    if needs == "to_thread" and version < (3, 9):
+        return "asyncio.to_thread is new in Python 3.9"
+    if needs in ("futures", "asyncio", "fork+futures") and version < (3, 2):
+        return "concurrent.futures is not in the %d.%d standard library" % version
+    if needs in ("fork", "fork+futures") and not hasattr(os, "fork"):
+        return "multiprocessing with fork needs os.fork"
+    return None
+
+
+# -- ops ------------------------------------------------------------------------------------
+
+def ops(ctx):
+    files, rows = PROFILES[ctx.profile]
+    directory = ctx.scratch_path("manyfiles")
+    io_stack = ctx.io_stack
+    jobs = [(directory, identifier, rows, io_stack) for identifier in range(files)]
+    expected = {}
+
+    def expected_files():
+        """name -> (size, crc32) of every file, computed once in setup."""
+        if not expected:
+            for identifier in range(files):
+                data = csv_text(identifier, rows).encode("ascii")
+                expected[file_name(directory, identifier)] = (len(data),
+                                                              zlib.crc32(data) & 0xFFFFFFFF)
+        return expected
+
+    def make_directory():
+        expected_files()
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+
+    def remove_directory():
+        if os.path.isdir(directory):
+            shutil.rmtree(directory)
+
+    def verify_written(sizes):
+        want = expected_files()
+        expect_equal("files reported written in %s" % directory, len(sizes), files)
+        expect_equal("bytes reported written in %s" % directory, sum(sizes), nbytes)
+        expect_equal("files in %s" % directory, len(os.listdir(directory)), files)
+        for path in sorted(want):
+            with open(path, "rb") as f:
+                data = f.read()
+            expect_equal("size and crc32 of %s" % path,
+                         (len(data), zlib.crc32(data) & 0xFFFFFFFF), want[path])
+            os.remove(path)   # the next call creates the files anew
+
+    def writer(runner):
+        def run():
+            return runner(save_csv, jobs)
+        return run
+
+    def asyncio_writer(use_to_thread):
+        def run():
+            return async_runner()(jobs, ASYNC_LIMIT, THREADS, use_to_thread)
+        return run
+
+    def write_setup_for(use_async):
+        def setup():
+            make_directory()
+            if use_async:
+                async_runner()   # compile outside the timed region
+        return setup
+
+    nbytes = csv_bytes(files, rows)
+    out = []
+    for name, run, needs in (
+            ("sequential", writer(run_sequential), None),
+            ("threads", writer(run_threads), None),
+            ("thread_pool_executor", writer(run_thread_pool_executor), "futures"),
+            ("process_pool", writer(run_process_pool), "fork"),
+            ("process_pool_executor", writer(run_process_pool_executor), "fork+futures"),
+            ("asyncio_run_in_executor", asyncio_writer(False), "asyncio"),
+            ("asyncio_to_thread", asyncio_writer(True), "to_thread")):
+        out.append(Op("manyfiles_write_" + name, "manyfiles", nbytes, run, verify_written,
+                      setup=write_setup_for(name.startswith("asyncio")), teardown=remove_directory,
+                      unavailable=_unavailable(needs) if needs else None))
+
+    read_jobs = [(file_name(directory, identifier), io_stack) for identifier in range(files)]
+
+    def read_setup():
+        make_directory()
+        sizes = run_sequential(save_csv, jobs)
+        expect_equal("bytes written for the read ops", sum(sizes), nbytes)
+
+    def reader(runner):
+        def run():
+            results = runner(read_csv, read_jobs)
+            return sum(r[0] for r in results), sum(r[1] for r in results), len(results)
+        return run
+
+    def verify_read(result):
+        expect_equal("characters, lines and files read from %s" % directory, result,
+                     (nbytes, files * rows, files))
+
+    for name, run, needs in (
+            ("sequential", reader(run_sequential), None),
+            ("threads", reader(run_threads), None),
+            ("thread_pool_executor", reader(run_thread_pool_executor), "futures")):
+        out.append(Op("manyfiles_read_" + name, "manyfiles", nbytes, run, verify_read,
+                      setup=read_setup, teardown=remove_directory,
+                      unavailable=_unavailable(needs) if needs else None))
+    return out

@@ -1,0 +1,393 @@
+"""mmapio: memory-mapped access (the mmap module) against the same work on ``read()``.
+
+Stresses what mapping a file saves or costs compared with copying it into a
+bytes object first. Every pair does the same work from an unopened file:
+
+- whole file: ``mmap.read(len(m))`` versus ``f.read()`` in binary and in text mode;
+- find: ``mmap.find(needle)`` versus ``f.read().find(needle)`` (the needle is a
+  unique line placed 90% into the file);
+- regex: ``re.findall`` of five-letter words on the mmap versus on the
+  ``read()`` bytes and the ``read()`` text;
+- slices: many ``m[i:i + n]`` records versus slices of ``read()`` and versus
+  ``f.seek(i); f.read(n)``;
+- seek + find: the line starting at many offsets, by ``m.find(b"\\n", i)``
+  and by ``m.seek(i); m.readline()`` versus ``data.find`` on ``read()`` and
+  versus ``f.seek(i); f.readline()``;
+- in-place modify of many records of a scratch copy: slice assignment
+  through an ACCESS_WRITE map versus ``f.seek(i); f.write(record)``.
+
+The file is ASCII text (smoke 512 KiB, quick 8 MiB, full 64 MiB); on the
+smoke file the whole-file and find ops repeat (inner_loops) except under
+``--cache cold``. Offsets are a deterministic spread over the file. Verify
+compares counts, offsets and crc32s with references computed in setup from
+one plain read (outside timing). mmap objects are not context managers on
+2.7, hence the try/finally blocks.
+"""
+from __future__ import division
+
+import mmap
+import os
+import re
+import shutil
+import zlib
+
+from harness import Fixture, Op, ascii_text, expect_equal, file_crc32, write_bytes
+
+KIB = 1024
+MIB = 1024 * KIB
+FIXTURE = "mmapio.txt"
+FILE_BYTES = {"smoke": 512 * KIB, "quick": 8 * MIB, "full": 64 * MIB}
+NEEDLE = b"iomatrix-needle: the only line like this one\n"
+NEEDLE_AT = 0.9                   # fraction of the file before the needle line
+RECORDS = 20000                   # offsets per call for slices, seek + find and modify
+RECORD_BYTES = 64
+MIN_BYTES_PER_RUN = 8 * MIB       # whole-file ops repeat on the smoke file
+FIVE_LETTER_WORDS = re.compile(br"\b[A-Za-z]{5}\b")
+FIVE_LETTER_WORDS_TEXT = re.compile(r"\b[A-Za-z]{5}\b")
+LETTER_RUNS = re.compile(br"[A-Za-z]+")   # the reference for FIVE_LETTER_WORDS
+INVERT_BYTES = bytes(bytearray(255 - i for i in range(256)))
+
+
+def FIXTURE_BYTES(profile):
+    return FILE_BYTES[profile]
+
+
+def scratch_bytes(profile):
+    return FILE_BYTES[profile]
+
+
+def needle_offset(size):
+    return int(size * NEEDLE_AT)
+
+
+def fixtures(profile):
+    size = FILE_BYTES[profile]
+
+    def make(path):
+        head = needle_offset(size)
+        body = (ascii_text(head, seed=2020).encode("ascii") + NEEDLE
+                + ascii_text(size - head - len(NEEDLE), seed=2021).encode("ascii"))
+        write_bytes(path, body)
+    return [Fixture(FIXTURE, make)]
+
+
+def record_offsets(size, count=RECORDS, record=RECORD_BYTES):
+    """``count`` offsets spread over the file (a fixed stride walk, not sorted)."""
+    span = max(1, size - record)
+    stride = 7919 * 4099          # odd: visits the file in a scattered order
+    return [(i * stride) % span for i in range(count)]
+
+
+def _map(f, access=mmap.ACCESS_READ):
+    return mmap.mmap(f.fileno(), 0, access=access)
+
+
+def ops(ctx):
+    path = ctx.path(FIXTURE)
+    size = FILE_BYTES[ctx.profile]
+    passes = 1 if ctx.cache == "cold" else max(1, MIN_BYTES_PER_RUN // size)
+    inner = passes if passes > 1 else None
+    open_ = ctx.open
+    io_open = ctx.io_module.open
+    ref = {}
+
+    def reference():
+        """Facts about the file, from one plain read (setup, outside timing)."""
+        if not ref:
+            with open(path, "rb") as f:
+                data = f.read()
+            offsets = record_offsets(len(data))
+            records = [data[i:i + RECORD_BYTES] for i in offsets]
+            lines = []
+            for i in offsets:
+                end = data.find(b"\n", i)
+                lines.append(data[i:end + 1])
+            ref.update({
+                "size": len(data),
+                "crc": zlib.crc32(data) & 0xFFFFFFFF,
+                "needle": needle_offset(size),
+                "words": sum(1 for w in LETTER_RUNS.findall(data) if len(w) == 5),
+                "offsets": offsets,
+                "records_crc": zlib.crc32(b"".join(records)) & 0xFFFFFFFF,
+                "lines_crc": zlib.crc32(b"".join(lines)) & 0xFFFFFFFF,
+            })
+        return ref
+
+    def op(name, category, nbytes, run, verify, reps=None, native=None):
+        return Op("mmapio_" + name, category, nbytes, run, verify, setup=reference,
+                  inner_loops=reps, evict=(FIXTURE,), native=native)
+
+    out = []
+
+    # -- whole file ------------------------------------------------------------------
+    def read_mmap():
+        total = 0
+        for _ in range(passes):
+            with open_(path, "rb") as f:
+                m = _map(f)
+                try:
+                    data = m.read(len(m))   # 2.7's read() needs the size
+                finally:
+                    m.close()
+            total += len(data)
+        return total, zlib.crc32(data) & 0xFFFFFFFF
+
+    def read_file(mode):
+        def run():
+            total = 0
+            for _ in range(passes):
+                if mode == "rb":
+                    with open_(path, "rb") as f:
+                        data = f.read()
+                else:
+                    with io_open(path, "r", encoding="ascii") as f:
+                        data = f.read()
+                total += len(data)
+            if mode != "rb":
+                data = data.encode("ascii")  # outside the loop: one conversion for verify
+            return total, zlib.crc32(data) & 0xFFFFFFFF
+        return run
+
+    def verify_whole(result):
+        expect_equal("bytes read from %s" % path, result[0], passes * ref["size"])
+        expect_equal("crc32 of what was read from %s" % path, result[1], ref["crc"])
+
+    nbytes = passes * size
+    out.append(op("read_whole_mmap", "mmap", nbytes, read_mmap, verify_whole, inner))
+    out.append(op("read_whole_file_binary", "mmap", nbytes, read_file("rb"), verify_whole, inner,
+                  native=("read", FIXTURE, 0)))
+    out.append(op("read_whole_file_text", "mmap", nbytes, read_file("r"), verify_whole, inner))
+
+    # -- find ----------------------------------------------------------------------------
+    def find_mmap():
+        found = []
+        for _ in range(passes):
+            with open_(path, "rb") as f:
+                m = _map(f)
+                try:
+                    found.append(m.find(NEEDLE))
+                finally:
+                    m.close()
+        return found
+
+    def find_read():
+        found = []
+        for _ in range(passes):
+            with open_(path, "rb") as f:
+                found.append(f.read().find(NEEDLE))
+        return found
+
+    def verify_find(found):
+        expect_equal("offsets of the needle in %s" % path, found, [ref["needle"]] * passes)
+
+    out.append(op("find_mmap", "mmap", nbytes, find_mmap, verify_find, inner))
+    out.append(op("find_read_bytes", "mmap", nbytes, find_read, verify_find, inner))
+
+    # -- regex -------------------------------------------------------------------------
+    def regex_mmap():
+        with open_(path, "rb") as f:
+            m = _map(f)
+            try:
+                return len(FIVE_LETTER_WORDS.findall(m))
+            finally:
+                m.close()
+
+    def regex_read_bytes():
+        with open_(path, "rb") as f:
+            return len(FIVE_LETTER_WORDS.findall(f.read()))
+
+    def regex_read_text():
+        with io_open(path, "r", encoding="ascii") as f:
+            return len(FIVE_LETTER_WORDS_TEXT.findall(f.read()))
+
+    def verify_regex(count):
+        expect_equal("five-letter words in %s" % path, count, ref["words"])
+
+    out.append(op("regex_mmap", "mmap", size, regex_mmap, verify_regex))
+    out.append(op("regex_read_bytes", "mmap", size, regex_read_bytes, verify_regex))
+    out.append(op("regex_read_text", "mmap", size, regex_read_text, verify_regex))
+
+    # -- slices --------------------------------------------------------------------------
+    record_bytes = RECORDS * RECORD_BYTES
+
+    def slices_mmap():
+        offsets = ref["offsets"]
+        with open_(path, "rb") as f:
+            m = _map(f)
+            try:
+                records = [m[i:i + RECORD_BYTES] for i in offsets]
+            finally:
+                m.close()
+        return records
+
+    def slices_read():
+        offsets = ref["offsets"]
+        with open_(path, "rb") as f:
+            data = f.read()
+        return [data[i:i + RECORD_BYTES] for i in offsets]
+
+    def slices_seek_read():
+        offsets = ref["offsets"]
+        records = []
+        append = records.append
+        with open_(path, "rb") as f:
+            seek, read = f.seek, f.read
+            for i in offsets:
+                seek(i)
+                append(read(RECORD_BYTES))
+        return records
+
+    def verify_records(records):
+        expect_equal("records sliced from %s" % path, len(records), RECORDS)
+        expect_equal("crc32 of the records from %s" % path,
+                     zlib.crc32(b"".join(records)) & 0xFFFFFFFF, ref["records_crc"])
+
+    out.append(op("slices_mmap", "mmap", record_bytes, slices_mmap, verify_records))
+    out.append(op("slices_read_bytes", "mmap", size, slices_read, verify_records))
+    out.append(op("slices_seek_read", "mmap", record_bytes, slices_seek_read, verify_records))
+
+    # -- seek + find: the line from each offset -------------------------------------------
+    def lines_mmap():
+        offsets = ref["offsets"]
+        lines = []
+        append = lines.append
+        with open_(path, "rb") as f:
+            m = _map(f)
+            try:
+                find = m.find
+                for i in offsets:
+                    append(m[i:find(b"\n", i) + 1])
+            finally:
+                m.close()
+        return lines
+
+    def lines_mmap_seek_readline():
+        offsets = ref["offsets"]
+        lines = []
+        append = lines.append
+        with open_(path, "rb") as f:
+            m = _map(f)
+            try:
+                seek, readline = m.seek, m.readline
+                for i in offsets:
+                    seek(i)
+                    append(readline())
+            finally:
+                m.close()
+        return lines
+
+    def lines_read():
+        offsets = ref["offsets"]
+        lines = []
+        append = lines.append
+        with open_(path, "rb") as f:
+            data = f.read()
+        find = data.find
+        for i in offsets:
+            append(data[i:find(b"\n", i) + 1])
+        return lines
+
+    def lines_seek_readline():
+        offsets = ref["offsets"]
+        lines = []
+        append = lines.append
+        with open_(path, "rb") as f:
+            seek, readline = f.seek, f.readline
+            for i in offsets:
+                seek(i)
+                append(readline())
+        return lines
+
+    def verify_lines(lines):
+        expect_equal("lines found in %s" % path, len(lines), RECORDS)
+        expect_equal("crc32 of the lines from %s" % path,
+                     zlib.crc32(b"".join(lines)) & 0xFFFFFFFF, ref["lines_crc"])
+
+    out.append(op("seekfind_mmap_find", "mmap", record_bytes, lines_mmap, verify_lines))
+    out.append(op("seekfind_mmap_readline", "mmap", record_bytes, lines_mmap_seek_readline,
+                  verify_lines))
+    out.append(op("seekfind_read_bytes", "mmap", size, lines_read, verify_lines))
+    out.append(op("seekfind_file_readline", "mmap", record_bytes, lines_seek_readline,
+                  verify_lines))
+
+    # -- modify in place (a scratch copy) -------------------------------------------------
+    copy_path = ctx.scratch_path("mmapio-modify.txt")
+    state = {"calls": 0}
+
+    def modify_setup():
+        shutil.copyfile(path, copy_path)
+        # Records may overlap; applying the inverted records in order defines the result.
+        data = bytearray(open_and_read(path))
+        forward = []
+        for i in ref["offsets"]:
+            piece = bytes(data[i:i + RECORD_BYTES]).translate(INVERT_BYTES)
+            forward.append(piece)
+            data[i:i + RECORD_BYTES] = piece
+        changed = bytes(data)
+        state["pieces"] = [forward]
+        # Undoing: the same offsets in reverse order, writing what was there before.
+        undo = bytearray(changed)
+        restore = []
+        for i in reversed(ref["offsets"]):
+            piece = bytes(undo[i:i + RECORD_BYTES]).translate(INVERT_BYTES)
+            restore.append(piece)
+            undo[i:i + RECORD_BYTES] = piece
+        state["pieces"].append(restore)
+        state["orders"] = [list(ref["offsets"]), list(reversed(ref["offsets"]))]
+        state["crcs"] = [zlib.crc32(changed) & 0xFFFFFFFF, zlib.crc32(bytes(undo)) & 0xFFFFFFFF]
+
+    def next_index():
+        index = state["calls"] % 2
+        state["calls"] += 1
+        return index
+
+    def modify_mmap():
+        index = next_index()
+        pieces, order = state["pieces"][index], state["orders"][index]
+        with open_(copy_path, "r+b") as f:
+            m = _map(f, mmap.ACCESS_WRITE)
+            try:
+                for i, piece in zip(order, pieces):
+                    m[i:i + RECORD_BYTES] = piece
+            finally:
+                m.close()
+        return index
+
+    def modify_seek_write():
+        index = next_index()
+        pieces, order = state["pieces"][index], state["orders"][index]
+        with open_(copy_path, "r+b") as f:
+            seek, write = f.seek, f.write
+            for i, piece in zip(order, pieces):
+                seek(i)
+                write(piece)
+        return index
+
+    def verify_modify(index):
+        crc, got_size = file_crc32(copy_path)
+        expect_equal("size of %s" % copy_path, got_size, ref["size"])
+        expect_equal("crc32 of %s after call %d" % (copy_path, state["calls"]), crc,
+                     state["crcs"][index])
+
+    def modify_teardown():
+        state.clear()
+        state["calls"] = 0
+        if os.path.exists(copy_path):
+            os.remove(copy_path)
+
+    for name, run in (("modify_mmap", modify_mmap), ("modify_seek_write", modify_seek_write)):
+        out.append(Op("mmapio_" + name, "mmap-write", record_bytes, run, verify_modify,
+                      setup=_chain(reference, modify_setup), teardown=modify_teardown))
+    return out
+
+
+def open_and_read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _chain(*steps):
+    def run_all():
+        for step in steps:
+            step()
+    return run_all

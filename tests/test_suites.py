@@ -1,0 +1,271 @@
+"""Every suite, smoke profile: each op as a real pyperf worker, plus the failure paths.
+
+Never asserts a timing: a result counts when the worker exits 0 and its JSON
+holds the op with values and the iomatrix metadata.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITES_DIR = os.path.join(ROOT, "suites")
+HARNESS = os.path.join(SUITES_DIR, "harness.py")
+sys.path.insert(0, SUITES_DIR)
+
+import harness  # noqa: E402
+import pyperf  # noqa: E402
+
+SUITES = harness.available_suites()
+OUR_SUITES = ("iobench", "chunks", "mmapio", "copies", "manyfiles", "textio")
+PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
+PARALLEL_WORKERS = 4
+MIN_TOTAL_OPS = 100
+
+
+@pytest.fixture(scope="session")
+def smoke_fixtures(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("fixtures"))
+    harness.make_fixtures(SUITES, "smoke", directory)
+    return directory
+
+
+def smoke_ops(suite_name, fixtures_dir, scratch):
+    ctx = harness.load_context(fixtures_dir, scratch, "smoke", "c", "warm")
+    return harness.load_suite(suite_name).ops(ctx)
+
+
+def worker_cmd(suite, op, fixtures_dir, scratch, output, io_stack="c", python=None):
+    return [python or sys.executable, HARNESS, "--suite", suite, "--op", op,
+            "--fixtures", fixtures_dir, "--scratch", scratch, "--iomatrix-profile", "smoke",
+            "--io", io_stack, "--worker", "--worker-task", "0", "-l", "1", "-w", "0", "-n", "1",
+            "-o", output]
+
+
+def run_worker(cmd, env=None):
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+
+
+def check_result(proc, output, op_name, io_stack="c"):
+    assert proc.returncode == 0, "%s failed:\n%s" % (op_name, proc.stderr[-3000:])
+    bench = pyperf.Benchmark.load(output)
+    assert bench.get_name() == op_name
+    assert len(bench.get_values()) == 1
+    metadata = bench.get_metadata()
+    assert metadata["iomatrix_bytes"] > 0
+    assert metadata["iomatrix_io"] == io_stack
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_every_op_runs_as_a_pyperf_worker(suite, smoke_fixtures, tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    ops = [op for op in smoke_ops(suite, smoke_fixtures, str(scratch)) if not op.unavailable]
+    assert ops
+
+    def one(op):
+        output = str(tmp_path / (op.name + ".json"))
+        proc = run_worker(worker_cmd(suite, op.name, smoke_fixtures, str(scratch), output))
+        return op.name, proc, output
+
+    with ThreadPoolExecutor(PARALLEL_WORKERS) as pool:
+        results = list(pool.map(one, ops))
+    for name, proc, output in results:
+        check_result(proc, output, name)
+    assert os.listdir(str(scratch)) == [], "ops left files in the scratch directory"
+
+
+def test_op_names_unique_and_enough():
+    ctx = harness.Context(os.devnull, os.devnull, profile="quick")
+    names = []
+    for suite in SUITES:
+        suite_ops = harness.load_suite(suite).ops(ctx)
+        if suite in OUR_SUITES:
+            for op in suite_ops:
+                assert op.name.startswith(suite + "_"), op.name
+        names += [op.name for op in suite_ops]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    assert len(names) >= MIN_TOTAL_OPS
+
+
+@pytest.mark.parametrize("profile", harness.PROFILES)
+def test_op_list_is_the_same_in_every_profile(profile):
+    def names(p):
+        ctx = harness.Context(os.devnull, os.devnull, profile=p)
+        return [op.name for s in OUR_SUITES for op in harness.load_suite(s).ops(ctx)]
+    assert names(profile) == names("quick")
+
+
+def test_every_module_has_a_docstring_and_sizes():
+    for suite in OUR_SUITES:
+        module = harness.load_suite(suite)
+        assert module.__doc__ and len(module.__doc__) > 200, suite
+        for profile in harness.PROFILES:
+            module.fixtures(profile)  # builds the list without making anything
+
+
+needs_py27 = pytest.mark.skipif(not os.path.exists(PY27), reason="no Python 2.7 at " + PY27)
+
+
+@needs_py27
+def test_suites_list_under_python27():
+    proc = run_worker([PY27, HARNESS, "--list-ops", ",".join(OUR_SUITES)])
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["ops"]
+    host = harness.list_ops(list(OUR_SUITES))
+    assert [r["op"] for r in rows] == [r["op"] for r in host]
+    unavailable = dict((r["op"], r["unavailable"]) for r in rows if r["unavailable"])
+    for name in ("copies_os_sendfile", "copies_os_copy_file_range",
+                 "manyfiles_write_thread_pool_executor", "manyfiles_write_asyncio_run_in_executor",
+                 "textio_read_whole_utf8_invalid_surrogateescape"):
+        assert unavailable.get(name), name
+    assert all(isinstance(reason, str) and reason for reason in unavailable.values())
+
+
+@needs_py27
+def test_fixtures_are_identical_when_made_by_python27(smoke_fixtures, tmp_path):
+    """Fixtures must not depend on the interpreter that makes them."""
+    directory = str(tmp_path / "fx27")
+    code = ("import sys; sys.path.insert(0, %r); import harness; "
+            "harness.make_fixtures(%r, 'smoke', %r)" % (SUITES_DIR, list(OUR_SUITES), directory))
+    proc = run_worker([PY27, "-c", code])
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(directory, harness.FIXTURES_MANIFEST)) as f:
+        made_by_27 = json.load(f)["files"]
+    with open(os.path.join(smoke_fixtures, harness.FIXTURES_MANIFEST)) as f:
+        made_here = json.load(f)["files"]
+    assert made_by_27 == dict((name, made_here[name]) for name in made_by_27)
+
+
+def _py27_has_pyperf(env):
+    return run_worker([PY27, "-c", "import pyperf"], env=env).returncode == 0
+
+
+@needs_py27
+def test_one_op_per_suite_runs_under_python27(smoke_fixtures, tmp_path):
+    env = dict(os.environ, PYTHONPATH="/tmp/t27")
+    if not _py27_has_pyperf(env):
+        pytest.skip("pyperf is not importable under 2.7 (PYTHONPATH=/tmp/t27)")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    picks = [("iobench", "iobench_readmodify_binary_400KiB_20units"),
+             ("chunks", "chunks_readinto_64KiB"), ("mmapio", "mmapio_regex_mmap"),
+             ("copies", "copies_readinto_loop_1MiB"), ("manyfiles", "manyfiles_write_process_pool"),
+             ("textio", "textio_print_lines_utf8")]
+    for suite, op in picks:
+        output = str(tmp_path / (op + ".json"))
+        proc = run_worker(worker_cmd(suite, op, smoke_fixtures, str(scratch), output, python=PY27),
+                          env=env)
+        check_result(proc, output, op)
+    assert os.listdir(str(scratch)) == []
+
+
+@pytest.mark.parametrize("suite,op", [
+    ("iobench", "iobench_read_text_utf8_lf_20KiB_20units"),
+    ("chunks", "chunks_read_64KiB"),
+    ("textio", "textio_read_lines_utf8"),
+    ("textio", "textio_stringio_write_lines"),
+])
+def test_pyio_axis(suite, op, smoke_fixtures, tmp_path):
+    output = str(tmp_path / "part.json")
+    proc = run_worker(worker_cmd(suite, op, smoke_fixtures, str(tmp_path), output, io_stack="pyio"))
+    check_result(proc, output, op, io_stack="pyio")
+
+
+def _copy_fixtures(src, tmp_path):
+    dst = str(tmp_path / "fixtures")
+    shutil.copytree(src, dst)
+    return dst
+
+
+@pytest.mark.parametrize("suite,op,fixture,damage", [
+    ("chunks", "chunks_read_1MiB", "chunks.bin", "flip"),
+    ("textio", "textio_read_lines_utf8", "textio-utf8.txt", "truncate"),
+    ("iobench", "iobench_seek_binary_400KiB_1000units", "iobench-400KiB.bin", "flip"),
+    ("mmapio", "mmapio_find_mmap", "mmapio.txt", "truncate"),
+])
+def test_corrupted_fixture_fails_the_op(suite, op, fixture, damage, smoke_fixtures, tmp_path):
+    fixtures_dir = _copy_fixtures(smoke_fixtures, tmp_path)
+    path = os.path.join(fixtures_dir, fixture)
+    with open(path, "r+b") as f:
+        if damage == "flip":
+            f.seek(1000)
+            byte = f.read(1)
+            f.seek(1000)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        else:
+            f.truncate(os.path.getsize(path) // 2)
+    output = str(tmp_path / "part.json")
+    proc = run_worker(worker_cmd(suite, op, fixtures_dir, str(tmp_path), output))
+    assert proc.returncode != 0
+    assert "VerificationError" in proc.stderr and fixture in proc.stderr
+
+
+def test_verify_rejects_wrong_results(smoke_fixtures, tmp_path):
+    """A fast wrong answer fails verify even when the fixture itself is intact."""
+    ops = dict((op.name, op) for s in ("chunks", "iobench", "manyfiles")
+               for op in smoke_ops(s, smoke_fixtures, str(tmp_path)))
+    wrong = [("chunks_read_1MiB", (0, 0, b"")),
+             ("chunks_iterate_lines", (1, 1, b"x")),
+             ("iobench_read_text_utf8_lf_20KiB_whole", (1, u"x")),
+             ("manyfiles_read_sequential", (0, 0, 0))]
+    for name, result in wrong:
+        op = ops[name]
+        if op.setup:
+            op.setup()
+        try:
+            with pytest.raises(harness.VerificationError):
+                op.verify(result)
+        finally:
+            if op.teardown:
+                op.teardown()
+
+
+def test_write_op_detects_a_skipped_write(smoke_fixtures, tmp_path):
+    """The r+ ops toggle payloads with an odd number of passes: a call that writes nothing fails."""
+    ops = dict((op.name, op) for op in smoke_ops("iobench", smoke_fixtures, str(tmp_path)))
+    op = ops["iobench_overwrite_binary_400KiB_4096units"]
+    op.setup()
+    try:
+        index = op.run()
+        op.verify(index)
+        with pytest.raises(harness.VerificationError, match="crc32"):
+            op.verify(1 - index)         # the state before the call: as if nothing was written
+    finally:
+        op.teardown()
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_peak_rss_tells_streaming_from_read_all(smoke_fixtures, tmp_path):
+    """The harness measures one untimed call in each fresh worker and records it as metadata."""
+    import copies
+    size = copies.FILE_BYTES["smoke"]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    peaks = {}
+    for name in ("copies_loop_64KiB", "copies_read_all_write"):
+        output = str(tmp_path / (name + ".json"))
+        proc = run_worker(worker_cmd("copies", name, smoke_fixtures, str(scratch), output))
+        check_result(proc, output, name)
+        metadata = pyperf.Benchmark.load(output).get_metadata()
+        peaks[name], method = metadata["iomatrix_peak_rss"], metadata["iomatrix_peak_rss_method"]
+    if method == "VmHWM":
+        # some of the file's pages may land in memory the process already had
+        assert peaks["copies_read_all_write"] >= size * 3 // 4
+        assert peaks["copies_loop_64KiB"] < size // 4
+    assert os.listdir(str(scratch)) == []
+
+
+def test_unwritable_fixture_directory_is_named(tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    target = str(blocker / "sub")
+    with pytest.raises(OSError, match=re.escape(target)):
+        harness.make_fixtures(["chunks"], "smoke", target)
