@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import random
+import selectors
 import shutil
 import signal
 import subprocess
@@ -150,11 +151,11 @@ def tail(text: str, lines: int = ERROR_TAIL_LINES) -> str:
 
 @dataclasses.dataclass
 class Task:
+    """One worker process: the ops of one suite, for one series, in one round."""
     series: str
     label: str
     io_stack: str
     suite: str
-    op: str
     round_index: int
 
 
@@ -210,7 +211,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                 log(f"iomatrix: resuming run {run_id}: {session['resumed_parts']} finished worker "
                     "processes are kept, the rest is run now")
             run.write_manifest(manifest)
-            _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeout, log)
+            _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeout, seed, log)
             for plan in plans.values():
                 _merge_series(run, plan, profile, log)
         except KeyboardInterrupt:
@@ -367,21 +368,34 @@ def _make_fixtures(suites, profile, fixtures_dir, log):
 
 
 def _schedule(run, plans, profile, seed) -> list[Task]:
+    """Rounds x suites (shuffled) x series (shuffled): one worker process per task."""
     rng = random.Random(seed)
-    all_ops = sorted({op for plan in plans.values() for op in plan.ops})
+    suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
     runnable = [p for p in plans.values() if p.error is None and p.ops]
     tasks = []
     for round_index in range(profile.rounds):
-        ops = list(all_ops)
-        rng.shuffle(ops)
-        for suite, op in ops:
-            order = list(runnable)
-            rng.shuffle(order)
-            for plan in order:
-                if (suite, op) in plan.ops and not run.part_file(plan.series, op, round_index).exists():
+        order = list(suites)
+        rng.shuffle(order)
+        for suite in order:
+            series_order = list(runnable)
+            rng.shuffle(series_order)
+            for plan in series_order:
+                if any(s == suite for s, _ in plan.ops) and \
+                        not run.part_file(plan.series, suite, round_index).exists():
                     label = plan.interp.label if plan.interp else plan.series
-                    tasks.append(Task(plan.series, label, plan.io_stack, suite, op, round_index))
+                    tasks.append(Task(plan.series, label, plan.io_stack, suite, round_index))
     return tasks
+
+
+def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
+    """The ops of one batch, in an order shuffled per round and suite.
+
+    The order depends on the round and suite only, not on the interpreter, so every
+    interpreter meets each op at the same position of its batch.
+    """
+    ops = sorted(op for suite, op in plan.ops if suite == task.suite)
+    random.Random(f"{seed}-{task.round_index}-{task.suite}").shuffle(ops)
+    return [op for op in ops if op not in plan.failed_ops]
 
 
 def _count_existing_parts(run, plans, profile) -> int:
@@ -389,118 +403,156 @@ def _count_existing_parts(run, plans, profile) -> int:
                for _ in run.parts_dir(plan.series).glob("r*--*.json"))
 
 
-def worker_command(plan: SeriesPlan, task: Task, profile: Profile, cache: str,
-                   fixtures_dir: Path, scratch_dir: Path, output: Path) -> list[str]:
+def worker_command(plan: SeriesPlan, task: Task, ops: list[str], profile: Profile, cache: str,
+                   fixtures_dir: Path, scratch_dir: Path, output: Path, errors: Path) -> list[str]:
     warmups = profile.pypy_warmups if plan.interp.implementation == "pypy" else profile.warmups
-    return [plan.env.python, str(HARNESS), "--suite", task.suite, "--op", task.op,
-            "--fixtures", str(fixtures_dir), "--scratch", str(scratch_dir),
+    return [plan.env.python, str(HARNESS), "--batch", "--suite", task.suite,
+            "--ops", json.dumps(ops), "--fixtures", str(fixtures_dir), "--scratch", str(scratch_dir),
             "--iomatrix-profile", profile.name, "--io", task.io_stack, "--cache", cache,
-            "--round", str(task.round_index), "--worker", "--worker-task", "0",
-            "--loops", "1", "--warmups", str(warmups), "--values", str(profile.values),
-            "--output", str(output), "--quiet"]
+            "--round", str(task.round_index), "--warmups", str(warmups),
+            "--values", str(profile.values), "--output", str(output), "--errors", str(errors)]
 
 
-def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeout, log):
-    # One line per op and round; the interpreter of each process too when they are few
-    # enough to read (a worker of a slow interpreter can take a while).
+def _execute(run, plans, tasks, profile, cache, fixtures_dir, scratch_dir, timeout, seed, log):
     series_count = len({t.series for t in tasks})
     progress = Progress(len(tasks), log, profile.rounds, verbose_labels=series_count <= 4)
     for task in tasks:
         plan = plans[task.series]
-        if task.op in plan.failed_ops or plan.error is not None:
+        ops = batch_ops(plan, task, seed)
+        if plan.error is not None or not ops:
             progress.skip()
-            continue  # it failed in an earlier round: the rest of its rounds would too
-        part = run.part_file(task.series, task.op, task.round_index)
+            continue
+        part = run.part_file(task.series, task.suite, task.round_index)
         part.parent.mkdir(parents=True, exist_ok=True)
         partial = part.with_name(f".{part.name}.partial-{os.getpid()}")
-        if partial.exists():
-            partial.unlink()
         progress.start(task)
         try:
-            if plan.interp is None:
-                error = _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir,
-                                    partial, timeout)
-            else:
-                cmd = worker_command(plan, task, profile, cache, fixtures_dir, scratch_dir, partial)
-                error = _run_worker(cmd, plan.env.command_env(), timeout, cwd=scratch_dir)
-        except BaseException:  # Ctrl-C: the worker is already killed; drop its half-result
-            if partial.exists():
-                partial.unlink()
-            raise
-        if error is None and partial.exists():
-            os.replace(partial, part)
-            plan.succeeded = True
-        else:
-            if partial.exists():
-                partial.unlink()
-            error = error or "the worker exited without writing its result"
-            plan.failed_ops[task.op] = error
-            log(f"iomatrix: {task.series} {task.op} FAILED (round {task.round_index + 1}): "
-                f"{tail(error, 4)}")
-            if not plan.succeeded and len(plan.failed_ops) >= GIVE_UP_AFTER_FAILURES:
-                plan.error = (f"gave up after its first {len(plan.failed_ops)} worker processes "
-                              f"failed; the last one: {error}")
-                log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
+            _run_task(plan, task, ops, part, partial, profile, cache, fixtures_dir, scratch_dir,
+                      timeout, log)
+        finally:  # Ctrl-C included: the worker is killed; its half-result goes
+            for leftover in (partial, Path(f"{partial}.errors")):
+                if leftover.exists():
+                    leftover.unlink()
         progress.done()
 
 
-def _run_native(plan, task, profile, cache, fixtures_dir, scratch_dir, output, timeout):
-    """One 'process' of the native ceiling: warmups plus values, like a pyperf worker."""
-    info = plan.op_info[task.op]
-    cmd = native.command(plan.tool, info["native"], fixtures_dir, scratch_dir,
-                         profile.warmups + profile.values, cache)
-    with tempfile.TemporaryFile("w+") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+def _run_task(plan, task, ops, part, partial, profile, cache, fixtures_dir, scratch_dir,
+              timeout, log):
+    """Run one batch; when it crashes or hangs, blame the op it was in and rerun the rest."""
+    errors_file = Path(f"{partial}.errors")
+    while ops:
+        if plan.interp is None:
+            culprit, fatal, errors = _run_native(plan, task, ops, profile, cache, fixtures_dir,
+                                                 scratch_dir, partial, timeout)
+        else:
+            cmd = worker_command(plan, task, ops, profile, cache, fixtures_dir, scratch_dir,
+                                 partial, errors_file)
+            culprit, fatal = _run_worker(cmd, plan.env.command_env(), timeout, cwd=scratch_dir)
+            errors = json.loads(errors_file.read_text()) if fatal is None and errors_file.exists() \
+                else {}
+        if fatal is None:
+            for op, error in errors.items():
+                _fail_op(plan, task, op, error, log)
+            if partial.exists():
+                os.replace(partial, part)
+                plan.succeeded = True
+            elif not errors:
+                _fail_op(plan, task, ops[0], "the worker exited without writing its result", log)
+            return
+        culprit = culprit if culprit in ops else ops[0]
+        _fail_op(plan, task, culprit, fatal, log)
+        if plan.error is not None:
+            return
+        ops = [op for op in ops if op != culprit]
+
+
+def _fail_op(plan, task, op, error, log):
+    plan.failed_ops[op] = error
+    log(f"iomatrix: {task.series} {op} FAILED (round {task.round_index + 1}): {tail(error, 4)}")
+    if not plan.succeeded and len(plan.failed_ops) >= GIVE_UP_AFTER_FAILURES:
+        plan.error = (f"gave up after its first {len(plan.failed_ops)} ops failed; "
+                      f"the last one: {error}")
+        log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
+
+
+def _run_native(plan, task, ops, profile, cache, fixtures_dir, scratch_dir, output, timeout):
+    """The native ceiling's batch: the C program once per op, warm-ups plus values each."""
+    parts = []
+    for op in ops:
+        info = plan.op_info[op]
+        cmd = native.command(plan.tool, info["native"], fixtures_dir, scratch_dir,
+                             profile.warmups + profile.values, cache)
         try:
-            _, err = proc.communicate(timeout=timeout)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return f"timed out after {timeout:g} s (--timeout)"
-        out.seek(0)
-        times = [float(line) for line in out.read().split()]
-    if proc.returncode != 0:
-        return f"exit status {proc.returncode}\n{tail(err)}"
-    metadata = {"iomatrix_suite": task.suite, "iomatrix_category": info["category"],
-                "iomatrix_bytes": info["bytes"], "iomatrix_io": "native", "iomatrix_cache": cache,
-                "iomatrix_profile": profile.name, "iomatrix_round": task.round_index,
-                "iomatrix_native": " ".join(map(str, info["native"]))}
-    native.write_part(output, task.op, metadata, times[:profile.warmups], times[profile.warmups:])
-    return None
+            return op, f"timed out after {timeout:g} s (--timeout)", {}
+        if proc.returncode != 0:
+            return op, f"exit status {proc.returncode}\n{tail(proc.stderr)}", {}
+        times = [float(line) for line in proc.stdout.split()]
+        metadata = {"iomatrix_suite": task.suite, "iomatrix_category": info["category"],
+                    "iomatrix_bytes": info["bytes"], "iomatrix_io": "native",
+                    "iomatrix_cache": cache, "iomatrix_profile": profile.name,
+                    "iomatrix_round": task.round_index,
+                    "iomatrix_native": " ".join(map(str, info["native"]))}
+        parts.append((op, metadata, times[:profile.warmups], times[profile.warmups:]))
+    native.write_part(output, parts)
+    return None, None, {}
 
 
-def _run_worker(cmd, env, timeout, cwd=None) -> str | None:
-    """Run one worker; None when it succeeded, else the tail of its error.
+def _run_worker(cmd, env, timeout, cwd=None) -> tuple[str | None, str | None]:
+    """Run one batch worker: (None, None) when it succeeded, else (op it was in, error tail).
 
-    The worker's working directory is the run's scratch directory, so even a relative
-    path written by an op stays inside the run's own temporary directory.
+    The worker prints "START <op>" before each op; each op gets ``timeout``
+    seconds of its own. The working directory is the run's scratch directory,
+    so even a relative path written by an op stays inside the run's own
+    temporary directory.
     """
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return f"timed out after {timeout:g} s (--timeout)"
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    if proc.returncode != 0:
-        reason = (f"killed by signal {-proc.returncode} ({signal.Signals(-proc.returncode).name})"
-                  if proc.returncode < 0 else f"exit status {proc.returncode}")
-        return f"{reason}\n{tail(err or out)}"
-    return None
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
+        current, started, pending = None, time.monotonic(), b""
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(proc.stdout, selectors.EVENT_READ)
+                while True:
+                    remaining = started + timeout - time.monotonic()
+                    if remaining <= 0:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                        return current, f"timed out after {timeout:g} s (--timeout)"
+                    if not selector.select(timeout=min(remaining, 1.0)):
+                        continue
+                    data = os.read(proc.stdout.fileno(), 65536)
+                    if not data:
+                        break
+                    pending += data
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        if line.startswith(b"START "):
+                            current, started = line[6:].decode("utf-8", "replace"), time.monotonic()
+            proc.wait()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        finally:
+            proc.stdout.close()
+        if proc.returncode != 0:
+            stderr.seek(0)
+            err = stderr.read().decode("utf-8", "replace")
+            reason = (f"killed by signal {-proc.returncode} ({signal.Signals(-proc.returncode).name})"
+                      if proc.returncode < 0 else f"exit status {proc.returncode}")
+            return current, f"{reason}\n{tail(err)}"
+    return None, None
 
 
 def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
     if plan.error is not None or not plan.ops or run.series_file(plan.series).exists():
         return
     parts = sorted(run.parts_dir(plan.series).glob("r*--*.json"))
-    expected = {results_store.part_file_name(op, r)
-                for _, op in plan.ops if op not in plan.failed_ops for r in range(profile.rounds)}
+    expected = {results_store.part_file_name(suite, r)
+                for suite, op in plan.ops if op not in plan.failed_ops for r in range(profile.rounds)}
     missing = expected - {p.name for p in parts}
     if missing or not parts:
         plan.error = plan.error or f"{len(missing)} worker results missing; rerun to resume"
@@ -555,11 +607,11 @@ class Progress:
         self.group_labels: list[str] = []
 
     def start(self, task: Task):
-        group = (task.round_index, task.op)
+        group = (task.round_index, task.suite)
         if group != self.current_group:
             self.current_group = group
             self.log(f"[{self.finished}/{self.total} done, {self.eta()}] round "
-                     f"{task.round_index + 1}/{self.rounds}: {task.suite} {task.op}")
+                     f"{task.round_index + 1}/{self.rounds}: suite {task.suite}")
         if self.verbose_labels:
             self.log(f"    {task.series}")
 

@@ -56,28 +56,28 @@ def command(tool: str, spec: list, fixtures_dir: Path, scratch_dir: Path, repeat
     raise ValueError(f"unknown native spec {spec!r}")
 
 
-def write_part(output: Path, op: str, metadata: dict, warmups: list[float], values: list[float]):
-    """One worker process's result in pyperf's JSON format."""
-    data = {"version": "1.0", "metadata": {}, "benchmarks": [{
+def write_part(output: Path, ops: list) -> None:
+    """One batch's result in pyperf's JSON format: ops is [(op, metadata, warmups, values)]."""
+    benchmarks = [{
         "metadata": {"name": op, "loops": 1, "unit": "second", "hostname": platform.node(),
                      "python_implementation": "native", **metadata},
         "runs": [{"metadata": {"date": _now()}, "warmups": [[1, w] for w in warmups],
-                  "values": values}]}]}
-    output.write_text(json.dumps(data))
+                  "values": values}]} for op, metadata, warmups, values in ops]
+    output.write_text(json.dumps({"version": "1.0", "metadata": {}, "benchmarks": benchmarks}))
 
 
 def merge_parts(parts: list[Path], output: Path) -> None:
     """Concatenate one-run parts into one pyperf file (runs of the same op together)."""
     by_op: dict = {}
     for part in parts:
-        bench = json.loads(part.read_text())["benchmarks"][0]
-        name = bench["metadata"]["name"]
-        if name not in by_op:
-            by_op[name] = {"metadata": {k: v for k, v in bench["metadata"].items()
-                                        if k != "iomatrix_round"}, "runs": []}
-        run = bench["runs"][0]
-        run["metadata"]["iomatrix_round"] = bench["metadata"]["iomatrix_round"]
-        by_op[name]["runs"].append(run)
+        for bench in json.loads(part.read_text())["benchmarks"]:
+            name = bench["metadata"]["name"]
+            if name not in by_op:
+                by_op[name] = {"metadata": {k: v for k, v in bench["metadata"].items()
+                                            if k != "iomatrix_round"}, "runs": []}
+            run = bench["runs"][0]
+            run["metadata"]["iomatrix_round"] = bench["metadata"]["iomatrix_round"]
+            by_op[name]["runs"].append(run)
     if output.exists():
         raise FileExistsError(f"refusing to overwrite {output}")
     partial = output.with_name(f".{output.name}.partial-{os.getpid()}")

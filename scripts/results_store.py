@@ -76,9 +76,9 @@ def atomic_write_text(path: Path, text: str) -> None:
             partial.unlink()
 
 
-def part_file_name(op: str, round_index: int) -> str:
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", op)
-    return f"r{round_index:03d}--{safe}.json"
+def part_file_name(suite: str, round_index: int) -> str:
+    """One worker process's result: the ops of one suite in one round."""
+    return f"r{round_index:03d}--{suite}.json"
 
 
 class Run:
@@ -95,8 +95,8 @@ class Run:
     def parts_dir(self, series: str) -> Path:
         return self.path / PARTS_DIR / series
 
-    def part_file(self, series: str, op: str, round_index: int) -> Path:
-        return self.parts_dir(series) / part_file_name(op, round_index)
+    def part_file(self, series: str, suite: str, round_index: int) -> Path:
+        return self.parts_dir(series) / part_file_name(suite, round_index)
 
     @contextlib.contextmanager
     def exclusive(self):

@@ -37,6 +37,7 @@ PROFILES = ("smoke", "quick", "full")
 IO_STACKS = ("c", "pyio")
 CACHE_MODES = ("warm", "cold")
 CRC_CHUNK = 1 << 20
+OP_METADATA = ("name", "loops", "inner_loops", "unit", "date")
 
 
 class VerificationError(AssertionError):
@@ -445,32 +446,8 @@ def list_ops(suite_names, io_stack="c", profile="quick"):
     return rows
 
 
-def run_pyperf(argv=None):
-    import pyperf
-    runner = pyperf.Runner(add_cmdline_args=add_cmdline_args)
-    parser = runner.argparser
-    parser.add_argument("--suite", required=True)
-    parser.add_argument("--op", required=True)
-    parser.add_argument("--fixtures", required=True)
-    parser.add_argument("--scratch", required=True)
-    parser.add_argument("--iomatrix-profile", dest="iomatrix_profile", default="quick", choices=PROFILES)
-    parser.add_argument("--io", default="c", choices=IO_STACKS)
-    parser.add_argument("--cache", default="warm", choices=CACHE_MODES)
-    parser.add_argument("--round", type=int, default=0)
-    args = runner.parse_args(argv)
-
-    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache)
-    op = find_op(ctx, args.suite, args.op)
-    if op.unavailable:
-        raise SystemExit("op %s is unavailable here: %s" % (op.name, op.unavailable))
-    evict_paths = []
-    evict = None
-    if args.cache == "cold" and op.evict:
-        evict = cold_cache_evictor()
-        evict_paths = [ctx.path(name) for name in op.evict]
-    for name in op.evict:
-        ctx.check_fixture(name)  # also reads it once: the warm cache
-    metadata = {
+def base_metadata(op, args):
+    return {
         "iomatrix_suite": args.suite,
         "iomatrix_category": op.category,
         "iomatrix_bytes": op.bytes_per_value,
@@ -479,19 +456,66 @@ def run_pyperf(argv=None):
         "iomatrix_profile": args.iomatrix_profile,
         "iomatrix_round": args.round,
     }
+
+
+def prepare(op, ctx, checked_fixtures):
+    """Everything before timing: fixture check (also the warm read), setup, and the timer.
+
+    Returns (timer, extra metadata). The caller runs ``op.teardown`` afterwards.
+    Raises SkipOp, VerificationError, or EnvironmentError (ENOSPC named by the caller).
+    """
+    if op.unavailable:
+        raise SkipOp(op.unavailable)
+    evict, evict_paths = None, []
+    if ctx.cache == "cold" and op.evict:
+        evict = cold_cache_evictor()
+        evict_paths = [ctx.path(name) for name in op.evict]
+    for name in op.evict:
+        if name not in checked_fixtures:
+            ctx.check_fixture(name)  # also reads it once: the warm cache
+            checked_fixtures.add(name)
+    if op.setup is not None:
+        op.setup()
+    extra = {}
+    if op.track_peak_rss:
+        result, peak, method = peak_rss_delta(op.run)
+        op.verify(result)
+        extra = {"iomatrix_peak_rss": peak, "iomatrix_peak_rss_method": method}
+    return make_timer(op, evict_paths, evict), extra
+
+
+def add_common_options(parser):
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--fixtures", required=True)
+    parser.add_argument("--scratch", required=True)
+    parser.add_argument("--iomatrix-profile", dest="iomatrix_profile", default="quick",
+                        choices=PROFILES)
+    parser.add_argument("--io", default="c", choices=IO_STACKS)
+    parser.add_argument("--cache", default="warm", choices=CACHE_MODES)
+    parser.add_argument("--round", type=int, default=0)
+
+
+def run_pyperf(argv=None):
+    """One op as an ordinary pyperf script: pyperf spawns and runs the workers."""
+    import pyperf
+    runner = pyperf.Runner(add_cmdline_args=add_cmdline_args)
+    add_common_options(runner.argparser)
+    runner.argparser.add_argument("--op", required=True)
+    args = runner.parse_args(argv)
+    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache)
+    op = find_op(ctx, args.suite, args.op)
+    if not args.worker:
+        def never(loops):
+            raise RuntimeError("pyperf's manager process does not time")
+        runner.bench_time_func(op.name, never)  # the manager spawns workers; they do the rest
+        return
     try:
-        if op.setup is not None:
-            try:
-                op.setup()
-            except SkipOp as exc:
-                raise SystemExit("op %s is unavailable here: %s" % (op.name, exc))
-        if op.track_peak_rss and args.worker:  # only a worker process runs the op
-            result, peak, method = peak_rss_delta(op.run)
-            op.verify(result)
-            metadata["iomatrix_peak_rss"] = peak
-            metadata["iomatrix_peak_rss_method"] = method
-        runner.bench_time_func(op.name, make_timer(op, evict_paths, evict),
-                               inner_loops=op.inner_loops, metadata=metadata)
+        timer, extra = prepare(op, ctx, set())
+        metadata = base_metadata(op, args)
+        metadata.update(extra)
+        runner.bench_time_func(op.name, timer, inner_loops=op.inner_loops, metadata=metadata)
+    except SkipOp as exc:
+        raise SystemExit("op %s is unavailable here: %s" % (op.name, exc))
     except EnvironmentError as exc:
         if exc.errno == errno.ENOSPC:
             raise SystemExit("op %s: no space left on device in %s (%s)"
@@ -500,6 +524,86 @@ def run_pyperf(argv=None):
     finally:
         if op.teardown is not None:
             op.teardown()
+
+
+def measure_in_batch(op, ctx, args, checked, system):
+    """Warm-ups and values of one op, as a pyperf Benchmark with one Run."""
+    import datetime
+    import pyperf
+    try:
+        timer, extra = prepare(op, ctx, checked)
+        inner = op.inner_loops or 1
+        warmups = [(1, timer(1) / inner) for _ in range(args.warmups)]
+        values = [timer(1) / inner for _ in range(args.values)]
+    finally:
+        if op.teardown is not None:
+            op.teardown()
+    metadata = base_metadata(op, args)
+    metadata.update(extra)
+    metadata.update({"name": op.name, "loops": 1, "unit": "second"})
+    if op.inner_loops:
+        metadata["inner_loops"] = op.inner_loops
+    if system is None:
+        run = pyperf.Run(values, warmups=warmups, metadata=metadata)
+    else:
+        # pyperf's system metadata takes tens of ms to collect: once per process is enough
+        for key, value in system.items():
+            metadata.setdefault(key, value)
+        metadata["date"] = datetime.datetime.now().isoformat(" ")
+        run = pyperf.Run(values, warmups=warmups, metadata=metadata, collect_metadata=False)
+    return pyperf.Benchmark([run])
+
+
+def run_batch(argv):
+    """Several ops of one suite in one worker process, written as one pyperf file.
+
+    This is what the matrix runs: starting a process per op costs more than
+    most ops, so each process runs a batch of ops (in the order given), each
+    with its own warm-ups and values, and writes one pyperf Run per op. Before
+    each op it prints "START <op>" so the host can time out, or blame, the
+    op that hangs or crashes. An op that raises (a verification failure, a
+    missing API) is recorded in the --errors file and the batch goes on.
+    """
+    import argparse
+    import traceback
+    import pyperf
+    parser = argparse.ArgumentParser(prog="harness.py --batch")
+    add_common_options(parser)
+    parser.add_argument("--ops", required=True, help="JSON list of op names, in run order")
+    parser.add_argument("--warmups", type=int, default=1)
+    parser.add_argument("--values", type=int, default=3)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--errors", required=True)
+    args = parser.parse_args(argv)
+    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache)
+    by_name = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))
+    benchmarks, errors, checked = [], {}, set()
+    system = None  # pyperf's system metadata, from the first op's run
+    for name in json.loads(args.ops):
+        print("START %s" % name)
+        sys.stdout.flush()
+        op = by_name.get(name)
+        if op is None:
+            errors[name] = "unknown op %r in suite %s" % (name, args.suite)
+            continue
+        try:
+            benchmarks.append(measure_in_batch(op, ctx, args, checked, system))
+            if system is None:
+                system = dict((k, v) for k, v in benchmarks[-1].get_metadata().items()
+                              if not k.startswith("iomatrix_") and k not in OP_METADATA)
+        except SkipOp as exc:
+            errors[name] = "unavailable here: %s" % exc
+        except Exception as exc:
+            if isinstance(exc, EnvironmentError) and exc.errno == errno.ENOSPC:
+                errors[name] = "op %s: no space left on device in %s (%s)" % (
+                    name, args.scratch, exc)
+            else:
+                errors[name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    with open(args.errors, "w") as f:
+        json.dump(errors, f)
+    if benchmarks:
+        pyperf.BenchmarkSuite(benchmarks).dump(args.output)
+    return 0
 
 
 def main(argv=None):
@@ -511,6 +615,8 @@ def main(argv=None):
         profile = argv[3] if len(argv) > 3 else "quick"
         print(json.dumps({"python": sys.version, "ops": list_ops(suites, io_stack, profile)}))
         return 0
+    if argv and argv[0] == "--batch":
+        return run_batch(argv[1:])
     run_pyperf(argv)
     return 0
 

@@ -55,11 +55,11 @@ def test_interrupted_run_resumes_without_losing_or_redoing_work(tmp_path, sig, m
             "--run-id", "R", "--work-dir", str(work)]
     proc = start_nox(*args)
     parts_dir = results / "R" / ".parts" / "2.7"
-    wait_for_parts(parts_dir, 5, proc)
+    wait_for_parts(parts_dir, 2, proc)
     os.killpg(proc.pid, sig)  # the whole process group, as a terminal's Ctrl-C does
     proc.wait(timeout=60)
     kept = {p.name: p.read_bytes() for p in parts_dir.glob("r*--*.json")}
-    assert len(kept) >= 5
+    assert len(kept) >= 2
     assert not (results / "R" / "2.7.json").exists()
     for part in parts_dir.glob("r*--*.json"):
         json.loads(part.read_text())  # every kept part is complete JSON
@@ -91,7 +91,7 @@ def fake_env(tmp_envs: Path, label: str, real: discovery.Interpreter, script: st
     env = environments.ensure_environment(real)
     wrapper = tmp_envs / label / "python"
     wrapper.parent.mkdir(parents=True)
-    wrapper.write_text(f"#!/bin/sh\ncase \"$*\" in *--worker*) {script} ;; esac\n"
+    wrapper.write_text(f"#!/bin/sh\ncase \"$*\" in *--batch*) {script} ;; esac\n"
                        f"exec {env.python} \"$@\"\n")
     wrapper.chmod(0o755)
     (tmp_envs / label / environments.MARKER).write_text(json.dumps({
