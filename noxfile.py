@@ -207,6 +207,20 @@ def report(session: nox.Session) -> None:
     session.run("python", str(ROOT / "scripts" / "report.py"), *session.posargs)
 
 
+@nox.session(default=False)
+def compare(session: nox.Session) -> None:
+    """Compare two runs or result files op by op, as a PR comment (posargs: A B [--label L])."""
+    session.install(*REPORT_REQUIREMENTS)
+    session.run("python", str(ROOT / "scripts" / "compare.py"), *session.posargs)
+
+
+@nox.session(default=False)
+def history(session: nox.Session) -> None:
+    """One interpreter's times across every stored run (posargs: LABEL [--figure PNG] ...)."""
+    session.install(*REPORT_REQUIREMENTS)
+    session.run("python", str(ROOT / "scripts" / "history.py"), *session.posargs)
+
+
 @nox.session(venv_backend="none", default=False)
 def provision(session: nox.Session) -> None:
     """Build CPython VERSION[t] from source into the iomatrix cache (posargs: VERSION ...)."""

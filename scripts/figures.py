@@ -30,7 +30,7 @@ NICE_RATIOS = (1 / 16, 1 / 8, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 0.8, 0.9, 1, 1.1, 1.25
                8, 16)
 # The colour scale saturates at these ratios: a 1.25x change must stay visible next to 20x.
 MIN_COLOUR_LIMIT, MAX_COLOUR_LIMIT = 1.25, 8.0
-ANNOTATE_MAX_ROWS, ANNOTATE_MAX_CELLS = 60, 1200
+ANNOTATE_MAX_ROWS, ANNOTATE_MAX_CELLS = 150, 1200
 POINTS_PER_CHAR = 0.6                  # average glyph width of DejaVu Sans, in font sizes
 CHUNK_OP = re.compile(r"^chunks_(read|readinto)_(\d+)(KiB|MiB)$")
 UNIT_BYTES = {"KiB": 1024, "MiB": 1024 * 1024}
@@ -93,7 +93,8 @@ def heatmap(ratios: pd.DataFrame, significant: pd.DataFrame, path: Path, title: 
 
     Cells carry the ratio and ▲/▼ when significant; beyond ``ANNOTATE_MAX_ROWS``
     rows or ``ANNOTATE_MAX_CELLS`` cells the text would not fit, so only a dot
-    marks significant cells. NaN cells are grey.
+    marks significant cells and NaN cells are hatched (grey with "—" otherwise).
+    The figure grows with the matrix: rows and columns keep a readable size.
     """
     ratios = ratios.astype(float)
     significant = significant.reindex(index=ratios.index, columns=ratios.columns).eq(True)
@@ -107,7 +108,10 @@ def heatmap(ratios: pd.DataFrame, significant: pd.DataFrame, path: Path, title: 
 
     annotate = n_rows <= ANNOTATE_MAX_ROWS and n_rows * n_cols <= ANNOTATE_MAX_CELLS
     font = 8.0 if n_rows <= 30 else 7.0 if n_rows <= 60 else 6.5
-    row_h = 0.27 if annotate else font / 72 * 1.6
+    if annotate:
+        row_h = 0.27 if n_rows <= 30 else 0.22 if n_rows <= 60 else 0.19
+    else:
+        row_h = font / 72 * 1.6
     col_w = 0.62 if annotate else 0.34
     label_w = _text_inches(rows, font) + 0.25
     header_h = _text_inches(cols, font) * 0.75 + 0.35   # series names at 45 degrees, on top
@@ -221,24 +225,23 @@ def category_trend(geomeans: pd.DataFrame, path: Path, title: str) -> Path:
 def chunk_sizes(frame: pd.DataFrame) -> pd.DataFrame:
     """The chunks suite's read(N)/readinto(N) ops: series, kind, size in bytes, MB/s.
 
-    Throughput divides the op's bytes by its inner loops: pyperf reports the
-    time of one repetition, ``iomatrix_bytes`` counts the bytes of one call.
+    ``bytes`` is what one pyperf value processed (the harness divides a call's
+    bytes by its inner loops, as pyperf divides its time), so MB/s is bytes
+    over the mean time of the op's processes.
     """
+    columns = ["series", "kind", "size", "mbps"]
     if frame is None or frame.empty or "suite" not in frame:
-        return pd.DataFrame(columns=["series", "kind", "size", "mbps"])
+        return pd.DataFrame(columns=columns)
     chunks = frame[frame["suite"] == "chunks"]
     parsed = chunks["op"].str.extract(CHUNK_OP)
     chunks = chunks[parsed[0].notna()].assign(kind=parsed[0], size=parsed[1].astype(float)
                                               * parsed[2].map(UNIT_BYTES))
     if chunks.empty:
-        return pd.DataFrame(columns=["series", "kind", "size", "mbps"])
-    repeats = chunks["inner_loops"] if "inner_loops" in chunks else \
-        chunks["loops"] if "loops" in chunks else 1
-    chunks = chunks.assign(bytes_per_value=chunks["bytes"] / repeats)
+        return pd.DataFrame(columns=columns)
     grouped = chunks.groupby(["series", "kind", "size"], sort=False).agg(
-        time=("mean", "mean"), nbytes=("bytes_per_value", "first")).reset_index()
+        time=("mean", "mean"), nbytes=("bytes", "first")).reset_index()
     grouped["mbps"] = grouped["nbytes"] / grouped["time"] / 1e6
-    return grouped[grouped["time"] > 0][["series", "kind", "size", "mbps"]]
+    return grouped[grouped["time"] > 0][columns]
 
 
 def _size_label(n: float) -> str:

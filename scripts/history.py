@@ -36,7 +36,10 @@ class HistoryError(ValueError):
 
 
 def collect(results_dir: Path, label: str):
-    """(runs with the label, their RunData restricted to it, problems) oldest first."""
+    """The RunData of LABEL's file in each run that has one, oldest first; unreadable files.
+
+    Each RunData's frame holds only LABEL's rows, with the run id as series.
+    """
     runs = results_store.list_runs(results_dir)
     if not runs:
         raise HistoryError(f"no runs in {results_dir} (a run is a directory with "
@@ -121,7 +124,8 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
     for number, d in enumerate(found, 1):
         c = compare.context(d.manifest, d.frame)
         legend.append([str(number), report.code(d.run.run_id),
-                       report.md(d.manifest.get("started", "?")), report.md(c.get("host", "?")), report.md(c.get("profile", "?")),
+                       report.md(d.manifest.get("started", "?")), report.md(c.get("host", "?")),
+                       report.md(c.get("profile", "?")),
                        report.md(c.get("cache", "?")), report.md(c.get("fixture_filesystem", "?")),
                        str(d.frame["op"].nunique())])
     lines += ["## Runs", "",

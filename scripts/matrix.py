@@ -292,6 +292,9 @@ def _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_d
             entry = manifest["interpreters"].setdefault(series, {})
             entry.update(interp.as_manifest())
             entry.update({"series": series, "io": io_stack})
+            if not run.series_file(series).exists():
+                # Series of one session ran interleaved: the report pairs their rounds.
+                entry["session"] = len(manifest["sessions"]) - 1
             if interp.label in aa_of:
                 entry["aa_of"] = aa_of[interp.label]
             if run.series_file(series).exists():

@@ -127,16 +127,28 @@ def op_study_rank(op: str) -> int:
     return STUDY_ORDER.index(op) if op in STUDY_ORDER else len(STUDY_ORDER)
 
 
-def compare_all(means: dict, ops: list[str], base: str, others: list[str]) -> dict:
-    """{(op, series): Comparison} of every series against ``base``."""
+def compare_all(means: dict, ops: list[str], base: str, others: list[str],
+                sessions: dict | None = None) -> dict:
+    """{(op, series): Comparison} of every series against ``base``.
+
+    ``sessions`` maps a series to the bench session that ran it; rounds are paired
+    only between series of one session (only those ran interleaved).
+    """
+    sessions = sessions or {}
     out = {}
     for op in ops:
         if (base, op) not in means:
             continue
         for series in others:
             if series != base and (series, op) in means:
-                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)])
+                pairable = sessions.get(base) == sessions.get(series)
+                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)],
+                                                  pairable)
     return out
+
+
+def series_sessions(data: RunData) -> dict:
+    return {s: e.get("session") for s, e in data.manifest.get("interpreters", {}).items()}
 
 
 # -- formatting ----------------------------------------------------------------------
@@ -290,7 +302,7 @@ def section_steps(data, ops, order, means, threshold) -> list[str]:
     rows, regressions = [], []
     step_cmp = {}
     for a, b in steps:
-        for op, comparison in compare_all(means, ops, a, [b]).items():
+        for op, comparison in compare_all(means, ops, a, [b], series_sessions(data)).items():
             step_cmp[(op[0], a, b)] = comparison
     for op in ops:
         row = [code(op)]
@@ -367,6 +379,43 @@ def load_published_study() -> dict:
     return {op: (v["2.6"], v["3.0"]) for op, v in out.items() if "2.6" in v and "3.0" in v}
 
 
+def section_figures(data, ops, order, baseline, comparisons, figures_dir: Path,
+                    link: str) -> list[str]:
+    """PNGs beside the report (scripts/figures.py): ratio heatmaps (one per suite when the run
+    has several), the per-category trend, and the chunk-size curve when the chunks suite ran."""
+    import figures
+    others = [s for s in order if s != baseline]
+    suite_of = dict(zip(data.frame["op"], data.frame["suite"]))
+    category_of = dict(zip(data.frame["op"], data.frame["category"]))
+    suites = list(dict.fromkeys(suite_of[op] for op in ops))
+    lines = ["## Figures", "",
+             f"Red: slower than {code(baseline)}, blue: faster, on a log scale; "
+             f"{SLOWER}/{FASTER} or a dot: significant.", ""]
+    for suite in suites:
+        suite_ops = [op for op in ops if suite_of[op] == suite]
+        cells = {s: {op: comparisons.get((op, s)) for op in suite_ops} for s in others}
+        ratios = pd.DataFrame({s: {op: c.ratio if c else math.nan for op, c in col.items()}
+                               for s, col in cells.items()}).reindex(index=suite_ops, columns=others)
+        significant = pd.DataFrame({s: {op: bool(c and c.significant) for op, c in col.items()}
+                                    for s, col in cells.items()}).reindex(index=suite_ops,
+                                                                           columns=others)
+        name = f"heatmap-{suite}.png" if len(suites) > 1 else "heatmap.png"
+        figures.heatmap(ratios, significant, figures_dir / name,
+                        f"{suite}: time against {baseline}")
+        lines += [f"![{md(suite)}: ratios against {md(baseline)}]({link}/{name})", ""]
+    categories = sorted({category_of[op] for op in ops})
+    geomeans = pd.DataFrame(
+        [[stats.geometric_mean(c.ratio for (o, s), c in comparisons.items()
+                               if s == series and category_of[o] == category) for series in others]
+         for category in categories], index=categories, columns=others)
+    figures.category_trend(geomeans, figures_dir / "categories.png",
+                           f"Geometric mean per category, against {baseline}")
+    lines += [f"![geometric mean per category]({link}/categories.png)", ""]
+    if figures.chunk_curve(data.frame, figures_dir / "chunks.png", order=order):
+        lines += [f"![throughput by chunk size]({link}/chunks.png)", ""]
+    return lines
+
+
 def section_then_and_now(data, means, order, baseline) -> list[str]:
     published = load_published_study()
     cpython = [s for s in order if not s.endswith("+pyio") and not series_info(data, s).get("aa_of")
@@ -386,10 +435,11 @@ def section_then_and_now(data, means, order, baseline) -> list[str]:
             continue
         then = published[op][1] / published[op][0]
         row = [code(op), f"{then:.1f}"]
-        now = compare_all(means, [op], oldest, [newest]).get((op, newest))
+        now = compare_all(means, [op], oldest, [newest], series_sessions(data)).get((op, newest))
         row.append(fmt_ratio(now))
         if newest_pyio:
-            row.append(fmt_ratio(compare_all(means, [op], oldest, [newest_pyio]).get((op, newest_pyio))))
+            row.append(fmt_ratio(compare_all(means, [op], oldest, [newest_pyio],
+                                              series_sessions(data)).get((op, newest_pyio))))
         rows.append(row)
     return ["## Then and now", "",
             "The study's published 2.6 → 3.0 ratios (Windows Vista laptop, January 2009) beside "
@@ -490,7 +540,7 @@ def section_aa(data, ops, means) -> list[str]:
         twin_of = info.get("aa_of")
         if not twin_of or (twin_of, ops[0] if ops else None) not in means:
             continue
-        comparisons = compare_all(means, ops, twin_of, [series])
+        comparisons = compare_all(means, ops, twin_of, [series], series_sessions(data))
         if not comparisons:
             continue
         flagged = [op for (op, _), c in comparisons.items() if c.significant]
@@ -558,7 +608,9 @@ def section_metadata(data, order) -> list[str]:
 # -- the report ----------------------------------------------------------------------
 
 def build_report(data: RunData, baseline: str | None = None,
-                 threshold: float = DEFAULT_THRESHOLD) -> str:
+                 threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
+                 figures_link: str = "figures") -> str:
+    """The markdown; with ``figures_dir``, also the PNGs, linked as ``figures_link/NAME``."""
     lines = section_header(data) + section_problems(data) + section_warnings(data)
     order = ordered_series(data)
     if not order:
@@ -571,7 +623,7 @@ def build_report(data: RunData, baseline: str | None = None,
     ops = [op for op in ordered_ops(data)
            if (data.frame.loc[data.frame["op"] == op, "series"] != native.SERIES).any()]
     means = process_means(data.frame)
-    comparisons = compare_all(means, ops, baseline, order)
+    comparisons = compare_all(means, ops, baseline, order, series_sessions(data))
     if len(order) == 1:
         lines += [f"Only {code(order[0])} is in this run: there is nothing to compare, so "
                   "there are no ratios; absolute times follow.", ""]
@@ -581,6 +633,9 @@ def build_report(data: RunData, baseline: str | None = None,
         lines += section_steps(data, ops, [s for s in order if not series_info(data, s).get("aa_of")],
                                means, threshold)
         lines += section_categories(data, ops, order, baseline, comparisons)
+        if figures_dir is not None:
+            lines += section_figures(data, ops, order, baseline, comparisons, figures_dir,
+                                     figures_link)
         lines += section_then_and_now(data, means, order, baseline)
         lines += section_sentences(ops, order, baseline, comparisons)
     lines += section_absolute(data, ops, order)
@@ -606,10 +661,12 @@ def main(argv=None) -> int:
                         help="default: reports/latest.md plus reports/<run-id>.md")
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                         help="slowdown that counts as a regression (default: %(default)s)")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="skip the PNG figures (default: figures/<run-id>/ beside the report)")
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         parser.error(f"unknown option(s) {' '.join(unknown)}; valid options: --results-dir, "
-                     "--run-id, --baseline, --out, --threshold")
+                     "--run-id, --baseline, --out, --threshold, --no-figures")
     try:
         run = (results_store.Run(args.results_dir, args.run_id) if args.run_id
                else results_store.newest_run(args.results_dir))
@@ -617,7 +674,10 @@ def main(argv=None) -> int:
             raise FileNotFoundError(f"no run {run.run_id!r} in {args.results_dir} "
                                     f"(no {results_store.MANIFEST})")
         data = load_run(run)
-        text = build_report(data, args.baseline, args.threshold)
+        out_dir = args.out.parent if args.out else ROOT / "reports"
+        figures_dir = None if args.no_figures else out_dir / "figures" / run.run_id
+        text = build_report(data, args.baseline, args.threshold, figures_dir,
+                            f"figures/{run.run_id}")
     except (FileNotFoundError, ValueError, results_store.ResultFileError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2

@@ -55,13 +55,17 @@ class Comparison:
         return self.ratio > 1
 
 
-def compare(a: dict[int, float], b: dict[int, float]) -> Comparison:
-    """Compare per-process means of A and B, each keyed by round."""
+def compare(a: dict[int, float], b: dict[int, float], pairable: bool = True) -> Comparison:
+    """Compare per-process means of A and B, each keyed by round.
+
+    ``pairable``: A and B ran interleaved in the same session, so round i of A
+    and round i of B ran side by side and may be paired.
+    """
     log_a = {r: math.log(v) for r, v in a.items() if v > 0}
     log_b = {r: math.log(v) for r, v in b.items() if v > 0}
     ratio = math.exp(mean(list(log_b.values())) - mean(list(log_a.values())))
     common = sorted(set(log_a) & set(log_b))
-    paired = len(common) == len(log_a) == len(log_b)
+    paired = pairable and len(common) == len(log_a) == len(log_b)
     t = None
     if paired and len(common) >= 2:
         diffs = [log_b[r] - log_a[r] for r in common]

@@ -1,0 +1,232 @@
+"""compare.py on small hand-made runs and files: exit statuses, significance, warnings."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import compare
+import results_store
+from conftest import write_pyperf_file
+
+READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"
+
+
+def make_run(results_dir, run_id, series: dict, **manifest_fields):
+    """A run directory with a manifest and one pyperf file per series (as tests/test_report.py)."""
+    run_dir = results_dir / run_id
+    run_dir.mkdir(parents=True)
+    manifest = {"run_id": run_id, "host": "testhost", "profile": "quick", "cache": "warm",
+                "fixture_filesystem": {"type": "ext4", "mount": "/"}, "suites": ["lutz2009"],
+                "io": ["c"], "started": "2026-01-01T00:00:00+00:00", "interpreters": {},
+                **manifest_fields}
+    for index, (label, benchmarks) in enumerate(series.items()):
+        write_pyperf_file(run_dir / f"{label}.json", benchmarks)
+        manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
+                                           "version_info": [3, index, 0], "status": "ok"}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return results_store.Run(results_dir, run_id)
+
+
+def processes(base, factor=1.0, n=6, jitter=0.01, phase=0):
+    """n processes of 3 values around base*factor; ``phase`` shifts the deterministic jitter."""
+    return [[base * factor * (1 + jitter * (((i + phase) * 7 + j) % 5 - 2) / 2) for j in range(3)]
+            for i in range(n)]
+
+
+def two_runs(tmp_path, factor_read=1.0, factor_write=1.0, **b_manifest):
+    results = tmp_path / "results"
+    make_run(results, "A", {"3.13": {READ: processes(0.010), WRITE: processes(0.100)}})
+    make_run(results, "B", {"3.13": {READ: processes(0.010, factor_read, phase=2),
+                                     WRITE: processes(0.100, factor_write, phase=3)}},
+             started="2026-01-02T00:00:00+00:00", **b_manifest)
+    return results
+
+
+def run_main(capsys, *argv):
+    status = compare.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_no_change_exits_0(tmp_path, capsys):
+    results = two_runs(tmp_path)
+    status, out, err = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 0, err
+    assert "No significant regression above 5%." in out
+    assert "#### Regressions" not in out
+    assert "Warning" not in out
+    assert "**geometric mean**" in out
+
+
+def test_a_regression_above_the_threshold_exits_1_and_is_listed(tmp_path, capsys):
+    results = two_runs(tmp_path, factor_read=1.5)
+    out_file = tmp_path / "pr" / "comment.md"
+    status, out, _ = run_main(capsys, results / "A", results / "B", "--out", out_file)
+    assert status == 1
+    assert "**1 significant regression above 5%.**" in out
+    regressions = out.split("#### Regressions", 1)[1].split("<details", 1)[0]
+    assert f"`{READ}`" in regressions and "**1.50 ▲**" in regressions
+    assert WRITE not in regressions
+    assert out_file.read_text() == out  # the same markdown, written atomically
+    assert not list(out_file.parent.glob(".*partial*"))
+
+
+def test_threshold_decides_what_fails(tmp_path, capsys):
+    results = two_runs(tmp_path, factor_read=1.03)      # significant, but 3% slower
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 0 and "1.03 ▲" in out and "**1.03 ▲**" not in out
+    status, _, _ = run_main(capsys, "A", "B", "--results-dir", results, "--fail-above", "0.01")
+    assert status == 1
+
+
+def test_a_faster_op_is_not_a_regression(tmp_path, capsys):
+    results = two_runs(tmp_path, factor_read=0.5)
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 0 and "0.50 ▼" in out
+
+
+def test_runs_are_compared_unpaired_files_of_one_run_paired(tmp_path):
+    results = two_runs(tmp_path, factor_read=1.5)
+    a = compare.load_side(compare.resolve("A", results))
+    b = compare.load_side(compare.resolve("B", results))
+    (section,) = compare.compare_sides(a, b)
+    assert not any(r.comparison.paired for r in section.results)
+
+    make_run(results, "R", {"3.12": {READ: processes(0.010)},
+                            "3.13": {READ: processes(0.010, 2.0, phase=1)}})
+    text, status = compare.compare(str(results / "R" / "3.12.json"),
+                                   str(results / "R" / "3.13.json"), results)
+    assert status == 1
+    assert "paired t-test per round" in text and "`3.12` → `3.13`" in text
+
+
+def test_every_common_series_gets_a_section_and_label_picks_one(tmp_path, capsys):
+    results = tmp_path / "results"
+    make_run(results, "A", {"3.12": {READ: processes(0.01)}, "3.13": {READ: processes(0.01)},
+                            "2.7": {READ: processes(0.01)}})
+    make_run(results, "B", {"3.12": {READ: processes(0.01, phase=1)},
+                            "3.13": {READ: processes(0.01, 2.0, phase=1)}})
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 1
+    assert "<code>3.12</code>" in out and "<code>3.13</code>" in out and "2.7" not in out
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results, "--label", "3.12")
+    assert status == 0 and "<code>3.13</code>" not in out
+
+
+def test_a_run_and_a_file(tmp_path, capsys):
+    results = two_runs(tmp_path, factor_read=1.5)
+    status, out, _ = run_main(capsys, "A", results / "B" / "3.13.json", "--results-dir", results)
+    assert status == 1 and "`B/3.13.json`" in out
+
+
+def test_differences_of_host_profile_cache_and_file_system_are_warned(tmp_path, capsys):
+    results = two_runs(tmp_path, host="other", profile="full", cache="cold",
+                       fixture_filesystem={"type": "tmpfs", "mount": "/tmp"})
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 0
+    warning = next(line for line in out.splitlines() if line.startswith("> **Warning:**"))
+    for part in ("profile (`quick` → `full`)", "page cache (`warm` → `cold`)",
+                 "host (`testhost` → `other`)", "file system (`ext4 on /` → `tmpfs on /tmp`)"):
+        assert part in warning
+
+
+def test_missing_run_exits_2_naming_it(tmp_path, capsys):
+    results = two_runs(tmp_path)
+    status, out, err = run_main(capsys, "A", "nope", "--results-dir", results)
+    assert status == 2 and out == ""
+    assert "nope: no such run or result file" in err
+
+
+def test_missing_label_exits_2_listing_the_labels(tmp_path, capsys):
+    results = two_runs(tmp_path)
+    status, _, err = run_main(capsys, "A", "B", "--results-dir", results, "--label", "3.99")
+    assert status == 2 and "has no series '3.99'; it has: 3.13" in err
+
+
+def test_no_op_in_common_exits_2(tmp_path, capsys):
+    results = tmp_path / "results"
+    make_run(results, "A", {"3.13": {READ: processes(0.01)}})
+    make_run(results, "B", {"3.13": {WRITE: processes(0.01)}})
+    status, _, err = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 2 and "have no op in common" in err and WRITE in err
+
+
+def test_no_series_in_common_exits_2(tmp_path, capsys):
+    results = tmp_path / "results"
+    make_run(results, "A", {"3.12": {READ: processes(0.01)}})
+    make_run(results, "B", {"3.13": {READ: processes(0.01)}})
+    status, _, err = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 2 and "no series in common" in err
+
+
+def test_truncated_json_exits_2_and_is_left_alone(tmp_path, capsys):
+    results = two_runs(tmp_path)
+    path = results / "B" / "3.13.json"
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    status, _, err = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 2 and str(path) in err and "perhaps truncated" in err
+    assert path.read_text() == text[: len(text) // 2]
+    status, _, err = run_main(capsys, results / "A" / "3.13.json", path)
+    assert status == 2 and "perhaps truncated" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    (json.dumps({"tool": "asv", "results": {}}), "not a pyperf result file"),
+    (json.dumps({"version": "1.0", "benchmarks": [{"metadata": {"name": "x"},
+                                                  "runs": [{"values": [1.0]}]}]}),
+     "not written by an iomatrix suite"),
+])
+def test_foreign_json_exits_2(tmp_path, capsys, content, message):
+    results = two_runs(tmp_path)
+    foreign = tmp_path / "other.json"
+    foreign.write_text(content)
+    status, _, err = run_main(capsys, results / "A" / "3.13.json", foreign)
+    assert status == 2 and str(foreign) in err and message in err
+    assert foreign.read_text() == content
+
+
+def test_a_broken_series_is_ignored_when_label_picks_another(tmp_path, capsys):
+    results = two_runs(tmp_path)
+    (results / "B" / "2.7.json").write_text("{")
+    assert run_main(capsys, "A", "B", "--results-dir", results)[0] == 2
+    assert run_main(capsys, "A", "B", "--results-dir", results, "--label", "3.13")[0] == 0
+
+
+def test_unknown_option_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["A", "B", "--bogus"])
+    assert exc.value.code == 2
+    assert "valid options: --results-dir, --label, --fail-above, --out" in capsys.readouterr().err
+
+
+def test_names_cannot_break_the_tables(tmp_path, capsys):
+    results = tmp_path / "results"
+    evil = "read|<b>x</b>"
+    make_run(results, "A", {"3.13": {evil: processes(0.01)}})
+    make_run(results, "B", {"3.13": {evil: processes(0.01, 2.0, phase=1)}})
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 1
+    for line in out.splitlines():
+        if "read" in line and line.startswith("|"):
+            assert line.count("|") - line.count("\\|") in (5, 6)
+
+
+def test_long_comparisons_are_shortened_to_fit_a_comment(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    ops = [f"read_op_{i}" for i in range(40)]
+    make_run(results, "A", {"3.13": {op: processes(0.01) for op in ops}})
+    make_run(results, "B", {"3.13": {op: processes(0.01, 1.5 if i < 3 else 1.0, phase=1)
+                                     for i, op in enumerate(ops)}})
+    full, status = compare.compare("A", "B", results)
+    assert status == 1 and "40 ops</summary>" in full and "`read_op_39`" in full
+    monkeypatch.setattr(compare, "MAX_REGRESSION_ROWS", 2)
+    monkeypatch.setattr(compare, "COMMENT_BUDGET", len(full) // 2)
+    short, _ = compare.compare("A", "B", results)
+    assert "the 3 significant changes of 40 ops" in short and "`read_op_39`" not in short
+    assert "The 2 largest are listed; 1 more are in the tables below." in short
+    monkeypatch.setattr(compare, "COMMENT_BUDGET", 100)
+    shortest, status = compare.compare("A", "B", results)
+    assert status == 1 and "per-op tables are left out" in shortest
+    assert "#### Regressions" in shortest
