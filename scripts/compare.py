@@ -15,10 +15,8 @@ Exit status: 0 when no op is significantly slower in B by more than
 bad input: a missing run or file, a series or op missing on one side, a file
 that is not an iomatrix pyperf result. Nothing is ever deleted or rewritten.
 
-Ratios are B's time over A's. Processes of two different runs ran at different
-times, so pairing them by round would pair nothing real: across runs the test
-is Welch's t-test on process means; within one run (two series of it) it is the
-paired per-round test, as in the report.
+Ratios are B's median time over A's; significance is the report's test
+(stats.compare: Mann-Whitney U on per-process means, 99%).
 """
 from __future__ import annotations
 
@@ -156,19 +154,6 @@ def require(side: Side, label: str) -> str:
     return label
 
 
-def same_run(a: Side, b: Side) -> bool:
-    return a.run is not None and b.run is not None and a.run.path.resolve() == b.run.path.resolve()
-
-
-def unpaired(a: dict, b: dict) -> tuple[dict, dict]:
-    """Key the process means of two different runs apart, so stats.compare pairs none.
-
-    Round 3 of one run and round 3 of another ran at different times: the
-    machine's drift does not cancel between them, so Welch's test is the honest one.
-    """
-    return {("a", r): v for r, v in a.items()}, {("b", r): v for r, v in b.items()}
-
-
 # -- what differs between the two sides --------------------------------------------
 
 CONTEXT_FIELDS = (("profile", "profile"), ("cache", "page cache"), ("host", "host"),
@@ -248,13 +233,10 @@ def compare_series(a: Side, b: Side, series_a: str, series_b: str, means_a: dict
     ops_b = {op for (s, op) in means_b if s == series_b}
     order = list(dict.fromkeys(op for op in report.ordered_ops(a.data) + report.ordered_ops(b.data)
                                if op in ops_a | ops_b))
-    paired = same_run(a, b)
     results = []
     for op in order:
         if op in ops_a and op in ops_b:
             pa, pb = means_a[(series_a, op)], means_b[(series_b, op)]
-            if not paired:
-                pa, pb = unpaired(pa, pb)
             results.append(OpResult(op, stats.mean(list(pa.values())),
                                     stats.mean(list(pb.values())), stats.compare(pa, pb)))
     return Section(series_a, series_b, results, [op for op in order if op not in ops_b],
@@ -292,8 +274,6 @@ def side_title(side: Side) -> str:
 
 def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float) -> str:
     regressions = [(s, r) for s in sections for r in s.results if r.regression(fail_above)]
-    tests = sorted({"paired t-test per round" if r.comparison.paired else "Welch's t-test"
-                    for s in sections for r in s.results})
     lines = [MARKER, f"### iomatrix: {side_title(a)} → {side_title(b)}", ""]
     if regressions:
         lines.append(f"**{len(regressions)} significant regression{'s' * (len(regressions) > 1)} "
@@ -301,7 +281,7 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float)
     else:
         lines.append(f"No significant regression above {fail_above:.0%}.")
     lines += ["", f"B/A: B's time over A's (> 1: B is slower). {report.SLOWER}/{report.FASTER}: "
-                  f"significantly slower/faster ({' and '.join(tests)} on worker processes, "
+                  f"significantly slower/faster (Mann-Whitney U on per-process means, "
                   f"{stats.CONFIDENCE:.0%}); **bold**: slower by more than {fail_above:.0%}.", ""]
     differences = context_differences([context(a.manifest, a.data.frame),
                                        context(b.manifest, b.data.frame)])

@@ -109,8 +109,7 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
         cells = [report.fmt_time(times.at[op, r]) for r in run_ids]
         comparison = None
         if len(present) >= 2:
-            comparison = stats.compare(*compare.unpaired(means[(present[0], op)],
-                                                         means[(present[-1], op)]))
+            comparison = stats.compare(means[(present[0], op)], means[(present[-1], op)])
             ratios.append(comparison.ratio)
         rows.append([report.code(op)] + cells + [report.fmt_ratio(comparison)])
     rows.append(["**geometric mean**"] + [""] * len(run_ids) +

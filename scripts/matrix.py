@@ -57,8 +57,9 @@ class Profile:
 
 
 PROFILES = {
-    "smoke": Profile("smoke", 2, 1, 1, 1, "a few seconds per interpreter; for tests"),
-    "quick": Profile("quick", 6, 3, 1, 3, "the default: minutes for the whole machine"),
+    # smoke proves that everything runs, not how fast: one process per suite, one value
+    "smoke": Profile("smoke", 1, 1, 0, 0, "seconds per interpreter, one value per op; for tests"),
+    "quick": Profile("quick", 10, 3, 1, 3, "the default: minutes for the whole machine"),
     "full": Profile("full", 40, 3, 1, 10, "pyperf's rigorous settings: 40 processes x 3 values"),
 }
 
@@ -292,9 +293,6 @@ def _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_d
             entry = manifest["interpreters"].setdefault(series, {})
             entry.update(interp.as_manifest())
             entry.update({"series": series, "io": io_stack})
-            if not run.series_file(series).exists():
-                # Series of one session ran interleaved: the report pairs their rounds.
-                entry["session"] = len(manifest["sessions"]) - 1
             if interp.label in aa_of:
                 entry["aa_of"] = aa_of[interp.label]
             if run.series_file(series).exists():

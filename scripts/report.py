@@ -127,28 +127,16 @@ def op_study_rank(op: str) -> int:
     return STUDY_ORDER.index(op) if op in STUDY_ORDER else len(STUDY_ORDER)
 
 
-def compare_all(means: dict, ops: list[str], base: str, others: list[str],
-                sessions: dict | None = None) -> dict:
-    """{(op, series): Comparison} of every series against ``base``.
-
-    ``sessions`` maps a series to the bench session that ran it; rounds are paired
-    only between series of one session (only those ran interleaved).
-    """
-    sessions = sessions or {}
+def compare_all(means: dict, ops: list[str], base: str, others: list[str]) -> dict:
+    """{(op, series): Comparison} of every series against ``base``."""
     out = {}
     for op in ops:
         if (base, op) not in means:
             continue
         for series in others:
             if series != base and (series, op) in means:
-                pairable = sessions.get(base) == sessions.get(series)
-                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)],
-                                                  pairable)
+                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)])
     return out
-
-
-def series_sessions(data: RunData) -> dict:
-    return {s: e.get("session") for s, e in data.manifest.get("interpreters", {}).items()}
 
 
 # -- formatting ----------------------------------------------------------------------
@@ -288,10 +276,10 @@ def section_ratio_matrix(data, ops, order, baseline, comparisons, threshold) -> 
         f"**{stats.geometric_mean(c.ratio for (o, s), c in comparisons.items() if s == series):.2f}**"
         for series in others])
     return [f"## Slowdown ratios against {code(baseline)}", "",
-            f"Time of each interpreter divided by the time of {code(baseline)} "
-            f"(> 1: slower). {SLOWER}/{FASTER}: significantly slower/faster (t-test on worker "
-            f"processes, {stats.CONFIDENCE:.0%} confidence); no marker: not significant; "
-            "—: not measured.", "",
+            f"Median time of each interpreter's worker processes divided by that of "
+            f"{code(baseline)} (> 1: slower). {SLOWER}/{FASTER}: significantly slower/faster "
+            f"(Mann-Whitney U test on per-process means, {stats.CONFIDENCE:.0%} confidence); "
+            "no marker: not significant; —: not measured.", "",
             table(rows, ["op"] + [column_title(data, s) for s in others]), ""]
 
 
@@ -302,7 +290,7 @@ def section_steps(data, ops, order, means, threshold) -> list[str]:
     rows, regressions = [], []
     step_cmp = {}
     for a, b in steps:
-        for op, comparison in compare_all(means, ops, a, [b], series_sessions(data)).items():
+        for op, comparison in compare_all(means, ops, a, [b]).items():
             step_cmp[(op[0], a, b)] = comparison
     for op in ops:
         row = [code(op)]
@@ -435,11 +423,10 @@ def section_then_and_now(data, means, order, baseline) -> list[str]:
             continue
         then = published[op][1] / published[op][0]
         row = [code(op), f"{then:.1f}"]
-        now = compare_all(means, [op], oldest, [newest], series_sessions(data)).get((op, newest))
+        now = compare_all(means, [op], oldest, [newest]).get((op, newest))
         row.append(fmt_ratio(now))
         if newest_pyio:
-            row.append(fmt_ratio(compare_all(means, [op], oldest, [newest_pyio],
-                                              series_sessions(data)).get((op, newest_pyio))))
+            row.append(fmt_ratio(compare_all(means, [op], oldest, [newest_pyio]).get((op, newest_pyio))))
         rows.append(row)
     return ["## Then and now", "",
             "The study's published 2.6 → 3.0 ratios (Windows Vista laptop, January 2009) beside "
@@ -540,7 +527,7 @@ def section_aa(data, ops, means) -> list[str]:
         twin_of = info.get("aa_of")
         if not twin_of or (twin_of, ops[0] if ops else None) not in means:
             continue
-        comparisons = compare_all(means, ops, twin_of, [series], series_sessions(data))
+        comparisons = compare_all(means, ops, twin_of, [series])
         if not comparisons:
             continue
         flagged = [op for (op, _), c in comparisons.items() if c.significant]
@@ -623,7 +610,7 @@ def build_report(data: RunData, baseline: str | None = None,
     ops = [op for op in ordered_ops(data)
            if (data.frame.loc[data.frame["op"] == op, "series"] != native.SERIES).any()]
     means = process_means(data.frame)
-    comparisons = compare_all(means, ops, baseline, order, series_sessions(data))
+    comparisons = compare_all(means, ops, baseline, order)
     if len(order) == 1:
         lines += [f"Only {code(order[0])} is in this run: there is nothing to compare, so "
                   "there are no ratios; absolute times follow.", ""]

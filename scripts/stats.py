@@ -4,36 +4,37 @@ The unit of evidence is one worker process (pyperf's "run"): its mean over its
 values. Values inside one process are not independent samples of the machine
 (they share its state of the moment), so tests count processes, not values.
 
-ratio(A -> B) = exp(mean(log B_i) - mean(log A_i)) over the processes of each:
-the geometric mean of per-process ratios. When both sides ran in the same
-interleaved rounds, the test is a paired t-test on per-round log ratios (drift
-of the machine cancels within a round); otherwise Welch's t-test on log
-process means. Significant means p < 0.01, two-sided.
+Measured here: the per-process means of one op are often bimodal (the same
+interpreter reads a file in 7 ms in one process and 14 ms in the next, and a
+whole-file read in 0.5 ms or 5 ms), independently from process to process.
+Means and t-tests are at the mercy of how many slow processes each side drew.
+So:
+
+- ratio(A -> B) = median(B's process means) / median(A's process means);
+- significant = a two-sided Mann-Whitney U test on the process means at
+  p < 0.01 (exact distribution for up to 25 processes a side, normal
+  approximation with tie correction beyond): rank-based, so a few processes
+  in a slow mode cannot make a difference out of nothing.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 CONFIDENCE = 0.99
-# Two-sided Student t critical values at 99% confidence, by degrees of freedom.
-T_CRITICAL_99 = {1: 63.657, 2: 9.925, 3: 5.841, 4: 4.604, 5: 4.032, 6: 3.707, 7: 3.499,
-                 8: 3.355, 9: 3.250, 10: 3.169, 11: 3.106, 12: 3.055, 13: 3.012, 14: 2.977,
-                 15: 2.947, 16: 2.921, 17: 2.898, 18: 2.878, 19: 2.861, 20: 2.845, 22: 2.819,
-                 24: 2.797, 26: 2.779, 28: 2.763, 30: 2.750, 40: 2.704, 60: 2.660, 120: 2.617}
-Z_99 = 2.576
-
-
-def t_critical(df: float) -> float:
-    """The critical value for ``df`` degrees of freedom, rounded down to a tabulated df (conservative)."""
-    if df < 1:
-        return math.inf
-    usable = [d for d in T_CRITICAL_99 if d <= df]
-    return T_CRITICAL_99[max(usable)] if df <= 120 else Z_99
+ALPHA = 1 - CONFIDENCE
+EXACT_LIMIT = 25
 
 
 def mean(xs):
     return sum(xs) / len(xs)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def variance(xs):
@@ -41,49 +42,82 @@ def variance(xs):
     return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
+@functools.lru_cache(maxsize=None)
+def _u_counts(n: int, m: int) -> tuple:
+    """How many of the C(n+m, n) orderings give each U = 0 .. n*m (no ties)."""
+    if n == 0 or m == 0:
+        return (1,)
+    # The largest value belongs to the first sample (adds m to U) or to the second.
+    with_first, with_second = _u_counts(n - 1, m), _u_counts(n, m - 1)
+    counts = [0] * (n * m + 1)
+    for u, c in enumerate(with_first):
+        counts[u + m] += c
+    for u, c in enumerate(with_second):
+        counts[u] += c
+    return tuple(counts)
+
+
+def mann_whitney_p(a: list[float], b: list[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test of samples a and b."""
+    n, m = len(a), len(b)
+    pooled = sorted((v, side) for side, sample in ((0, a), (1, b)) for v in sample)
+    values = [v for v, _ in pooled]
+    ranks, i = [0.0] * len(pooled), 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and values[j + 1] == values[i]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        i = j + 1
+    rank_sum_a = sum(r for r, (_, side) in zip(ranks, pooled) if side == 0)
+    u = rank_sum_a - n * (n + 1) / 2
+    ties = len(set(values)) < len(values)
+    if not ties and n <= EXACT_LIMIT and m <= EXACT_LIMIT:
+        counts = _u_counts(n, m)
+        total = sum(counts)
+        lower = sum(counts[: int(u) + 1]) / total
+        upper = sum(counts[int(u):]) / total
+        return min(1.0, 2 * min(lower, upper))
+    mu = n * m / 2
+    tie_term = sum(t ** 3 - t for t in (values.count(v) for v in set(values)))
+    sigma = math.sqrt(n * m / 12 * ((n + m + 1) - tie_term / ((n + m) * (n + m - 1))))
+    if sigma == 0:
+        return 1.0
+    z = (abs(u - mu) - 0.5) / sigma
+    return min(1.0, math.erfc(max(z, 0) / math.sqrt(2)))
+
+
 @dataclass
 class Comparison:
-    ratio: float            # > 1: B is slower than A
-    significant: bool | None  # None: not enough processes to tell
-    t: float | None
+    ratio: float               # > 1: B is slower than A
+    significant: bool | None   # None: too few processes to test at this confidence
+    p: float | None
     n_a: int
     n_b: int
-    paired: bool
 
     @property
     def slower(self) -> bool:
         return self.ratio > 1
 
 
-def compare(a: dict[int, float], b: dict[int, float], pairable: bool = True) -> Comparison:
-    """Compare per-process means of A and B, each keyed by round.
+def min_processes_for_significance() -> int:
+    """The smallest equal sample size whose best possible p is below ALPHA."""
+    n = 1
+    while 2 / math.comb(2 * n, n) >= ALPHA:
+        n += 1
+    return n
 
-    ``pairable``: A and B ran interleaved in the same session, so round i of A
-    and round i of B ran side by side and may be paired.
-    """
-    log_a = {r: math.log(v) for r, v in a.items() if v > 0}
-    log_b = {r: math.log(v) for r, v in b.items() if v > 0}
-    ratio = math.exp(mean(list(log_b.values())) - mean(list(log_a.values())))
-    common = sorted(set(log_a) & set(log_b))
-    paired = pairable and len(common) == len(log_a) == len(log_b)
-    t = None
-    if paired and len(common) >= 2:
-        diffs = [log_b[r] - log_a[r] for r in common]
-        sd = math.sqrt(variance(diffs))
-        t = math.inf if sd == 0 else mean(diffs) / (sd / math.sqrt(len(diffs)))
-        df = len(diffs) - 1
-    elif not paired and len(log_a) >= 2 and len(log_b) >= 2:
-        va, vb = variance(list(log_a.values())), variance(list(log_b.values()))
-        na, nb = len(log_a), len(log_b)
-        se2 = va / na + vb / nb
-        diff = mean(list(log_b.values())) - mean(list(log_a.values()))
-        t = math.inf if se2 == 0 else diff / math.sqrt(se2)
-        df = (se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
-              if se2 > 0 else na + nb - 2)
-    if t is None:
-        return Comparison(ratio, None, None, len(log_a), len(log_b), paired)
-    significant = abs(t) > t_critical(df) and ratio != 1.0
-    return Comparison(ratio, significant, t, len(log_a), len(log_b), paired)
+
+def compare(a: dict, b: dict) -> Comparison:
+    """Compare the per-process means of A and B (dicts keyed by round or any process id)."""
+    va = [v for v in a.values() if v > 0]
+    vb = [v for v in b.values() if v > 0]
+    ratio = median(vb) / median(va)
+    if 2 / math.comb(len(va) + len(vb), len(va)) >= ALPHA:
+        return Comparison(ratio, None, None, len(va), len(vb))  # no outcome could reach ALPHA
+    p = mann_whitney_p(va, vb)
+    return Comparison(ratio, p < ALPHA and ratio != 1.0, p, len(va), len(vb))
 
 
 def geometric_mean(values) -> float:

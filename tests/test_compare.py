@@ -86,19 +86,14 @@ def test_a_faster_op_is_not_a_regression(tmp_path, capsys):
     assert status == 0 and "0.50 ▼" in out
 
 
-def test_runs_are_compared_unpaired_files_of_one_run_paired(tmp_path):
-    results = two_runs(tmp_path, factor_read=1.5)
-    a = compare.load_side(compare.resolve("A", results))
-    b = compare.load_side(compare.resolve("B", results))
-    (section,) = compare.compare_sides(a, b)
-    assert not any(r.comparison.paired for r in section.results)
-
+def test_two_files_of_one_run_are_compared_directly(tmp_path):
+    results = tmp_path / "results"
     make_run(results, "R", {"3.12": {READ: processes(0.010)},
                             "3.13": {READ: processes(0.010, 2.0, phase=1)}})
     text, status = compare.compare(str(results / "R" / "3.12.json"),
                                    str(results / "R" / "3.13.json"), results)
     assert status == 1
-    assert "paired t-test per round" in text and "`3.12` → `3.13`" in text
+    assert "Mann-Whitney U" in text and "`3.12` → `3.13`" in text
 
 
 def test_every_common_series_gets_a_section_and_label_picks_one(tmp_path, capsys):
