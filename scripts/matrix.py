@@ -59,7 +59,7 @@ class Profile:
 PROFILES = {
     # smoke proves that everything runs, not how fast: one process per suite, one value
     "smoke": Profile("smoke", 1, 1, 0, 0, "seconds per interpreter, one value per op; for tests"),
-    "quick": Profile("quick", 10, 3, 1, 3, "the default: minutes for the whole machine"),
+    "quick": Profile("quick", 10, 2, 1, 3, "the default: minutes for the whole machine"),
     "full": Profile("full", 40, 3, 1, 10, "pyperf's rigorous settings: 40 processes x 3 values"),
 }
 

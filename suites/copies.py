@@ -30,7 +30,7 @@ from harness import (DeterministicBytes, Fixture, Op, SkipOp, expect_equal, file
 KIB = 1024
 MIB = 1024 * KIB
 FIXTURE = "copies.bin"
-FILE_BYTES = {"smoke": 4 * MIB, "quick": 64 * MIB, "full": 256 * MIB}
+FILE_BYTES = {"smoke": 4 * MIB, "quick": 32 * MIB, "full": 256 * MIB}
 LOOP_BUFFERS = (4 * KIB, 64 * KIB, 1 * MIB)
 READINTO_BUFFER = 1 * MIB
 COPYFILEOBJ_BUFFER = 1 * MIB

@@ -39,7 +39,7 @@ else:
 PROFILES = {
     # files, rows per file
     "smoke": (50, 200),
-    "quick": (200, 1000),
+    "quick": (100, 500),
     "full": (2000, 1000),
 }
 VALUES_PER_ROW = 10

@@ -36,7 +36,7 @@ from harness import Fixture, Op, ascii_text, expect_equal, file_crc32, write_byt
 KIB = 1024
 MIB = 1024 * KIB
 FIXTURE = "mmapio.txt"
-FILE_BYTES = {"smoke": 512 * KIB, "quick": 8 * MIB, "full": 64 * MIB}
+FILE_BYTES = {"smoke": 512 * KIB, "quick": 4 * MIB, "full": 64 * MIB}
 NEEDLE = b"iomatrix-needle: the only line like this one\n"
 NEEDLE_AT = 0.9                   # fraction of the file before the needle line
 RECORDS = 20000                   # offsets per call for slices, seek + find and modify

@@ -38,7 +38,7 @@ PY2 = sys.version_info[0] == 2
 EOL = u"\n"
 KIB = 1024
 MIB = 1024 * KIB
-TEXT_BYTES = {"smoke": 256 * KIB, "quick": 4 * MIB, "full": 32 * MIB}
+TEXT_BYTES = {"smoke": 256 * KIB, "quick": 2 * MIB, "full": 32 * MIB}
 # Bytes one call should process at least: ops that run near memory speed repeat
 # on the smaller files (inner_loops).
 MIN_BYTES_PER_RUN = {"lines": 1 * MIB, "fast": 6 * MIB}
