@@ -144,7 +144,7 @@ def test_main_writes_latest_and_a_kept_copy(tmp_path, monkeypatch):
 
 def test_main_reports_a_missing_run_clearly(tmp_path, capsys):
     assert report.main(["--results-dir", str(tmp_path), "--run-id", "nope"]) == 2
-    assert "no run 'nope'" in capsys.readouterr().err
+    assert "no run nope" in capsys.readouterr().err
 
 
 def test_mann_whitney_exact_p_values():
@@ -172,3 +172,31 @@ def test_too_few_processes_cannot_be_significant():
     comparison = stats.compare({0: 1.0, 1: 1.0}, {0: 2.0, 1: 2.0})
     assert comparison.significant is None and comparison.ratio == 2.0
     assert stats.min_processes_for_significance() == 5
+
+
+def test_runs_of_two_hosts_merge_into_one_report(tmp_path, capsys):
+    """Two run directories whose manifests name different hosts: a section each and a cross-host table."""
+    results = tmp_path / "results"
+    for run_id, host, factor in (("linux-run", "linux-box", 1.0), ("mac-run", "mac-box", 1.5)):
+        run = make_run(results, {"3.12": {"read_byLines_textMode": processes(0.01, 1),
+                                          "write_byLines_textMode": processes(0.1, 1)},
+                                 "3.13": {"read_byLines_textMode": processes(0.01, factor),
+                                          "write_byLines_textMode": processes(0.1, factor)}},
+                       run_id=run_id)
+        manifest = json.loads((run.path / "manifest.json").read_text())
+        manifest["host"] = host
+        (run.path / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "merged.md"
+    assert report.main(["--results-dir", str(results), "--run-id", "linux-run", "--run-id",
+                        "mac-run", "--run-id", "windows-run", "--out", str(out),
+                        "--no-figures"]) == 0
+    assert "windows-run" in capsys.readouterr().err  # named and skipped
+    text = out.read_text()
+    assert text.startswith("<!-- generated") and text.count("<!-- generated") == 1
+    assert "# iomatrix report: 2 runs on 2 hosts" in text
+    assert "Not found, skipped: windows-run" in text
+    assert "## Across hosts" in text and "### `3.13` on 2 hosts" in text
+    cross = text[text.index("### `3.13` on 2 hosts"):text.index("## iomatrix report: run linux-run")]
+    assert "1.50 ▲" in cross
+    assert "## iomatrix report: run linux-run" in text and "## iomatrix report: run mac-run" in text
+    assert "### Slowdown ratios against `3.12`" in text
