@@ -135,7 +135,7 @@ def _make_venv(interp, env_dir, pin, log_lines) -> BenchEnvironment:
     proc = _run([interp.executable, "-m", "venv", str(env_dir)], log_lines)
     if proc.returncode != 0:
         raise EnvironmentSetupError(f"{interp.label}: python -m venv failed:\n" + _tail(log_lines))
-    python = str(env_dir / "bin" / "python")
+    python = str(env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     proc = _run(pip + [f"pyperf=={pin}"], log_lines)
     notes = ""

@@ -20,12 +20,12 @@ import json
 import os
 import platform
 import random
-import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -501,50 +501,60 @@ def _run_native(plan, task, ops, profile, cache, fixtures_dir, scratch_dir, outp
     return None, None, {}
 
 
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill a worker and whatever it started (a process pool, a shell's child)."""
+    if hasattr(os, "killpg"):
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:  # Windows: no process groups to signal
+        proc.kill()
+    proc.wait()
+
+
 def _run_worker(cmd, env, timeout, cwd=None) -> tuple[str | None, str | None]:
     """Run one batch worker: (None, None) when it succeeded, else (op it was in, error tail).
 
     The worker prints "START <op>" before each op; each op gets ``timeout``
-    seconds of its own. The working directory is the run's scratch directory,
-    so even a relative path written by an op stays inside the run's own
-    temporary directory.
+    seconds of its own. A thread reads those lines (portable, unlike select()
+    on pipes). The working directory is the run's scratch directory, so even a
+    relative path written by an op stays inside the run's own temporary directory.
     """
+    state = {"op": None, "started": time.monotonic()}
+
+    def follow(stream):
+        for line in stream:
+            if line.startswith(b"START "):
+                state["op"] = line[6:].decode("utf-8", "replace").strip()
+                state["started"] = time.monotonic()
+
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd)
-        current, started, pending = None, time.monotonic(), b""
+                                stdin=subprocess.DEVNULL, cwd=cwd,
+                                start_new_session=hasattr(os, "killpg"))
+        reader = threading.Thread(target=follow, args=(proc.stdout,), daemon=True)
+        reader.start()
         try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(proc.stdout, selectors.EVENT_READ)
-                while True:
-                    remaining = started + timeout - time.monotonic()
-                    if remaining <= 0:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
-                        return current, f"timed out after {timeout:g} s (--timeout)"
-                    if not selector.select(timeout=min(remaining, 1.0)):
-                        continue
-                    data = os.read(proc.stdout.fileno(), 65536)
-                    if not data:
-                        break
-                    pending += data
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        if line.startswith(b"START "):
-                            current, started = line[6:].decode("utf-8", "replace"), time.monotonic()
-            proc.wait()
+            while True:
+                remaining = state["started"] + timeout - time.monotonic()
+                if remaining <= 0:
+                    _kill(proc)
+                    return state["op"], f"timed out after {timeout:g} s (--timeout)"
+                try:
+                    proc.wait(timeout=min(remaining, 0.5))
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            _kill(proc)
             raise
         finally:
+            reader.join(timeout=5)
             proc.stdout.close()
         if proc.returncode != 0:
             stderr.seek(0)
             err = stderr.read().decode("utf-8", "replace")
             reason = (f"killed by signal {-proc.returncode} ({signal.Signals(-proc.returncode).name})"
                       if proc.returncode < 0 else f"exit status {proc.returncode}")
-            return current, f"{reason}\n{tail(err)}"
+            return state["op"], f"{reason}\n{tail(err)}"
     return None, None
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
 import re
@@ -81,6 +80,18 @@ def part_file_name(suite: str, round_index: int) -> str:
     return f"r{round_index:03d}--{suite}.json"
 
 
+def _lock_exclusively(handle) -> None:
+    """A non-blocking exclusive lock, released when the process ends (even by kill -9)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 class Run:
     """One run directory."""
 
@@ -106,8 +117,8 @@ class Run:
         handle = open(lock_path, "a+")
         try:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                _lock_exclusively(handle)
+            except OSError:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 raise RunInUseError(
