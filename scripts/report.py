@@ -392,10 +392,11 @@ def section_figures(data, ops, order, baseline, comparisons, figures_dir: Path,
                         f"{suite}: time against {baseline}")
         lines += [f"![{md(suite)}: ratios against {md(baseline)}]({link}/{name})", ""]
     categories = sorted({category_of[op] for op in ops})
+    versions = [s for s in others if not series_info(data, s).get("aa_of")]  # a trend of releases
     geomeans = pd.DataFrame(
         [[stats.geometric_mean(c.ratio for (o, s), c in comparisons.items()
-                               if s == series and category_of[o] == category) for series in others]
-         for category in categories], index=categories, columns=others)
+                               if s == series and category_of[o] == category) for series in versions]
+         for category in categories], index=categories, columns=versions)
     figures.category_trend(geomeans, figures_dir / "categories.png",
                            f"Geometric mean per category, against {baseline}")
     lines += [f"![geometric mean per category]({link}/categories.png)", ""]
