@@ -74,6 +74,8 @@ def bench_parser(prog: str, matrix: bool) -> argparse.ArgumentParser:
         parser.add_argument("--aa", default=None, metavar="LABEL",
                             help="also run LABEL a second time as LABEL-aa (an A/A check)")
         parser.add_argument("--no-report", action="store_true")
+        parser.add_argument("--out", type=Path, default=None,
+                            help="the report's file (default: reports/latest.md and a kept copy)")
     return parser
 
 
@@ -87,7 +89,8 @@ def parse_posargs(parser: argparse.ArgumentParser, posargs: list[str]) -> argpar
 
 
 def run_bench(session: nox.Session, labels: list[str], args: argparse.Namespace,
-              aa: str | None = None) -> None:
+              aa: str | None = None, before_failing=lambda: None) -> None:
+    """Run the matrix for ``labels``; fail the session (after ``before_failing``) when one failed."""
     import matrix
     try:
         suites = matrix.parse_suites(args.suite)
@@ -136,6 +139,7 @@ def run_bench(session: nox.Session, labels: list[str], args: argparse.Namespace,
               if e.get("status") == "failed" and s.split("+")[0] in [i.label for i in selected]]
     session.log(f"run {args.run_id} in {args.results_dir / args.run_id}")
     if failed:
+        before_failing()
         session.error(f"failed: {', '.join(failed)} (see manifest.json for the error tails)")
 
 
@@ -195,9 +199,15 @@ def matrix(session: nox.Session) -> None:
     labels = args.pythons.split(",") if args.pythons else list(LABELS)
     if args.aa and args.aa not in labels:
         labels.append(args.aa)
-    run_bench(session, labels, args, aa=args.aa)
-    if not args.no_report and not args.list:
-        session.notify("report", ["--results-dir", str(args.results_dir), "--run-id", args.run_id])
+
+    def queue_report():
+        # The report lists failed interpreters too: it runs even when this session fails.
+        if not args.no_report and not args.list:
+            out = ["--out", str(args.out)] if args.out else []
+            session.notify("report", ["--results-dir", str(args.results_dir), "--run-id",
+                                      args.run_id, *out])
+    run_bench(session, labels, args, aa=args.aa, before_failing=queue_report)
+    queue_report()
 
 
 @nox.session(default=False)

@@ -435,13 +435,19 @@ def find_op(ctx, suite_name, op_name):
 
 def list_ops(suite_names, io_stack="c", profile="quick"):
     """[{suite, op, category, bytes, unavailable, native}] for this interpreter and profile."""
-    ctx = Context(os.devnull, os.devnull, profile=profile, io_stack=io_stack)
+    try:
+        ctx = Context(os.devnull, os.devnull, profile=profile, io_stack=io_stack)
+        missing_stack = None
+    except ImportError as exc:  # an interpreter without _pyio: every op is skipped, with why
+        ctx = Context(os.devnull, os.devnull, profile=profile, io_stack="c")
+        missing_stack = "no pure-Python io stack here (%s)" % exc
     rows = []
     for suite_name in suite_names:
         suite = load_suite(suite_name)
         for op in suite.ops(ctx):
             rows.append({"suite": suite_name, "op": op.name, "category": op.category,
-                         "bytes": op.bytes_per_value, "unavailable": op.unavailable,
+                         "bytes": op.bytes_per_value,
+                         "unavailable": missing_stack or op.unavailable,
                          "native": list(op.native) if op.native else None})
     return rows
 

@@ -150,3 +150,15 @@ def test_discovery_finds_the_machines_pyenv_builds(machine_interpreters):
     for interp in pyenv:
         assert interp.label == ("pypy" if interp.implementation == "pypy" else "") + \
             ".".join(map(str, interp.version_info[:2])) + ("t" if interp.free_threaded else "")
+
+
+def test_the_main_job_reports_even_when_an_interpreter_fails(tmp_path, machine_interpreters):
+    need(machine_interpreters, "3.13")
+    env = {**os.environ, "IOMATRIX_PYTHONS": f"ghost={tmp_path}/no/python"}
+    out = tmp_path / "report.md"
+    proc = run_nox("-s", "matrix", "--", "--pythons", "3.13,ghost", "--profile", "smoke",
+                   "--results-dir", str(tmp_path), "--run-id", "M", "--out", str(out), env=env)
+    assert proc.returncode != 0  # the failure is not hidden...
+    text = out.read_text()       # ...and the report is still written, naming it
+    assert "## Failed interpreters and ops" in text and "`ghost`" in text
+    assert "no such file" in text
