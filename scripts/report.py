@@ -231,11 +231,11 @@ def section_warnings(data: RunData) -> list[str]:
     warnings = []
     m = data.manifest
     cpus = m.get("cpu_count") or 1
-    for when in ("machine_state_start", "machine_state_end"):
-        load = (m.get(when) or {}).get("load_average")
-        if load and load[0] > HIGH_LOAD_PER_CPU * cpus:
-            warnings.append(f"High load at {when.split('_')[-1]} of the run: {load[0]:.2f} on "
-                            f"{cpus} CPUs; other work competed with the benchmarks.")
+    # At the start only: at the end, the load average is mostly the run's own workers.
+    load = (m.get("machine_state_start") or {}).get("load_average")
+    if load and load[0] > HIGH_LOAD_PER_CPU * cpus:
+        warnings.append(f"High load when the run started: {load[0]:.2f} on {cpus} CPUs (1-minute "
+                        "average); other work may have competed with the benchmarks.")
     builds = {}
     for series, info in m.get("interpreters", {}).items():
         if info.get("status") == "failed" or info.get("implementation") != "cpython":
@@ -387,12 +387,16 @@ def section_figures(data, ops, order, baseline, comparisons, figures_dir: Path,
         significant = pd.DataFrame({s: {op: bool(c and c.significant) for op, c in col.items()}
                                     for s, col in cells.items()}).reindex(index=suite_ops,
                                                                            columns=others)
+        measured = ratios.columns[ratios.notna().any()]  # series that ran this suite
+        ratios, significant = ratios[measured], significant[measured]
         name = f"heatmap-{suite}.png" if len(suites) > 1 else "heatmap.png"
         figures.heatmap(ratios, significant, figures_dir / name,
                         f"{suite}: time against {baseline}")
         lines += [f"![{md(suite)}: ratios against {md(baseline)}]({link}/{name})", ""]
     categories = sorted({category_of[op] for op in ops})
-    versions = [s for s in others if not series_info(data, s).get("aa_of")]  # a trend of releases
+    # a trend of releases: not the A/A twin, not the pure-Python io stack
+    versions = [s for s in others if not series_info(data, s).get("aa_of")
+                and not s.endswith(results_store.PYIO_SUFFIX)]
     geomeans = pd.DataFrame(
         [[stats.geometric_mean(c.ratio for (o, s), c in comparisons.items()
                                if s == series and category_of[o] == category) for series in versions]
@@ -400,7 +404,8 @@ def section_figures(data, ops, order, baseline, comparisons, figures_dir: Path,
     figures.category_trend(geomeans, figures_dir / "categories.png",
                            f"Geometric mean per category, against {baseline}")
     lines += [f"![geometric mean per category]({link}/categories.png)", ""]
-    if figures.chunk_curve(data.frame, figures_dir / "chunks.png", order=order):
+    if figures.chunk_curve(data.frame, figures_dir / "chunks.png",
+                           order=[s for s in order if not series_info(data, s).get("aa_of")]):
         lines += [f"![throughput by chunk size]({link}/chunks.png)", ""]
     return lines
 
@@ -618,8 +623,9 @@ def build_report(data: RunData, baseline: str | None = None,
     else:
         lines += section_aa(data, ops, means)
         lines += section_ratio_matrix(data, ops, order, baseline, comparisons, threshold)
-        lines += section_steps(data, ops, [s for s in order if not series_info(data, s).get("aa_of")],
-                               means, threshold)
+        releases = [s for s in order if not series_info(data, s).get("aa_of")
+                    and not s.endswith(results_store.PYIO_SUFFIX)]
+        lines += section_steps(data, ops, releases, means, threshold)
         lines += section_categories(data, ops, order, baseline, comparisons)
         if figures_dir is not None:
             lines += section_figures(data, ops, order, baseline, comparisons, figures_dir,
