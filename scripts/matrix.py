@@ -173,6 +173,7 @@ class SeriesPlan:
     error: str | None = None
     tool: str | None = None                                   # the native ceiling program
     succeeded: bool = False                                   # one worker has succeeded
+    hard_failures: int = 0                                    # crashes and timeouts
 
 
 class MatrixError(RuntimeError):
@@ -452,12 +453,14 @@ def _run_task(plan, task, ops, part, partial, profile, cache, fixtures_dir, scra
             errors = json.loads(errors_file.read_text()) if fatal is None and errors_file.exists() \
                 else {}
         if fatal is None:
-            for op, error in errors.items():
-                _fail_op(plan, task, op, error, log)
             if partial.exists():
                 os.replace(partial, part)
                 plan.succeeded = True
-            elif not errors:
+            for op, error in errors.items():
+                # An op that raised (a failed verification, a missing API) is not a dead
+                # interpreter: it never counts towards giving up on the interpreter.
+                _fail_op(plan, task, op, error, log, may_give_up=False)
+            if not partial.exists() and not part.exists() and not errors:
                 _fail_op(plan, task, ops[0], "the worker exited without writing its result", log)
             return
         culprit = culprit if culprit in ops else ops[0]
@@ -467,11 +470,13 @@ def _run_task(plan, task, ops, part, partial, profile, cache, fixtures_dir, scra
         ops = [op for op in ops if op != culprit]
 
 
-def _fail_op(plan, task, op, error, log):
+def _fail_op(plan, task, op, error, log, may_give_up=True):
     plan.failed_ops[op] = error
     log(f"iomatrix: {task.series} {op} FAILED (round {task.round_index + 1}): {tail(error, 4)}")
-    if not plan.succeeded and len(plan.failed_ops) >= GIVE_UP_AFTER_FAILURES:
-        plan.error = (f"gave up after its first {len(plan.failed_ops)} ops failed; "
+    plan.hard_failures += may_give_up
+    if may_give_up and not plan.succeeded and plan.hard_failures >= GIVE_UP_AFTER_FAILURES:
+        plan.error = (f"gave up after its first {plan.hard_failures} worker processes crashed "
+                      f"or hung; "
                       f"the last one: {error}")
         log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
 

@@ -99,8 +99,12 @@ def _write_ops(ctx):
     open_ = ctx.open
     lines = WRITE_BYTES // len(WRITE_LINE)
     blocks = WRITE_BYTES // len(WRITE_BLOCK)
+    text_line, text_block = WRITE_LINE, WRITE_BLOCK
+    if ctx.io_stack != "c" and not isinstance(text_line, type(u"")):
+        # 2.x: the io stacks' text files take unicode; the builtin file object takes str
+        text_line, text_block = text_line.decode("ascii"), text_block.decode("ascii")
     payload = {
-        "text": (WRITE_LINE, WRITE_BLOCK),
+        "text": (text_line, text_block),
         "binary": (WRITE_LINE.encode("ascii"), WRITE_BLOCK.encode("ascii")),
     }
 
