@@ -208,7 +208,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             scratch_dir.mkdir()
             _plan_native(run, plans, work_root, manifest, log)
             tasks = _schedule(run, plans, profile, seed)
-            session["resumed_parts"] = _count_existing_parts(run, plans, profile)
+            session["resumed_parts"] = _count_existing_parts(run, plans)
             if session["resumed_parts"]:
                 log(f"iomatrix: resuming run {run_id}: {session['resumed_parts']} finished worker "
                     "processes are kept, the rest is run now")
@@ -400,7 +400,7 @@ def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
     return [op for op in ops if op not in plan.failed_ops]
 
 
-def _count_existing_parts(run, plans, profile) -> int:
+def _count_existing_parts(run, plans) -> int:
     return sum(1 for plan in plans.values() if run.parts_dir(plan.series).is_dir()
                for _ in run.parts_dir(plan.series).glob("r*--*.json"))
 
@@ -575,7 +575,7 @@ def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
         return
     if plan.interp is None:
         native.merge_parts(parts, run.series_file(plan.series))
-        shutil.rmtree(run.parts_dir(plan.series))
+        _remove_parts(run, plan.series)
         return
     cmd = [plan.env.python, str(MERGER), str(run.series_file(plan.series))] + [str(p) for p in parts]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=plan.env.command_env(),
@@ -584,8 +584,17 @@ def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
         plan.error = f"merging the results failed:\n{tail(proc.stderr or proc.stdout)}"
         log(f"iomatrix: {plan.series}: {plan.error}")
         return
-    shutil.rmtree(run.parts_dir(plan.series))
+    _remove_parts(run, plan.series)
     log(f"iomatrix: {plan.series}: wrote {run.series_file(plan.series)}")
+
+
+def _remove_parts(run, series):
+    """The parts of a merged series are in its file now; .parts/ goes when it is empty."""
+    shutil.rmtree(run.parts_dir(series))
+    try:
+        run.parts_dir(series).parent.rmdir()
+    except OSError:
+        pass  # other series still have parts
 
 
 def _record(manifest, plans):

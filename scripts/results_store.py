@@ -203,7 +203,7 @@ def load_series(path: Path) -> list[dict]:
             if "iomatrix_suite" not in meta:
                 raise ResultFileError(f"{path}: benchmark {meta.get('name')!r} was not written by "
                                       "an iomatrix suite (no iomatrix_suite metadata)")
-            loops = meta.get("loops", 1) * meta.get("inner_loops", 1)
+            # pyperf stores values already divided by loops x inner_loops: one value, one op
             rows.append({
                 "op": meta.get("name"),
                 "suite": meta["iomatrix_suite"],
@@ -215,7 +215,6 @@ def load_series(path: Path) -> list[dict]:
                 "profile": meta.get("iomatrix_profile", ""),
                 "mean": sum(values) / len(values),
                 "values": list(values),
-                "loops": loops,
                 "mem_max_rss": meta.get("mem_max_rss"),
                 "peak_rss": meta.get("iomatrix_peak_rss"),
                 "date": meta.get("date"),
