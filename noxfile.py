@@ -145,15 +145,10 @@ def run_bench(session: nox.Session, labels: list[str], args: argparse.Namespace,
 
 def list_ops(session: nox.Session, interp: discovery.Interpreter, suites: list[str],
              profile: str) -> None:
-    import json
-    import subprocess
     import environments
     import matrix
     env = environments.ensure_environment(interp, log=session.log)
-    out = subprocess.run([env.python, str(matrix.HARNESS), "--list-ops", ",".join(suites), "c",
-                          profile],
-                         capture_output=True, text=True, env=env.command_env(), check=True).stdout
-    rows = json.loads(out.strip().splitlines()[-1])["ops"]
+    rows = matrix.list_ops(env, suites, "c", profile)
     for suite in suites:
         ops = [r for r in rows if r["suite"] == suite]
         print(f"{suite} ({len(ops)} ops)")

@@ -58,6 +58,14 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def _ratio_limits(frame) -> tuple[float, float]:
+    """Y limits of a log ratio axis: the data with 10% room, and never narrower than 0.8-1.25."""
+    finite = frame.to_numpy()[np.isfinite(frame.to_numpy())]
+    if not finite.size:
+        return 0.8, 1.25
+    return min(finite.min() / 1.1, 0.8), max(finite.max() * 1.1, 1.25)
+
+
 def _log_ratio_axis(axis, low: float, high: float) -> None:
     """Ticks at readable ratios on a log axis between ``low`` and ``high``."""
     ticks = [r for r in NICE_RATIOS if low <= r <= high] or [1.0]
@@ -200,10 +208,7 @@ def category_trend(geomeans: pd.DataFrame, path: Path, title: str) -> Path:
     for k, (category, row) in enumerate(values.iterrows()):
         ax.plot(x, row.to_numpy(), marker=MARKERS[k % len(MARKERS)], markersize=5,
                 linewidth=1.6, color=colours(k % colours.N), label=str(category), zorder=2)
-    finite = values.to_numpy()[np.isfinite(values.to_numpy())]
-    low = min(finite.min(), 1.0) if finite.size else 0.8
-    high = max(finite.max(), 1.0) if finite.size else 1.25
-    low, high = min(low / 1.1, 0.8), max(high * 1.1, 1.25)
+    low, high = _ratio_limits(values)
     ax.set_yscale("log")
     ax.set_ylim(low, high)
     _log_ratio_axis(ax.yaxis, low, high)
@@ -328,9 +333,7 @@ def history_trend(times: pd.DataFrame, path: Path, title: str) -> Path:
         for k, op in enumerate(dict.fromkeys(extremes)):
             ax.plot(x, normalised.loc[op].to_numpy(), linewidth=1.3, color=palette(2 * k),
                     label=f"{op} ({last[op]:.2f}×)", zorder=3)
-    finite = normalised.to_numpy()[np.isfinite(normalised.to_numpy())]
-    low = min(finite.min() / 1.1, 0.8) if finite.size else 0.8
-    high = max(finite.max() * 1.1, 1.25) if finite.size else 1.25
+    low, high = _ratio_limits(normalised)
     ax.set_yscale("log")
     ax.set_ylim(low, high)
     _log_ratio_axis(ax.yaxis, low, high)

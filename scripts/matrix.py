@@ -154,7 +154,6 @@ def tail(text: str, lines: int = ERROR_TAIL_LINES) -> str:
 class Task:
     """One worker process: the ops of one suite, for one series, in one round."""
     series: str
-    label: str
     io_stack: str
     suite: str
     round_index: int
@@ -313,15 +312,23 @@ def _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_d
     return plans
 
 
-def _list_ops(plan: SeriesPlan, suites: list[str], profile: Profile):
-    cmd = [plan.env.python, str(HARNESS), "--list-ops", ",".join(suites), plan.io_stack,
-           profile.name]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=plan.env.command_env(),
+def list_ops(env: environments.BenchEnvironment, suites: list[str], io_stack: str,
+             profile: str) -> list[dict]:
+    """What the interpreter of ``env`` can run: the rows of ``harness.py --list-ops``."""
+    cmd = [env.python, str(HARNESS), "--list-ops", ",".join(suites), io_stack, profile]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env.command_env(),
                           timeout=120, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
-        raise RuntimeError(f"{plan.series}: listing the ops failed (exit {proc.returncode}):\n"
+        raise RuntimeError(f"listing the ops failed (exit {proc.returncode}):\n"
                            + tail(proc.stderr or proc.stdout))
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])["ops"]
+    return json.loads(proc.stdout.strip().splitlines()[-1])["ops"]
+
+
+def _list_ops(plan: SeriesPlan, suites: list[str], profile: Profile):
+    try:
+        rows = list_ops(plan.env, suites, plan.io_stack, profile.name)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{plan.series}: {exc}")
     ops = [(r["suite"], r["op"]) for r in rows if not r["unavailable"]]
     skipped = {r["op"]: r["unavailable"] for r in rows if r["unavailable"]}
     return ops, skipped, {r["op"]: r for r in rows}
@@ -384,8 +391,7 @@ def _schedule(run, plans, profile, seed) -> list[Task]:
             for plan in series_order:
                 if any(s == suite for s, _ in plan.ops) and \
                         not run.part_file(plan.series, suite, round_index).exists():
-                    label = plan.interp.label if plan.interp else plan.series
-                    tasks.append(Task(plan.series, label, plan.io_stack, suite, round_index))
+                    tasks.append(Task(plan.series, plan.io_stack, suite, round_index))
     return tasks
 
 
