@@ -28,12 +28,10 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import native  # noqa: E402
+from iomatrix import cli, native
 import report  # noqa: E402
-import results_store  # noqa: E402
-import stats  # noqa: E402
+from iomatrix import store
+from iomatrix import stats
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FAIL_ABOVE = 0.05
@@ -52,7 +50,7 @@ class CompareError(ValueError):
 @dataclasses.dataclass
 class Side:
     name: str                       # as given on the command line
-    run: results_store.Run | None   # the run, or the run directory holding the file
+    run: store.Run | None   # the run, or the run directory holding the file
     file: Path | None               # set when the side is one result file
     data: report.RunData | None = None
 
@@ -64,11 +62,11 @@ class Side:
         return sorted(self.data.frame["series"].unique()) if self.data is not None else []
 
 
-def run_of_directory(directory: Path) -> results_store.Run | None:
+def run_of_directory(directory: Path) -> store.Run | None:
     directory = directory.resolve()
-    if (directory / results_store.MANIFEST).is_file() and \
-            results_store.RUN_ID_PATTERN.match(directory.name):
-        return results_store.Run(directory.parent, directory.name)
+    if (directory / store.MANIFEST).is_file() and \
+            cli.NAME_PATTERN.fullmatch(directory.name):
+        return store.Run(directory.parent, directory.name)
     return None
 
 
@@ -80,9 +78,9 @@ def resolve(arg: str, results_dir: Path) -> Side:
     if path.is_dir():
         run = run_of_directory(path)
         if run is None:
-            raise CompareError(f"{arg}: a directory without {results_store.MANIFEST} is not a run")
+            raise CompareError(f"{arg}: a directory without {store.MANIFEST} is not a run")
         return Side(arg, run, None)
-    if results_store.RUN_ID_PATTERN.match(arg):
+    if cli.NAME_PATTERN.fullmatch(arg):
         run = run_of_directory(Path(results_dir) / arg)
         if run is not None:
             return Side(arg, run, None)
@@ -90,12 +88,12 @@ def resolve(arg: str, results_dir: Path) -> Side:
                        f"directory {arg} and the run {Path(results_dir) / arg})")
 
 
-def read_manifest(run: results_store.Run | None) -> dict:
+def read_manifest(run: store.Run | None) -> dict:
     if run is None:
         return {}
     try:
         return run.read_manifest()
-    except results_store.ResultFileError as exc:
+    except store.ResultFileError as exc:
         raise CompareError(str(exc))
 
 
@@ -107,8 +105,8 @@ def load_side(side: Side, label: str | None = None) -> Side:
     """
     if side.file is not None:
         try:
-            rows = results_store.load_series(side.file)
-        except (results_store.ResultFileError, OSError) as exc:
+            rows = store.load_series(side.file)
+        except (store.ResultFileError, OSError) as exc:
             raise CompareError(str(exc))
         for row in rows:
             row["series"] = side.file.stem
@@ -377,7 +375,7 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        results_store.atomic_write_text(args.out, text + "\n")
+        store.atomic_write_text(args.out, text + "\n")
         print(f"compare: wrote {args.out}", file=sys.stderr)
     return status
 

@@ -27,11 +27,9 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import native  # noqa: E402
-import results_store  # noqa: E402
-import stats  # noqa: E402
+from iomatrix import native
+from iomatrix import store
+from iomatrix import stats
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED_STUDY = Path(__file__).resolve().parent / "data" / "lutz2009-published.csv"
@@ -44,19 +42,19 @@ HIGH_LOAD_PER_CPU = 0.5
 
 @dataclasses.dataclass
 class RunData:
-    run: results_store.Run
+    run: store.Run
     manifest: dict
     frame: pd.DataFrame            # one row per worker process
     problems: list                 # (file, message) for files that could not be read
 
 
-def load_run(run: results_store.Run) -> RunData:
+def load_run(run: store.Run) -> RunData:
     manifest = run.read_manifest()
     rows, problems = [], []
     for path in run.series_files():
         try:
-            series_rows = results_store.load_series(path)
-        except (results_store.ResultFileError, OSError) as exc:
+            series_rows = store.load_series(path)
+        except (store.ResultFileError, OSError) as exc:
             problems.append((path.name, str(exc)))
             continue
         series = path.stem
@@ -77,7 +75,7 @@ def series_info(data: RunData, series: str) -> dict:
 
 def series_sort_key(data: RunData, series: str):
     info = series_info(data, series)
-    label, io_stack = results_store.split_series(series)
+    label, io_stack = store.split_series(series)
     implementation = info.get("implementation", "cpython")
     return (0 if implementation == "cpython" else 1, tuple(info.get("version_info", (99,))),
             bool(info.get("free_threaded")), label.endswith("-aa"), io_stack == "pyio", series)
@@ -371,7 +369,7 @@ def section_figures(data, ops, order, baseline, comparisons, figures_dir: Path,
                     link: str) -> list[str]:
     """PNGs beside the report (scripts/figures.py): ratio heatmaps (one per suite when the run
     has several), the per-category trend, and the chunk-size curve when the chunks suite ran."""
-    import figures
+    from iomatrix import figures
     others = [s for s in order if s != baseline]
     suite_of = dict(zip(data.frame["op"], data.frame["suite"]))
     category_of = dict(zip(data.frame["op"], data.frame["category"]))
@@ -396,7 +394,7 @@ def section_figures(data, ops, order, baseline, comparisons, figures_dir: Path,
     categories = sorted({category_of[op] for op in ops})
     # a trend of releases: not the A/A twin, not the pure-Python io stack
     versions = [s for s in others if not series_info(data, s).get("aa_of")
-                and not s.endswith(results_store.PYIO_SUFFIX)]
+                and not s.endswith(store.PYIO_SUFFIX)]
     geomeans = pd.DataFrame(
         [[stats.geometric_mean(c.ratio for (o, s), c in comparisons.items()
                                if s == series and category_of[o] == category) for series in versions]
@@ -624,7 +622,7 @@ def build_report(data: RunData, baseline: str | None = None,
         lines += section_aa(data, ops, means)
         lines += section_ratio_matrix(data, ops, order, baseline, comparisons, threshold)
         releases = [s for s in order if not series_info(data, s).get("aa_of")
-                    and not s.endswith(results_store.PYIO_SUFFIX)]
+                    and not s.endswith(store.PYIO_SUFFIX)]
         lines += section_steps(data, ops, releases, means, threshold)
         lines += section_categories(data, ops, order, baseline, comparisons)
         if figures_dir is not None:
@@ -653,7 +651,7 @@ def section_cross_host(runs: list[RunData]) -> list[str]:
     labels: dict = {}
     for data in runs:
         for series in ordered_series(data):
-            if not series.endswith(results_store.PYIO_SUFFIX):
+            if not series.endswith(store.PYIO_SUFFIX):
                 labels.setdefault(series, []).append(data)
     for label, found in labels.items():
         if len(found) < 2:
@@ -717,18 +715,18 @@ def build_merged_report(runs: list[RunData], missing: list[str], baseline, thres
 
 def write_report(text: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    results_store.atomic_write_text(out, text)
+    store.atomic_write_text(out, text)
 
 
 def find_runs(results_dir: Path, run_ids: list[str] | None):
     """The runs asked for (default: the newest), and the ids that do not exist."""
     if not run_ids:
-        return [results_store.newest_run(results_dir)], []
+        return [store.newest_run(results_dir)], []
     found, missing = [], []
     for run_id in run_ids:
-        run = results_store.Run(results_dir, run_id)
-        (found if (run.path / results_store.MANIFEST).exists() else missing).append(run)
-    return found, [f"{r.run_id} (no {results_store.MANIFEST} in {r.path})" for r in missing]
+        run = store.Run(results_dir, run_id)
+        (found if (run.path / store.MANIFEST).exists() else missing).append(run)
+    return found, [f"{r.run_id} (no {store.MANIFEST} in {r.path})" for r in missing]
 
 
 def main(argv=None) -> int:
@@ -766,7 +764,7 @@ def main(argv=None) -> int:
             text = build_merged_report(loaded, missing, args.baseline, args.threshold,
                                        figures_root)
             kept = f"merged-{runs[0].run_id}-and-{len(runs) - 1}-more.md"
-    except (FileNotFoundError, ValueError, results_store.ResultFileError) as exc:
+    except (FileNotFoundError, ValueError, store.ResultFileError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2
     outs = [args.out] if args.out else [ROOT / "reports" / "latest.md", ROOT / "reports" / kept]

@@ -15,7 +15,8 @@ number of chunks with what N implies and the last chunk with the file's tail.
 """
 from __future__ import division
 
-from harness import DeterministicBytes, Fixture, Op, expect_equal, write_bytes
+from _api import Fixture, Op, expect_equal
+from _data import DeterministicBytes, write_bytes
 
 KIB = 1024
 MIB = 1024 * KIB

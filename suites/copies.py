@@ -24,8 +24,8 @@ import os
 import shutil
 import sys
 
-from harness import (DeterministicBytes, Fixture, Op, SkipOp, expect_equal, file_crc32,
-                     write_bytes)
+from _api import Fixture, Op, SkipOp, expect_equal, file_crc32
+from _data import DeterministicBytes, write_bytes
 
 KIB = 1024
 MIB = 1024 * KIB

@@ -33,7 +33,8 @@ import os
 import shutil
 import zlib
 
-from harness import DeterministicBytes, Fixture, Op, expect_equal, file_crc32, write_bytes
+from _api import Fixture, Op, expect_equal, file_crc32
+from _data import MEASURE_CODEC, DeterministicBytes, encoding_words, multilingual_text, write_bytes
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -81,51 +82,6 @@ MIN_BYTES_PER_RUN = {
 }
 
 # -- multilingual text ----------------------------------------------------------
-
-LATIN_WORDS = (u"file", u"read", u"write", u"buffer", u"line", u"text", u"python",
-               u"café", u"naïve", u"façade", u"über", u"straße", u"señor", u"søster",
-               u"crème", u"déjà", u"garçon", u"Ångström", u"año", u"être", u"the",
-               u"of", u"and", u"to", u"io", u"is")
-GREEK_WORDS = (u"αρχείο", u"ανάγνωση", u"γραμμή", u"κείμενο", u"ταχύτητα", u"και")
-CYRILLIC_WORDS = (u"файл", u"чтение", u"запись", u"строка", u"буфер", u"текст", u"и")
-CJK_WORDS = (u"文件", u"读取", u"写入", u"缓冲区", u"文本", u"ファイル", u"読み込み", u"파일")
-EMOJI_WORDS = (u"🐍", u"📁", u"⚡", u"✅", u"🚀")
-MULTILINGUAL_WORDS = LATIN_WORDS + GREEK_WORDS + CYRILLIC_WORDS + CJK_WORDS + EMOJI_WORDS
-LINE_POOL = 4096          # distinct lines drawn once; the file picks among them
-MAX_WORDS_PER_LINE = 12
-
-# The codec that gives an encoded line's length without a byte order mark.
-_MEASURE_CODEC = {"utf-16": "utf-16-le", "utf-8-sig": "utf-8"}
-
-
-def multilingual_text(nbytes, seed, encoding="utf-8", newline=u"\n", words=None):
-    """Deterministic lines of words from several scripts: about ``nbytes`` once encoded.
-
-    Returns text (unicode) made of complete lines ending with ``newline``; the
-    encoded size is ``nbytes`` or up to one line more (plus any BOM). ``words``
-    defaults to Latin, Greek, Cyrillic, CJK and emoji; pass LATIN_WORDS for
-    latin-1.
-    """
-    words = words or MULTILINGUAL_WORDS
-    measure = _MEASURE_CODEC.get(encoding, encoding)
-    rng = DeterministicBytes(seed)
-    pool = []
-    for _ in range(LINE_POOL):
-        count = 1 + rng.next() % MAX_WORDS_PER_LINE
-        line = u" ".join(rng.choice(words) for _ in range(count)) + newline
-        pool.append((line, len(line.encode(measure))))
-    out = []
-    total = 0
-    while total < nbytes:
-        line, size = pool[rng.next() % LINE_POOL]
-        out.append(line)
-        total += size
-    return u"".join(out)
-
-
-def encoding_words(encoding):
-    return LATIN_WORDS if encoding == "latin-1" else MULTILINGUAL_WORDS
-
 
 # -- payload transforms (involutions, so two calls restore the original) -----------
 
@@ -515,7 +471,7 @@ def _append_op(ctx, fmt_name, encoding, units):
         state["pieces"] = _split(payload, units)
         # What one pass appends: utf-16 starts no new BOM when appending to a
         # non-empty file, so the appended bytes are the body without its BOM.
-        body = raw if encoding is None else payload.encode(_MEASURE_CODEC.get(encoding, encoding))
+        body = raw if encoding is None else payload.encode(MEASURE_CODEC.get(encoding, encoding))
         state["base"] = len(raw)
         state["appended"] = len(body)
         state["crc"] = zlib.crc32(body) & 0xFFFFFFFF

@@ -15,7 +15,8 @@ from __future__ import division
 
 import os
 
-from harness import Fixture, Op, ascii_text, expect_equal, write_bytes, DeterministicBytes
+from _api import Fixture, Op, expect_equal
+from _data import DeterministicBytes, ascii_text, write_bytes
 
 TEXT_FILE = "large.txt"
 TEXT_FILE_BYTES = 2935401           # the study's NEWS.txt x N

@@ -28,7 +28,7 @@ import sys
 import threading
 import zlib
 
-from harness import Op, builtin_open_for, expect_equal
+from _api import Op, builtin_open_for, expect_equal
 
 PY2 = sys.version_info[0] == 2
 if PY2:

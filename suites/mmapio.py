@@ -31,7 +31,8 @@ import re
 import shutil
 import zlib
 
-from harness import Fixture, Op, ascii_text, expect_equal, file_crc32, write_bytes
+from _api import Fixture, Op, expect_equal, file_crc32
+from _data import ascii_text, write_bytes
 
 KIB = 1024
 MIB = 1024 * KIB

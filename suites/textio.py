@@ -31,8 +31,8 @@ import os
 import sys
 import zlib
 
-from harness import Fixture, Op, ascii_text, expect_equal, file_crc32, write_bytes
-from iobench import LATIN_WORDS, multilingual_text
+from _api import Fixture, Op, expect_equal, file_crc32
+from _data import LATIN_WORDS, ascii_text, multilingual_text, write_bytes
 
 PY2 = sys.version_info[0] == 2
 EOL = u"\n"

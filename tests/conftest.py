@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import discovery
+from iomatrix import discovery
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import compare
-import results_store
+from iomatrix import store
 from conftest import write_pyperf_file
 
 READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"
@@ -25,7 +25,7 @@ def make_run(results_dir, run_id, series: dict, **manifest_fields):
         manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
                                            "version_info": [3, index, 0], "status": "ok"}
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    return results_store.Run(results_dir, run_id)
+    return store.Run(results_dir, run_id)
 
 
 def processes(base, factor=1.0, n=6, jitter=0.01, phase=0):

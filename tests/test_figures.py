@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import figures
-import results_store
+from iomatrix import figures
+from iomatrix import store
 from conftest import write_pyperf_file
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -67,7 +67,7 @@ def frame_of(tmp_path, files: dict) -> pd.DataFrame:
     for series, (benchmarks, meta) in files.items():
         path = tmp_path / f"{series}.json"
         write_pyperf_file(path, benchmarks, meta)
-        for row in results_store.load_series(path):
+        for row in store.load_series(path):
             row["series"] = series
             rows.append(row)
     return pd.DataFrame(rows)

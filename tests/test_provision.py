@@ -1,4 +1,4 @@
-"""Tests for scripts/provision.py.
+"""Tests for provisioning (scripts/iomatrix/provision.py, its command line scripts/provision.py).
 
 Most tests build tests/fake_cpython/Python-9.9.9, a tree whose configure and
 Makefile only write a shell-script python3, so the whole bookkeeping (cache
@@ -9,7 +9,6 @@ Every test works in its own IOMATRIX_CACHE under tmp_path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -29,10 +28,7 @@ BUILD_INFO_KEYS = {
 }
 OFFLINE_URL = "http://127.0.0.1:9/x.tar.xz"  # nothing listens on the discard port
 
-_spec = importlib.util.spec_from_file_location("provision", SCRIPT)
-provision = importlib.util.module_from_spec(_spec)
-sys.modules["provision"] = provision
-_spec.loader.exec_module(provision)
+from iomatrix import provision
 
 
 @pytest.fixture

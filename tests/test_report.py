@@ -7,8 +7,8 @@ import math
 import pytest
 
 import report
-import results_store
-import stats
+from iomatrix import store
+from iomatrix import stats
 from conftest import write_pyperf_file
 
 
@@ -26,7 +26,7 @@ def make_run(tmp_path, series: dict, run_id="T", interpreters=None):
                                            "version_info": [3, index, 0], "version": f"3.{index}.0",
                                            "status": "ok", **interpreters.get(label, {})}
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    return results_store.Run(tmp_path, run_id)
+    return store.Run(tmp_path, run_id)
 
 
 def processes(base, factor, n=6, jitter=0.01):

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-import discovery
-import environments
-import harness
-import matrix
+from iomatrix import discovery
+from iomatrix import environments
+import _fixtures
+from iomatrix import runner
 import report
-import results_store
+from iomatrix import store
 from conftest import ROOT, need, run_nox
 
-SMOKE = matrix.PROFILES["smoke"]
+SMOKE = runner.PROFILES["smoke"]
 
 
 def start_nox(*args, cwd=ROOT):
@@ -77,13 +77,13 @@ def test_interrupted_run_resumes_without_losing_or_redoing_work(tmp_path, sig, m
     assert manifest["interpreters"]["2.7"]["status"] == "ok"
     assert not partial_files(results / "R")
     assert list(work.iterdir()) == []  # the killed session's work dir is gone too
-    rows = results_store.load_series(results / "R" / "2.7.json")
+    rows = store.load_series(results / "R" / "2.7.json")
     per_op = {}
     for row in rows:
         per_op.setdefault(row["op"], []).append(row["round"])
     assert len(per_op) == 14
     for op, rounds in per_op.items():
-        assert sorted(rounds) == list(range(matrix.PROFILES["quick"].rounds)), op
+        assert sorted(rounds) == list(range(runner.PROFILES["quick"].rounds)), op
 
 
 def fake_env(tmp_envs: Path, label: str, real: discovery.Interpreter, script: str):
@@ -109,7 +109,7 @@ def test_crashing_and_hanging_interpreters_do_not_stop_the_matrix(tmp_path, mach
     hang = fake_env(envs, "hang", real, "sleep 120")
     missing = fake_env(envs, "nomodule", real, f"exec {sys.executable} -c 'import no_such_module'")
     started = time.monotonic()
-    manifest = matrix.run_matrix([good, crash, hang, missing], suites=["lutz2009"], profile=SMOKE,
+    manifest = runner.run_matrix([good, crash, hang, missing], suites=["lutz2009"], profile=SMOKE,
                                  results_dir=tmp_path / "results", run_id="F", timeout=3,
                                  envs_dir=envs, log=lambda *a: None)
     assert time.monotonic() - started < 120  # gave up on the hanging one instead of 28 timeouts
@@ -122,7 +122,7 @@ def test_crashing_and_hanging_interpreters_do_not_stop_the_matrix(tmp_path, mach
     assert "timed out after 3 s" in entries["hang"]["error_tail"]
     assert entries["nomodule"]["status"] == "failed"
     assert "No module named 'no_such_module'" in entries["nomodule"]["error_tail"]
-    text = report.build_report(report.load_run(results_store.Run(tmp_path / "results", "F")))
+    text = report.build_report(report.load_run(store.Run(tmp_path / "results", "F")))
     assert "## Failed interpreters and ops" in text and "SIGSEGV" in text
 
 
@@ -131,13 +131,13 @@ def test_result_files_from_elsewhere_are_refused_by_name(tmp_path):
     other_suite.write_text(json.dumps({"version": "1.0", "metadata": {}, "benchmarks": [
         {"metadata": {"name": "json_dumps", "loops": 1, "unit": "second"},
          "runs": [{"metadata": {}, "values": [0.1, 0.1]}]}]}))
-    with pytest.raises(results_store.ResultFileError, match="not written by an iomatrix suite"):
-        results_store.load_series(other_suite)
+    with pytest.raises(store.ResultFileError, match="not written by an iomatrix suite"):
+        store.load_series(other_suite)
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
-        f.truncate(results_store.MAX_RESULT_BYTES + 1)  # sparse: costs no disk
-    with pytest.raises(results_store.ResultFileError, match="larger than any iomatrix result"):
-        results_store.load_series(huge)
+        f.truncate(store.MAX_RESULT_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(store.ResultFileError, match="larger than any iomatrix result"):
+        store.load_series(huge)
     assert huge.exists() and other_suite.exists()
 
 
@@ -155,9 +155,9 @@ def tmpfs(path: Path, size: str):
 
 def test_a_write_op_hitting_enospc_names_the_op_and_leaves_nothing(tmp_path):
     fixtures = tmp_path / "fixtures"
-    harness.make_fixtures(["lutz2009"], "smoke", str(fixtures))
+    _fixtures.make_fixtures(["lutz2009"], "smoke", str(fixtures))
     with tmpfs(tmp_path / "small", "8m") as scratch:
-        proc = subprocess.run([sys.executable, str(matrix.HARNESS), "--suite", "lutz2009",
+        proc = subprocess.run([sys.executable, str(runner.HARNESS), "--suite", "lutz2009",
                                "--op", "write_allAtOnce_binaryMode", "--fixtures", str(fixtures),
                                "--scratch", str(scratch), "--worker", "--worker-task", "0",
                                "-l", "1", "-w", "0", "-n", "1", "-o", str(tmp_path / "out.json")],
@@ -171,13 +171,13 @@ def test_a_write_op_hitting_enospc_names_the_op_and_leaves_nothing(tmp_path):
 def test_too_little_disk_is_refused_before_anything_starts(tmp_path, machine_interpreters):
     real = need(machine_interpreters, "2.7")
     results = tmp_path / "results"
-    first = matrix.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=results,
+    first = runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=results,
                               run_id="R", log=lambda *a: None)
     assert first["interpreters"]["2.7"]["status"] == "ok"
     kept = (results / "R" / "2.7.json").read_bytes()
     with tmpfs(tmp_path / "tiny", "4m") as tiny:
-        with pytest.raises(matrix.MatrixError, match=f"not enough free disk in {tiny}"):
-            matrix.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=results,
+        with pytest.raises(runner.MatrixError, match=f"not enough free disk in {tiny}"):
+            runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=results,
                               run_id="R2", work_dir=tiny, log=lambda *a: None)
         assert list(tiny.iterdir()) == []
     assert (results / "R" / "2.7.json").read_bytes() == kept
@@ -189,8 +189,8 @@ def test_fixtures_hitting_enospc_are_a_clear_error_and_cleaned_up(tmp_path, monk
     # The free-space check would refuse at once; skip it to reach a real ENOSPC mid-fixture.
     monkeypatch.setattr(harness, "planned_fixture_bytes", lambda suites, profile: 0)
     with tmpfs(tmp_path / "tiny", "4m") as tiny:
-        with pytest.raises(matrix.MatrixError, match=f"cannot write fixtures in {tiny}.*No space"):
-            matrix.run_matrix([real], suites=["lutz2009"], profile=SMOKE,
+        with pytest.raises(runner.MatrixError, match=f"cannot write fixtures in {tiny}.*No space"):
+            runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE,
                               results_dir=tmp_path / "results", run_id="R", work_dir=tiny,
                               log=lambda *a: None)
         assert list(tiny.iterdir()) == []
@@ -200,7 +200,7 @@ def test_a_live_run_id_is_refused(tmp_path, machine_interpreters):
     label = next(iter(machine_interpreters))
     run_dir = tmp_path / "R"
     run_dir.mkdir()
-    with open(run_dir / results_store.LOCK_FILE, "a+") as lock:
+    with open(run_dir / store.LOCK_FILE, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         lock.write("pid 12345 on testhost\n")
         lock.flush()
@@ -208,7 +208,7 @@ def test_a_live_run_id_is_refused(tmp_path, machine_interpreters):
                        str(tmp_path), "--run-id", "R")
     assert proc.returncode != 0
     assert "run R in" in proc.stdout + proc.stderr and "is in use by pid 12345" in proc.stdout + proc.stderr
-    assert sorted(p.name for p in run_dir.iterdir()) == [results_store.LOCK_FILE]
+    assert sorted(p.name for p in run_dir.iterdir()) == [store.LOCK_FILE]
 
 
 def test_benchmarks_write_only_inside_their_run(tmp_path, machine_interpreters):
@@ -244,7 +244,7 @@ def test_keep_fixtures_keeps_them(tmp_path, machine_interpreters):
     real = need(machine_interpreters, "2.7")
     work = tmp_path / "work"
     work.mkdir()
-    matrix.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=tmp_path / "r",
+    runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=tmp_path / "r",
                       run_id="K", work_dir=work, keep_fixtures=True, log=lambda *a: None)
     kept = list(work.iterdir())
     assert len(kept) == 1 and (kept[0] / "fixtures" / "large.txt").exists()

@@ -18,12 +18,13 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITES_DIR = os.path.join(ROOT, "suites")
 HARNESS = os.path.join(SUITES_DIR, "harness.py")
-sys.path.insert(0, SUITES_DIR)
-
+import _api  # noqa: E402  (suites/ is on the path: pyproject.toml)
+import _fixtures  # noqa: E402
+import _results  # noqa: E402
 import harness  # noqa: E402
 import pyperf  # noqa: E402
 
-SUITES = harness.available_suites()
+SUITES = _api.available_suites()
 OUR_SUITES = ("iobench", "chunks", "mmapio", "copies", "manyfiles", "textio")
 PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
 PARALLEL_WORKERS = 4
@@ -33,13 +34,13 @@ MIN_TOTAL_OPS = 100
 @pytest.fixture(scope="session")
 def smoke_fixtures(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("fixtures"))
-    harness.make_fixtures(SUITES, "smoke", directory)
+    _fixtures.make_fixtures(SUITES, "smoke", directory)
     return directory
 
 
 def smoke_ops(suite_name, fixtures_dir, scratch):
-    ctx = harness.load_context(fixtures_dir, scratch, "smoke", "c", "warm")
-    return harness.load_suite(suite_name).ops(ctx)
+    ctx = _api.load_context(fixtures_dir, scratch, "smoke", "c", "warm")
+    return _api.load_suite(suite_name).ops(ctx)
 
 
 def worker_cmd(suite, op, fixtures_dir, scratch, output, io_stack="c", python=None):
@@ -83,10 +84,10 @@ def test_every_op_runs_as_a_pyperf_worker(suite, smoke_fixtures, tmp_path):
 
 
 def test_op_names_unique_and_enough():
-    ctx = harness.Context(os.devnull, os.devnull, profile="quick")
+    ctx = _api.Context(os.devnull, os.devnull, profile="quick")
     names = []
     for suite in SUITES:
-        suite_ops = harness.load_suite(suite).ops(ctx)
+        suite_ops = _api.load_suite(suite).ops(ctx)
         if suite in OUR_SUITES:
             for op in suite_ops:
                 assert op.name.startswith(suite + "_"), op.name
@@ -95,19 +96,19 @@ def test_op_names_unique_and_enough():
     assert len(names) >= MIN_TOTAL_OPS
 
 
-@pytest.mark.parametrize("profile", harness.PROFILES)
+@pytest.mark.parametrize("profile", _results.PROFILES)
 def test_op_list_is_the_same_in_every_profile(profile):
     def names(p):
-        ctx = harness.Context(os.devnull, os.devnull, profile=p)
-        return [op.name for s in OUR_SUITES for op in harness.load_suite(s).ops(ctx)]
+        ctx = _api.Context(os.devnull, os.devnull, profile=p)
+        return [op.name for s in OUR_SUITES for op in _api.load_suite(s).ops(ctx)]
     assert names(profile) == names("quick")
 
 
 def test_every_module_has_a_docstring_and_sizes():
     for suite in OUR_SUITES:
-        module = harness.load_suite(suite)
+        module = _api.load_suite(suite)
         assert module.__doc__ and len(module.__doc__) > 200, suite
-        for profile in harness.PROFILES:
+        for profile in _results.PROFILES:
             module.fixtures(profile)  # builds the list without making anything
 
 
@@ -133,13 +134,13 @@ def test_suites_list_under_python27():
 def test_fixtures_are_identical_when_made_by_python27(smoke_fixtures, tmp_path):
     """Fixtures must not depend on the interpreter that makes them."""
     directory = str(tmp_path / "fx27")
-    code = ("import sys; sys.path.insert(0, %r); import harness; "
-            "harness.make_fixtures(%r, 'smoke', %r)" % (SUITES_DIR, list(OUR_SUITES), directory))
+    code = ("import sys; sys.path.insert(0, %r); import _fixtures; "
+            "_fixtures.make_fixtures(%r, 'smoke', %r)" % (SUITES_DIR, list(OUR_SUITES), directory))
     proc = run_worker([PY27, "-c", code])
     assert proc.returncode == 0, proc.stderr
-    with open(os.path.join(directory, harness.FIXTURES_MANIFEST)) as f:
+    with open(os.path.join(directory, _api.FIXTURES_MANIFEST)) as f:
         made_by_27 = json.load(f)["files"]
-    with open(os.path.join(smoke_fixtures, harness.FIXTURES_MANIFEST)) as f:
+    with open(os.path.join(smoke_fixtures, _api.FIXTURES_MANIFEST)) as f:
         made_here = json.load(f)["files"]
     assert made_by_27 == dict((name, made_here[name]) for name in made_by_27)
 
@@ -221,7 +222,7 @@ def test_verify_rejects_wrong_results(smoke_fixtures, tmp_path):
         if op.setup:
             op.setup()
         try:
-            with pytest.raises(harness.VerificationError):
+            with pytest.raises(_api.VerificationError):
                 op.verify(result)
         finally:
             if op.teardown:
@@ -236,7 +237,7 @@ def test_write_op_detects_a_skipped_write(smoke_fixtures, tmp_path):
     try:
         index = op.run()
         op.verify(index)
-        with pytest.raises(harness.VerificationError, match="crc32"):
+        with pytest.raises(_api.VerificationError, match="crc32"):
             op.verify(1 - index)         # the state before the call: as if nothing was written
     finally:
         op.teardown()
@@ -268,4 +269,4 @@ def test_unwritable_fixture_directory_is_named(tmp_path):
     blocker.write_text("not a directory")
     target = str(blocker / "sub")
     with pytest.raises(OSError, match=re.escape(target)):
-        harness.make_fixtures(["chunks"], "smoke", target)
+        _fixtures.make_fixtures(["chunks"], "smoke", target)

@@ -6,19 +6,19 @@ import re
 
 import pytest
 
-import harness
-import matrix
-import native
+import _fixtures
+from iomatrix import runner
+from iomatrix import native
 import report
-import results_store
+from iomatrix import store
 from conftest import need
 
-SMOKE = matrix.PROFILES["smoke"]
+SMOKE = runner.PROFILES["smoke"]
 
 
 def smoke(interpreters, tmp_path, run_id="T", **options):
     lines = []
-    manifest = matrix.run_matrix(interpreters, suites=["lutz2009"], profile=SMOKE,
+    manifest = runner.run_matrix(interpreters, suites=["lutz2009"], profile=SMOKE,
                                  results_dir=tmp_path, run_id=run_id, log=lines.append, **options)
     return manifest, lines
 
@@ -27,17 +27,17 @@ def test_cold_cache_is_recorded_and_shown(tmp_path, machine_interpreters):
     interp = need(machine_interpreters, "3.13")
     manifest, _ = smoke([interp], tmp_path, cache="cold")
     assert manifest["cache"] == "cold"
-    rows = results_store.load_series(tmp_path / "T" / "3.13.json")
+    rows = store.load_series(tmp_path / "T" / "3.13.json")
     assert {row["cache"] for row in rows} == {"cold"}
-    text = report.build_report(report.load_run(results_store.Run(tmp_path, "T")))
+    text = report.build_report(report.load_run(store.Run(tmp_path, "T")))
     assert "page cache **cold**" in text
 
 
 def test_cold_cache_where_eviction_is_impossible_is_an_error(monkeypatch):
-    monkeypatch.delattr(harness.os, "posix_fadvise", raising=False)
-    monkeypatch.setattr(harness.sys, "platform", "sunos5")
+    monkeypatch.delattr(_fixtures.os, "posix_fadvise", raising=False)
+    monkeypatch.setattr(_fixtures.sys, "platform", "sunos5")
     with pytest.raises(RuntimeError, match="--cache cold needs posix_fadvise, which sunos5 lacks"):
-        harness.cold_cache_evictor()
+        _fixtures.cold_cache_evictor()
 
 
 def test_cold_cache_works_on_python_2_7_through_ctypes(tmp_path, machine_interpreters):
@@ -50,9 +50,9 @@ def test_the_native_ceiling_is_measured_and_shown(tmp_path, machine_interpreters
     interp = need(machine_interpreters, "3.13")
     manifest, _ = smoke([interp], tmp_path)
     assert manifest["native"]["status"] == "ok"
-    rows = results_store.load_series(tmp_path / "T" / "native.json")
+    rows = store.load_series(tmp_path / "T" / "native.json")
     assert {r["op"] for r in rows} >= {"read_byBlocks_binaryMode", "write_byBlocks_binaryMode"}
-    text = report.build_report(report.load_run(results_store.Run(tmp_path, "T")))
+    text = report.build_report(report.load_run(store.Run(tmp_path, "T")))
     assert "## Throughput as a share of the native ceiling" in text
 
 
@@ -65,7 +65,7 @@ def test_a_missing_native_tool_is_reported_and_the_run_goes_on(tmp_path, monkeyp
     assert manifest["interpreters"]["3.13"]["status"] == "ok"
     assert not (tmp_path / "T" / "native.json").exists()
     assert any("no C compiler" in line for line in lines)
-    text = report.build_report(report.load_run(results_store.Run(tmp_path, "T")))
+    text = report.build_report(report.load_run(store.Run(tmp_path, "T")))
     assert "Not measured: no C compiler" in text
 
 
@@ -81,13 +81,13 @@ def test_machine_state_order_and_progress_are_recorded(tmp_path, machine_interpr
 
 
 def test_the_same_seed_gives_the_same_order(tmp_path):
-    plans = {s: matrix.SeriesPlan(s, None, "c", ops=[("lutz2009", "a"), ("textio", "b")])
+    plans = {s: runner.SeriesPlan(s, None, "c", ops=[("lutz2009", "a"), ("textio", "b")])
              for s in ("x", "y", "z")}
-    run = results_store.Run(tmp_path, "O")
-    profile = matrix.PROFILES["quick"]
-    first = [(t.round_index, t.suite, t.series) for t in matrix._schedule(run, plans, profile, 7)]
-    again = [(t.round_index, t.suite, t.series) for t in matrix._schedule(run, plans, profile, 7)]
-    other = [(t.round_index, t.suite, t.series) for t in matrix._schedule(run, plans, profile, 8)]
+    run = store.Run(tmp_path, "O")
+    profile = runner.PROFILES["quick"]
+    first = [(t.round_index, t.suite, t.series) for t in runner._schedule(run, plans, profile, 7)]
+    again = [(t.round_index, t.suite, t.series) for t in runner._schedule(run, plans, profile, 7)]
+    other = [(t.round_index, t.suite, t.series) for t in runner._schedule(run, plans, profile, 8)]
     assert first == again and first != other
     # every round visits every series for every suite
     assert len(first) == profile.rounds * 2 * 3
@@ -104,27 +104,27 @@ def test_aa_section_reports_the_share_flagged_and_the_geometric_mean(tmp_path):
     interp = {"implementation": "cpython", "version_info": [3, 13, 0], "status": "ok"}
     (run_dir / "manifest.json").write_text(json.dumps({
         "run_id": "AA", "interpreters": {"3.13": interp, "3.13-aa": {**interp, "aa_of": "3.13"}}}))
-    text = report.build_report(report.load_run(results_store.Run(tmp_path, "AA")))
+    text = report.build_report(report.load_run(store.Run(tmp_path, "AA")))
     assert "## A/A check: `3.13` against itself" in text
     assert "0 of 1 (0.0%)" in text and re.search(r"\|\s*meets\s*\|", text)
 
 
 def test_the_pyio_axis_is_a_series_of_its_own(tmp_path, machine_interpreters):
     interps = [need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")]
-    manifest = matrix.run_matrix(interps, suites=["lutz2009"], profile=SMOKE, results_dir=tmp_path,
+    manifest = runner.run_matrix(interps, suites=["lutz2009"], profile=SMOKE, results_dir=tmp_path,
                                  run_id="P", io_stacks=("c", "pyio"), log=lambda *a: None)
     for series in ("2.7", "2.7+pyio", "3.13", "3.13+pyio"):
         assert manifest["interpreters"][series]["status"] == "ok", series
-    assert {r["io"] for r in results_store.load_series(tmp_path / "P" / "3.13+pyio.json")} == {"pyio"}
-    text = report.build_report(report.load_run(results_store.Run(tmp_path, "P")))
+    assert {r["io"] for r in store.load_series(tmp_path / "P" / "3.13+pyio.json")} == {"pyio"}
+    text = report.build_report(report.load_run(store.Run(tmp_path, "P")))
     assert "today, pure-Python io: `3.13+pyio` / `2.7`" in text
 
 
 def test_skipped_ops_are_recorded_with_their_reason_and_shown(tmp_path, machine_interpreters):
     interp = need(machine_interpreters, "2.7")
-    manifest = matrix.run_matrix([interp], suites=["copies", "manyfiles"], profile=SMOKE,
+    manifest = runner.run_matrix([interp], suites=["copies", "manyfiles"], profile=SMOKE,
                                  results_dir=tmp_path, run_id="S", log=lambda *a: None)
     skipped = manifest["interpreters"]["2.7"]["skipped_ops"]
     assert "copies_os_copy_file_range" in skipped and "manyfiles_write_asyncio_to_thread" in skipped
-    text = report.build_report(report.load_run(results_store.Run(tmp_path, "S")))
+    text = report.build_report(report.load_run(store.Run(tmp_path, "S")))
     assert "## Skipped ops" in text and "`copies_os_copy_file_range`" in text

@@ -1,13 +1,19 @@
 """The multi-host workflow: its shape, read with yaml.safe_load (no GitHub needed)."""
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
 
 yaml = pytest.importorskip("yaml")
 
-WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "matrix.yml"
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +83,58 @@ def test_every_run_step_uses_nox(workflow):
     assert runs
     for command in runs:
         assert "nox" in command, command
+
+
+# Issue 14: the workflow's own supply chain. yaml drops comments, so the pins are read
+# from the text; the yaml is used to make sure no `uses:` escaped the text scan.
+USES_LINE = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>.*?)\s*$")
+PINNED = re.compile(r"^(?P<action>[\w.-]+/[\w./-]+)@(?P<sha>[0-9a-f]{40})"
+                    r"\s+#\s*(?P<tag>v\d+(?:\.\d+)*)$")
+
+
+def uses_lines():
+    return [(n, m["ref"]) for n, line in enumerate(WORKFLOW.read_text().splitlines(), 1)
+            if (m := USES_LINE.match(line))]
+
+
+def test_every_action_is_pinned_to_a_commit_sha_with_its_version_tag(workflow):
+    found = uses_lines()
+    in_yaml = [s["uses"] for job in workflow["jobs"].values() for s in steps_of(job)
+               if "uses" in s]
+    assert in_yaml and len(found) == len(in_yaml)       # every step's uses: is on a line of its own
+    pins = {}
+    for n, ref in found:
+        m = PINNED.match(ref)
+        assert m, (f"matrix.yml:{n}: {ref!r} is not `owner/action@<40-hex sha> # vX.Y.Z`")
+        pins.setdefault(m["action"], set()).add((m["sha"], m["tag"]))
+    for action, versions in pins.items():               # one action, one pin
+        assert len(versions) == 1, f"{action} is pinned to several commits: {sorted(versions)}"
+
+
+def test_every_checkout_does_not_persist_credentials(workflow):
+    checkouts = [s for job in workflow["jobs"].values() for s in steps_of(job)
+                 if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert len(checkouts) == 2                          # one per job
+    for step in checkouts:
+        assert (step.get("with") or {}).get("persist-credentials") is False, step
+
+
+def zizmor_executable():
+    """zizmor's PyPI wheel installs a binary only (no `python -m zizmor`): look on PATH,
+    then beside the running interpreter (a venv whose bin/ is not on PATH)."""
+    found = shutil.which("zizmor")
+    if found:
+        return found
+    scripts = sysconfig.get_path("scripts")
+    return shutil.which("zizmor", path=scripts) if scripts else None
+
+
+def test_zizmor_finds_nothing_at_medium_severity_or_above():
+    zizmor = zizmor_executable()
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (pip install zizmor; it is in the test extra)")
+    command = [zizmor, "--offline", "--min-severity", "medium", ".github/workflows"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, (f"{' '.join(command[1:])} exited {done.returncode}:\n"
+                                  f"{done.stdout}\n{done.stderr}")

@@ -29,7 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from iomatrix.paths import REPO_ROOT
+
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
 ENV_VARIABLE = "IOMATRIX_PYTHONS"
 PROBE_TIMEOUT_SECONDS = 30
@@ -239,7 +240,7 @@ def pyenv_candidates() -> list[str]:
 
 def provisioned_candidates() -> list[str]:
     """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json."""
-    import provision
+    from iomatrix import provision
     return [build["python"] for build in provision.list_builds()]
 
 
@@ -281,7 +282,7 @@ def classify(executable: str) -> str:
     root = pyenv_root()
     if root and real.startswith(str(root.resolve()) + os.sep):
         return "pyenv"
-    import provision
+    from iomatrix import provision
     if real.startswith(str(provision.cache_root().resolve()) + os.sep):
         return "provisioned"
     if "/uv/python/" in real:
@@ -368,5 +369,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(main())

@@ -12,15 +12,18 @@ the report reads them with the same code.
 """
 from __future__ import annotations
 
-import json
+import datetime as dt
 import os
 import platform
 import shutil
 import subprocess
 from pathlib import Path
 
+from iomatrix import contract, procs
+from iomatrix.paths import SUITES_DIR
+
 SERIES = "native"
-SOURCE = Path(__file__).resolve().parent.parent / "suites" / "native_ceiling.c"
+SOURCE = SUITES_DIR / "native_ceiling.c"
 COMPILE_TIMEOUT_SECONDS = 120
 
 
@@ -56,36 +59,35 @@ def command(tool: str, spec: list, fixtures_dir: Path, scratch_dir: Path, repeat
     raise ValueError(f"unknown native spec {spec!r}")
 
 
-def write_part(output: Path, ops: list) -> None:
-    """One batch's result in pyperf's JSON format: ops is [(op, metadata, warmups, values)]."""
-    benchmarks = [{
-        "metadata": {"name": op, "loops": 1, "unit": "second", "hostname": platform.node(),
-                     "python_implementation": "native", **metadata},
-        "runs": [{"metadata": {"date": _now()}, "warmups": [[1, w] for w in warmups],
-                  "values": values}]} for op, metadata, warmups, values in ops]
-    output.write_text(json.dumps({"version": "1.0", "metadata": {}, "benchmarks": benchmarks}))
+def run_batch(tool: str, op_info: dict, suite: str, round_index: int, ops: list[str], profile,
+              cache: str, fixtures_dir: Path, scratch_dir: Path, output: Path,
+              timeout: float) -> tuple[str | None, str | None]:
+    """The native series' batch: the C program once per op, warm-ups plus values each.
 
-
-def merge_parts(parts: list[Path], output: Path) -> None:
-    """Concatenate one-run parts into one pyperf file (runs of the same op together)."""
-    by_op: dict = {}
-    for part in parts:
-        for bench in json.loads(part.read_text())["benchmarks"]:
-            name = bench["metadata"]["name"]
-            if name not in by_op:
-                by_op[name] = {"metadata": {k: v for k, v in bench["metadata"].items()
-                                            if k != "iomatrix_round"}, "runs": []}
-            run = bench["runs"][0]
-            run["metadata"]["iomatrix_round"] = bench["metadata"]["iomatrix_round"]
-            by_op[name]["runs"].append(run)
-    if output.exists():
-        raise FileExistsError(f"refusing to overwrite {output}")
-    partial = output.with_name(f".{output.name}.partial-{os.getpid()}")
-    partial.write_text(json.dumps({"version": "1.0", "metadata": {},
-                                   "benchmarks": list(by_op.values())}))
-    os.replace(partial, output)
-
-
-def _now() -> str:
-    import datetime as dt
-    return dt.datetime.now().isoformat(sep=" ")
+    Writes one pyperf file with a run per op, like a worker; returns (op, error) when
+    the program failed on an op, else (None, None).
+    """
+    benchmarks = []
+    for op in ops:
+        info = op_info[op]
+        cmd = command(tool, info["native"], fixtures_dir, scratch_dir,
+                      profile.warmups + profile.values, cache)
+        try:
+            proc = procs.run(cmd, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return op, f"timed out after {timeout:g} s (--timeout)"
+        if proc.returncode != 0:
+            return op, f"{procs.describe_exit(proc.returncode)}\n{procs.tail(proc.stderr)}"
+        times = [float(line) for line in proc.stdout.split()]
+        metadata = {contract.KEY_SUITE: suite, contract.KEY_CATEGORY: info["category"],
+                    contract.KEY_BYTES: info["bytes"], contract.KEY_IO: "native",
+                    contract.KEY_CACHE: cache, contract.KEY_PROFILE: profile.name,
+                    contract.KEY_ROUND: round_index,
+                    contract.KEY_NATIVE: " ".join(map(str, info["native"])),
+                    "hostname": platform.node(), "python_implementation": "native"}
+        run_meta = {"date": dt.datetime.now().isoformat(sep=" ")}
+        warmups = [(1, t) for t in times[:profile.warmups]]
+        benchmarks.append(contract.pyperf_benchmark(op, metadata, [(run_meta, warmups,
+                                                                   times[profile.warmups:])]))
+    contract.atomic_write_json(str(output), contract.pyperf_document(benchmarks))
+    return None, None

@@ -15,9 +15,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from discovery import REPO_ROOT, Interpreter
+from iomatrix.discovery import Interpreter
+from iomatrix.paths import ENVS_DIR
 
-ENVS_DIR = REPO_ROOT / ".nox" / "iomatrix-envs"
 MARKER = "iomatrix-env.json"
 INSTALL_TIMEOUT_SECONDS = 600
 

@@ -1,0 +1,1 @@
+"""iomatrix host-side library: discovery, environments, runner, results store, analysis, reports."""

@@ -1,0 +1,148 @@
+"""The bench and matrix commands: their options, and a run of chosen interpreters.
+
+``noxfile.py`` only declares sessions; each bench session and the matrix session
+parse their posargs with ``parser()`` and call ``run()``, which raises
+``BenchError`` with a message for the session to fail with.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from iomatrix import cli, contract, discovery, environments, runner, store
+from iomatrix.paths import RESULTS_DIR
+from iomatrix.profiles import PROFILES
+
+DEFAULT_RUN_ID = store.default_run_id()
+
+
+class BenchError(RuntimeError):
+    """The run could not start or an interpreter failed: the session fails with this."""
+
+
+def parser(prog: str, matrix: bool) -> cli.Parser:
+    p = cli.Parser(prog=prog, description="Run iomatrix suites.")
+    p.add_argument("--suite", default=runner.CORE_SUITE,
+                   help="suite name(s), comma-separated, or 'all' (default: %(default)s)")
+    p.add_argument("--profile", default="quick", choices=contract.PROFILES,
+                   help="(default: %(default)s)")
+    p.add_argument("--results-dir", default=RESULTS_DIR, type=Path)
+    p.add_argument("--run-id", default=DEFAULT_RUN_ID, type=cli.run_id,
+                   help="default: UTC timestamp plus host name; reuse it to add or resume")
+    p.add_argument("--io", default=["c"], type=cli.comma_choices(contract.IO_STACKS),
+                   help="io stack(s): c, pyio or c,pyio (pyio: the pure-Python _pyio)")
+    p.add_argument("--cache", default="warm", choices=contract.CACHE_MODES)
+    p.add_argument("--allocator", default="steady", choices=contract.ALLOCATORS,
+                   help="glibc allocator state: steady (heap reused, the default) or fresh "
+                        "(every large buffer a new mmap)")
+    p.add_argument("--output-state", dest="output", default="new", choices=contract.OUTPUT_STATES,
+                   help="writes go into a new file (default) or over an existing one")
+    p.add_argument("--seed", type=int, default=None, help="seed of the shuffled order")
+    p.add_argument("--work-dir", type=Path, default=None,
+                   help="where fixtures are made (default: the system temp dir)")
+    p.add_argument("--keep-fixtures", action="store_true")
+    p.add_argument("--timeout", type=cli.positive_seconds, default=600.0,
+                   help="seconds one worker process may take per op (default: %(default)s)")
+    p.add_argument("--list", action="store_true", help="print the suites and their ops")
+    if matrix:
+        p.add_argument("--pythons", default=None, type=cli.label_list,
+                       help="labels, comma-separated (default: every interpreter found)")
+        p.add_argument("--aa", default="newest", metavar="LABEL",
+                       help="also run LABEL a second time as LABEL-aa, so the report states its "
+                            "own false-positive rate (default: the newest CPython of the run; "
+                            "'none' to skip)")
+        p.add_argument("--no-report", action="store_true")
+        p.add_argument("--out", type=Path, default=None,
+                       help="the report's file (default: reports/latest.md and a kept copy, for "
+                            "runs in the default results dir)")
+    return p
+
+
+def newest_plain_cpython(interpreters: list[discovery.Interpreter]) -> str | None:
+    """The A/A twin's default: the newest usable default-build CPython."""
+    plain = [i for i in interpreters if i.ok and i.implementation == "cpython"
+             and not i.free_threaded and i.source in ("pyenv", "provisioned")]
+    return max(plain, key=discovery.sort_key).label if plain else None
+
+
+def resolve_aa(value: str | None, labels: list[str], interpreters) -> str | None:
+    if value in (None, "none"):
+        return None
+    if value == "newest":
+        chosen = [i for i in interpreters if i.label in labels]
+        return newest_plain_cpython(chosen)
+    return cli.checked_name(value, "--aa")
+
+
+def list_ops(interp: discovery.Interpreter, suites: list[str], profile: str, log) -> None:
+    env = environments.ensure_environment(interp, log=log)
+    rows = runner.list_ops(env, suites, "c", profile)
+    for suite in suites:
+        ops = [r for r in rows if r["suite"] == suite]
+        print(f"{suite} ({len(ops)} ops)")
+        for r in ops:
+            note = f"  [unavailable: {r['unavailable']}]" if r["unavailable"] else ""
+            print(f"  {r['op']}{note}")
+    print(f"total: {len(rows)} ops in {len(suites)} suites")
+
+
+def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argparse.Namespace,
+        aa: str | None = None, log=print) -> dict | None:
+    """Run the matrix for ``labels`` (plus an A/A twin of ``aa``); the manifest, or None
+    for --list. Raises BenchError when the run cannot start or an interpreter failed."""
+    try:
+        suites = runner.parse_suites(args.suite)
+        selected = discovery.select(interpreters, labels)
+    except (ValueError, RuntimeError, discovery.DiscoveryError) as exc:
+        raise BenchError(str(exc))
+    if args.list:
+        list_ops(selected[0], suites, args.profile, log)
+        return None
+    aa_of = {}
+    if aa:
+        original = selected[labels.index(aa)]
+        twin = discovery.Interpreter(f"{aa}-aa", original.executable, "aa", original.info,
+                                     original.error)
+        selected.append(twin)
+        aa_of[twin.label] = aa
+    for interp in selected:
+        ft = " free-threaded" if interp.free_threaded else ""
+        state = "" if interp.ok else f"  UNUSABLE: {interp.error}"
+        log(f"{interp.label}: {interp.implementation} {interp.version}{ft} "
+            f"({interp.executable}){state}")
+    options = dict(suites=suites, profile=PROFILES[args.profile], results_dir=args.results_dir,
+                   io_stacks=args.io, cache=args.cache, allocator=args.allocator,
+                   output=args.output, seed=args.seed, work_dir=args.work_dir,
+                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of, log=log)
+    try:
+        try:
+            manifest = runner.run_matrix(selected, run_id=args.run_id, **options)
+        except store.RunInUseError:
+            if args.run_id != DEFAULT_RUN_ID:
+                raise  # an explicit id in use by a live run is refused
+            # Two runs started in the same second on one host: the second gets its own id.
+            args.run_id = f"{DEFAULT_RUN_ID}-{os.getpid()}"
+            log(f"run {DEFAULT_RUN_ID} is in use by another process; using {args.run_id}")
+            manifest = runner.run_matrix(selected, run_id=args.run_id, **options)
+    except (runner.MatrixError, store.RunInUseError, cli.BadInput) as exc:
+        raise BenchError(str(exc))
+    log(f"run {args.run_id} in {args.results_dir / args.run_id}")
+    return manifest
+
+
+def failures(manifest: dict, labels: list[str]) -> list[str]:
+    """Series of ``labels`` that did not complete, with their status."""
+    return [f"{series} ({entry.get('status')})"
+            for series, entry in manifest["interpreters"].items()
+            if entry.get("status") != "ok" and store.split_series(series)[0] in labels]
+
+
+def report_arguments(args: argparse.Namespace) -> list[str]:
+    """The report session's posargs for this run. reports/latest.md is written only for a
+    run in the default results dir: a run elsewhere gets its report beside it."""
+    out = args.out
+    if out is None and Path(args.results_dir).resolve() != RESULTS_DIR.resolve():
+        out = Path(args.results_dir) / args.run_id / "report.md"
+    return ["--results-dir", str(args.results_dir), "--run-id", args.run_id,
+            *(["--out", str(out)] if out else [])]

@@ -1,0 +1,160 @@
+"""One validation layer for every command line, and one way to fail on bad input.
+
+Every tool (``report``, ``compare``, ``history``, the matrix sessions, ``provision``)
+parses with argparse and these types, so a bad value gets the same kind of
+message everywhere, and the same exit status:
+
+    0  done (compare/the gate: no regression)
+    1  the gate found a regression (compare, release)
+    2  bad input: an option, a run id, a file that is not a usable result
+
+Bad input found later (a manifest that is not an object, a result file of the
+wrong shape) raises ``BadInput`` naming the file and the field; ``main_guard``
+turns it into exit 2 with that message, never a traceback and never exit 1.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+
+# Letters, digits, '.', '_', '-', starting with a letter or digit. No "+": it separates a
+# label from its io stack in series names (3.13+pyio).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# A series file is "<label>+pyio.counters.json" and its half-written name adds
+# ".<name>.partial-<pid>": 80 characters leave room for both below NAME_MAX (255).
+MAX_NAME_LENGTH = 80
+MAX_THRESHOLD = 10.0
+
+
+class BadInput(ValueError):
+    """Bad input from the command line or from disk: exit status 2 with this message."""
+
+
+def checked_name(value: str, what: str) -> str:
+    """A run id or label: ``fullmatch`` (a trailing newline is refused) and a length limit."""
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise BadInput(f"{what} {value!r}: use letters, digits, '.', '_' and '-' only, "
+                       "starting with a letter or digit")
+    if len(value) > MAX_NAME_LENGTH:
+        raise BadInput(f"{what} {value[:20]!r}...: {len(value)} characters; at most "
+                       f"{MAX_NAME_LENGTH}")
+    return value
+
+
+def _argparse_type(check, name):
+    def convert(text):
+        try:
+            return check(text)
+        except BadInput as exc:
+            raise argparse.ArgumentTypeError(str(exc))
+    convert.__name__ = name
+    return convert
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInput(f"{text!r} is not a number")
+    if not math.isfinite(value):
+        raise BadInput(f"{text!r} is not a finite number")
+    return value
+
+
+def _threshold(text: str) -> float:
+    value = finite_float(text)
+    if not 0 < value < MAX_THRESHOLD:
+        raise BadInput(f"{text!r}: a threshold is a fraction above 0 and below "
+                       f"{MAX_THRESHOLD:g} (0.05 = 5%)")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
+        raise BadInput(f"{text!r}: seconds must be more than 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadInput(f"{text!r} is not a whole number")
+    if value < 1:
+        raise BadInput(f"{text!r}: must be at least 1")
+    return value
+
+
+def _run_id(text: str) -> str:
+    return checked_name(text, "run id")
+
+
+def _label(text: str) -> str:
+    return checked_name(text, "label")
+
+
+def _label_list(text: str) -> list[str]:
+    labels = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not label for label in labels):
+        raise BadInput(f"{text!r}: give one or more labels, comma-separated, none empty")
+    return [checked_name(label, "label") for label in labels]
+
+
+threshold = _argparse_type(_threshold, "threshold")
+positive_seconds = _argparse_type(_positive_seconds, "seconds")
+positive_int = _argparse_type(_positive_int, "count")
+run_id = _argparse_type(_run_id, "run id")
+label = _argparse_type(_label, "label")
+label_list = _argparse_type(_label_list, "labels")
+
+
+def comma_choices(choices):
+    """An argparse type for "a,b" where each item is one of ``choices``."""
+    def convert(text):
+        items = [part.strip() for part in text.split(",")]
+        unknown = [item for item in items if item not in choices]
+        if not text.strip() or unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown value(s) {', '.join(map(repr, unknown or [text]))}; "
+                f"valid: {', '.join(choices)}")
+        return list(dict.fromkeys(items))
+    convert.__name__ = "choices"
+    return convert
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with exit status 2 and, for an unknown option or value, the valid ones."""
+
+    def _check_value(self, action, value):
+        # One wording for every tool: "unknown profile 'fast'; valid: smoke, quick, full".
+        if action.choices is not None and value not in action.choices:
+            what = (action.metavar or action.dest).replace("_", " ").lower()
+            raise argparse.ArgumentError(action, f"unknown {what} {value!r}; valid: "
+                                         + ", ".join(map(str, action.choices)))
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            valid = sorted(o for a in self._actions for o in a.option_strings
+                           if o.startswith("--"))
+            self.error(f"unknown option(s) {' '.join(unknown)}; valid options: "
+                       f"{', '.join(valid)}")
+        return parsed
+
+
+def main_guard(main):
+    """Wrap a tool's ``main(argv) -> int``: BadInput is exit 2 with its message."""
+    def guarded(argv=None) -> int:
+        try:
+            return main(argv)
+        except BadInput as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    guarded.__name__ = main.__name__
+    guarded.__doc__ = main.__doc__
+    return guarded

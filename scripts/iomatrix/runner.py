@@ -1,0 +1,636 @@
+"""Run suites under interpreters, interleaved, into one run of the results store.
+
+Why interleaved: on a shared machine the speed of the same code drifts by 1.5x
+to 4x over tens of seconds. Running one interpreter after the other would turn
+that drift into a fake difference between interpreters. So the matrix runs in
+rounds: each round visits every suite in a shuffled order, and for each suite
+every series, also shuffled, one worker process each (a "batch": the suite's
+ops, each with its warm-ups and values). Every interpreter thus samples every
+phase of the run, next to the others. The shuffle seed is in the manifest.
+
+Each batch writes a one-run-per-op pyperf file into ``.parts/``; when a series
+has every planned (op, round), the parts are merged into ``<series>.json``.
+Parts that exist are not redone, which is how an interrupted run resumes; an
+op that failed is redone by the next session of the same run id. A series'
+status is derived from its files on every manifest write, never carried over.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from iomatrix import cli, contract, environments, machine, native, procs, store
+from iomatrix.discovery import Interpreter
+from iomatrix.paths import SUITES_DIR
+from iomatrix.profiles import PROFILES, Profile  # noqa: F401  (re-exported for callers)
+
+HARNESS = SUITES_DIR / "harness.py"
+CORE_SUITE = "lutz2009"
+DEFAULT_TIMEOUT_SECONDS = 600
+FREE_DISK_MARGIN = 1.2
+# An interpreter whose first tasks all fail (crash on start, hang) is given up on, rather
+# than failing every op of every round one timeout at a time.
+GIVE_UP_AFTER_FAILURES = 3
+WORK_PREFIX = "iomatrix-"
+WORK_MARKER = "iomatrix-work.json"
+LIST_TIMEOUT_SECONDS = 120
+
+
+class MatrixError(RuntimeError):
+    """The run cannot start (bad options, no disk, unwritable directory)."""
+
+
+# -- the worker side, as the host sees it -------------------------------------------
+
+def _harness(*args: str, timeout: float = LIST_TIMEOUT_SECONDS, python: str = sys.executable,
+             env=None) -> dict:
+    """Run a host-side mode of harness.py (listing, planning, fixtures); its JSON answer."""
+    try:
+        proc = procs.run([python, str(HARNESS), *args], timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"harness.py {args[0]} did not finish within {timeout:g} s")
+    if proc.returncode != 0:
+        raise RuntimeError(f"harness.py {args[0]} failed ({procs.describe_exit(proc.returncode)}):"
+                           f"\n{procs.tail(proc.stderr or proc.stdout)}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def available_suites() -> list[str]:
+    return _harness("--list-suites")["suites"]
+
+
+def parse_suites(value: str) -> list[str]:
+    valid = available_suites()
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    if names == ["all"]:
+        return valid
+    unknown = [n for n in names if n not in valid]
+    if unknown or not names:
+        raise ValueError(f"unknown suite(s) {', '.join(unknown) or repr(value)}; valid suites: "
+                         + ", ".join(valid) + ", all")
+    return names
+
+
+def list_ops(env: environments.BenchEnvironment, suites: list[str], io_stack: str,
+             profile: str) -> list[dict]:
+    """What the interpreter of ``env`` can run: the rows of ``harness.py --list-ops``."""
+    return _harness("--list-ops", ",".join(suites), io_stack, profile, python=env.python,
+                    env=env.command_env())["ops"]
+
+
+# -- the run -------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Task:
+    """One worker process: the ops of one suite, for one series, in one round."""
+    series: str
+    io_stack: str
+    suite: str
+    round_index: int
+    ops: list = dataclasses.field(default_factory=list)   # empty: every op the part lacks
+
+
+@dataclasses.dataclass
+class SeriesPlan:
+    series: str
+    interp: Interpreter | None  # None for the native reference
+    io_stack: str
+    env: environments.BenchEnvironment | None = None
+    ops: list = dataclasses.field(default_factory=list)       # [(suite, op)]
+    op_info: dict = dataclasses.field(default_factory=dict)   # op -> row of --list-ops
+    skipped: dict = dataclasses.field(default_factory=dict)   # op -> reason
+    failed_ops: dict = dataclasses.field(default_factory=dict)  # op -> error tail
+    error: str | None = None
+    tool: str | None = None                                   # the native reference program
+    succeeded: bool = False                                   # one worker has succeeded
+    hard_failures: int = 0                                    # crashes and timeouts
+    kept: bool = False                                        # merged by an earlier session
+
+
+@dataclasses.dataclass(frozen=True)
+class Conditions:
+    """The stated conditions every op of the run is measured in (see suites/_results.py)."""
+    cache: str = "warm"
+    allocator: str = "steady"
+    output: str = "new"
+
+
+def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: Profile,
+               results_dir: Path, run_id: str, io_stacks=("c",), cache: str = "warm",
+               allocator: str = "steady", output: str = "new",
+               seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
+               timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
+               aa_of: dict | None = None, log=print) -> dict:
+    """Run every suite op under every interpreter; return the run's manifest.
+
+    Interpreters that fail (no environment, crashes, timeouts) are recorded as
+    failed in the manifest; the others complete.
+    """
+    conditions = Conditions(cache, allocator, output)
+    run = store.Run(results_dir, run_id)
+    seed = random.SystemRandom().randrange(2**32) if seed is None else seed
+    with run.exclusive():
+        manifest = _open_manifest(run, profile, suites, io_stacks, conditions, seed)
+        for partial in run.partial_files():
+            partial.unlink()
+            log(f"iomatrix: removed {partial.name}, left half-written by an interrupted session")
+        work_parent = Path(work_dir) if work_dir else Path(tempfile.gettempdir())
+        clean_stale_work_dirs(work_parent, run_id, log)
+        plans = _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_dir,
+                             aa_of or {}, log)
+        work_root = _make_work_dir(work_parent, run)
+        fixtures_dir, scratch_dir = work_root / "fixtures", work_root / "scratch"
+        session = manifest["sessions"][-1]
+        manifest["fixture_filesystem"] = machine.filesystem_of(work_root)
+        try:
+            _make_fixtures(suites, profile, fixtures_dir, log)
+            scratch_dir.mkdir()
+            _plan_native(run, plans, work_root, manifest, log)
+            tasks = _schedule(run, plans, profile, seed)
+            session["resumed_parts"] = _count_existing_parts(run, plans)
+            if session["resumed_parts"]:
+                log(f"iomatrix: resuming run {run_id}: {session['resumed_parts']} finished worker "
+                    "processes are kept, the rest is run now")
+            _write_manifest(run, manifest, plans, profile)
+            _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, timeout,
+                     seed, log)
+            for plan in plans.values():
+                _merge_series(run, plan, profile, log)
+        except KeyboardInterrupt:
+            session["interrupted"] = store.utc_now()
+            log(f"iomatrix: interrupted; finished worker results are kept in {run.path}; "
+                f"rerun with --run-id {run_id} to resume")
+            raise
+        finally:
+            try:
+                session["finished"] = store.utc_now()
+                manifest["finished"] = session["finished"]
+                manifest["machine_state_end"] = machine.state(store.utc_now())
+                _write_manifest(run, manifest, plans, profile)
+            finally:  # even when the manifest cannot be written, the work dir goes
+                if keep_fixtures:
+                    log(f"iomatrix: fixtures kept in {work_root}")
+                else:
+                    shutil.rmtree(work_root, ignore_errors=True)
+    return manifest
+
+
+# -- work directories: only ours, found by name and marker, never by a path read from a file
+
+def _make_work_dir(parent: Path, run: store.Run) -> Path:
+    try:
+        root = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{run.run_id}-", dir=str(parent)))
+    except OSError as exc:
+        raise MatrixError(f"cannot make a work directory in {parent}: {exc.strerror or exc}")
+    marker = {"run_id": run.run_id, "pid": os.getpid(), "host": socket.gethostname(),
+              "results": str(run.path.resolve())}
+    contract.atomic_write_json(str(root / WORK_MARKER), marker)
+    return root
+
+
+def clean_stale_work_dirs(parent: Path, run_id: str, log) -> None:
+    """Remove work directories an interrupted session of this run left in ``parent``.
+
+    Only directories iomatrix made are candidates: named ``iomatrix-<run id>-*``,
+    owned by this user, holding the marker iomatrix wrote, for this run id and
+    host, whose process is gone. A live owner (EPERM counts as alive: it is
+    someone else's) or anything else is reported and left alone.
+    """
+    for candidate in sorted(Path(parent).glob(f"{WORK_PREFIX}{run_id}-*")):
+        if candidate.is_symlink() or not candidate.is_dir():
+            continue
+        try:
+            marker = contract.read_json(str(candidate / WORK_MARKER), 4096)
+            owner = candidate.lstat().st_uid
+        except (OSError, ValueError) as exc:
+            log(f"iomatrix: left {candidate} alone: no readable iomatrix marker ({exc})")
+            continue
+        ours = isinstance(marker, dict) and marker.get("run_id") == run_id \
+            and marker.get("host") == socket.gethostname() \
+            and (not hasattr(os, "getuid") or owner == os.getuid())
+        if not ours:
+            log(f"iomatrix: left {candidate} alone: not made by this user for run {run_id}")
+            continue
+        pid = marker.get("pid")
+        if pid == os.getpid() or procs.pid_alive(pid):
+            log(f"iomatrix: left {candidate} alone: its process {pid} is alive")
+            continue
+        shutil.rmtree(candidate, ignore_errors=True)
+        log(f"iomatrix: removed {candidate}, left by an interrupted session")
+
+
+# -- the manifest --------------------------------------------------------------------
+
+def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed) -> dict:
+    manifest = run.read_manifest()
+    session = {"started": store.utc_now(), "argv": sys.argv, "suites": suites,
+               "io": list(io_stacks), "seed": seed, "pid": os.getpid()}
+    wanted = {"profile": profile.name, "cache": conditions.cache,
+              "allocator": conditions.allocator, "output": conditions.output}
+    if manifest:
+        for key, value in wanted.items():
+            # Runs made before a condition was an axis were measured in a mix of states.
+            recorded = manifest.get(key, "unstated" if key in ("allocator", "output") else None)
+            if recorded != value:
+                raise MatrixError(f"run {run.run_id} was made with {key} {recorded!r}; "
+                                  f"this call asks for {value!r}. Use another --run-id.")
+        manifest["suites"] = sorted(set(manifest.get("suites", [])) | set(suites))
+        manifest["io"] = sorted(set(manifest.get("io", [])) | set(io_stacks))
+        manifest.setdefault("sessions", []).append(session)
+        manifest.setdefault("interpreters", {})
+        return manifest
+    return {
+        "iomatrix_manifest_version": 2, "run_id": run.run_id, **machine.facts(),
+        **wanted, "profile_settings": dataclasses.asdict(profile),
+        "suites": list(suites), "io": list(io_stacks),
+        "order": {"method": "interleaved rounds, shuffled suites and series per round",
+                  "seed": seed},
+        "started": session["started"], "finished": None,
+        "machine_state_start": machine.state(store.utc_now()), "interpreters": {},
+        "sessions": [session],
+    }
+
+
+def _write_manifest(run, manifest, plans, profile) -> None:
+    _record(run, manifest, plans, profile)
+    run.write_manifest(manifest)
+
+
+def _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_dir, aa_of, log):
+    plans: dict[str, SeriesPlan] = {}
+    for interp in interpreters:
+        for io_stack in io_stacks:
+            series = store.series_name(interp.label, io_stack)
+            plan = SeriesPlan(series, interp, io_stack)
+            plans[series] = plan
+            entry = manifest["interpreters"].setdefault(series, {})
+            entry.update(interp.as_manifest())
+            entry.update({"series": series, "io": io_stack})
+            if interp.label in aa_of:
+                entry["aa_of"] = aa_of[interp.label]
+            if os.path.lexists(run.series_file(series)):
+                log(f"iomatrix: {series}: {run.series_file(series)} exists; kept, not rerun")
+                plan.kept = True
+                continue
+            try:
+                plan.env = environments.ensure_environment(interp, envs_dir, log=log)
+                entry["pyperf_version"] = plan.env.pyperf_version
+                entry["environment_notes"] = plan.env.notes
+                plan.ops, plan.skipped, plan.op_info = _list_ops(plan, suites, profile)
+            except (environments.EnvironmentSetupError, RuntimeError) as exc:
+                plan.error = str(exc)
+                log(f"iomatrix: {series} FAILED before running: {procs.tail(str(exc), 3)}")
+    return plans
+
+
+def _list_ops(plan: SeriesPlan, suites: list[str], profile: Profile):
+    try:
+        rows = list_ops(plan.env, suites, plan.io_stack, profile.name)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{plan.series}: {exc}")
+    ops = [(r["suite"], r["op"]) for r in rows if not r["unavailable"]]
+    skipped = {r["op"]: r["unavailable"] for r in rows if r["unavailable"]}
+    return ops, skipped, {r["op"]: r for r in rows}
+
+
+def _plan_native(run, plans, work_root, manifest, log):
+    """Add the native reference as one more series for the ops that describe their twin."""
+    infos = {}
+    for plan in plans.values():
+        for op, row in plan.op_info.items():
+            if row.get("native") and not row.get("unavailable"):
+                infos[op] = row
+    if not infos:
+        return
+    entry = manifest.setdefault("native", {})
+    plan = SeriesPlan(native.SERIES, None, "c",
+                      ops=sorted((r["suite"], op) for op, r in infos.items()), op_info=infos)
+    plans[native.SERIES] = plan
+    if os.path.lexists(run.series_file(native.SERIES)):
+        plan.kept = True
+        return
+    plan.tool, entry["tool"] = native.build_tool(work_root)
+    if plan.tool is None:
+        plan.error = entry["tool"]
+        log(f"iomatrix: {entry['tool']}; the run goes on without it")
+
+
+def _make_fixtures(suites, profile, fixtures_dir, log):
+    needed = _harness("--plan", ",".join(suites), profile.name)["bytes"]
+    fixtures_dir.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(fixtures_dir.parent).free
+    if needed * FREE_DISK_MARGIN > free:
+        raise MatrixError(f"not enough free disk in {fixtures_dir.parent}: the suites need about "
+                          f"{needed / 2**20:.0f} MiB, {free / 2**20:.0f} MiB are free; "
+                          "choose another --work-dir or fewer suites")
+    started = time.monotonic()
+    try:
+        _harness("--make-fixtures", ",".join(suites), profile.name, str(fixtures_dir),
+                 timeout=3600)
+    except RuntimeError as exc:
+        raise MatrixError(f"cannot write fixtures in {fixtures_dir}: {exc}")
+    log(f"iomatrix: fixtures for {', '.join(suites)} made in {fixtures_dir} "
+        f"({time.monotonic() - started:.1f} s)")
+
+
+# -- planning what is left to do -----------------------------------------------------
+
+def _parts_on_disk(run, series) -> dict:
+    """{(suite, round): {ops the existing parts of that batch hold}}."""
+    found: dict = {}
+    directory = run.parts_dir(series)
+    if not directory.is_dir() or directory.is_symlink():
+        return found
+    for part in directory.glob("r*--*.json"):
+        key = _part_key(part.name)
+        if key is None:
+            continue
+        try:
+            names = {b["metadata"]["name"] for b in store.read_json(part)["benchmarks"]}
+        except (store.ResultFileError, KeyError, TypeError):
+            continue  # an unreadable part is as good as missing: its ops are redone
+        found.setdefault(key, set()).update(names)
+    return found
+
+
+def _part_key(name: str):
+    """(suite, round) of a part file "r003--lutz2009.json" or a redo "r003--lutz2009--2.json"."""
+    stem = name[:-len(".json")]
+    pieces = stem.split("--")
+    if len(pieces) not in (2, 3) or not pieces[0].startswith("r") or not pieces[0][1:].isdigit():
+        return None
+    return pieces[1], int(pieces[0][1:])
+
+
+def _schedule(run, plans, profile, seed) -> list[Task]:
+    """Rounds x suites (shuffled) x series (shuffled): one worker process per task.
+
+    A batch whose part is missing runs whole; one whose part lacks some ops (they
+    failed in an earlier session) runs those ops again.
+    """
+    rng = random.Random(seed)
+    suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
+    runnable = [p for p in plans.values() if p.error is None and p.ops and not p.kept]
+    done = {p.series: _parts_on_disk(run, p.series) for p in runnable}
+    tasks = []
+    for round_index in range(profile.rounds):
+        order = list(suites)
+        rng.shuffle(order)
+        for suite in order:
+            series_order = list(runnable)
+            rng.shuffle(series_order)
+            for plan in series_order:
+                wanted = {op for s, op in plan.ops if s == suite}
+                if not wanted:
+                    continue
+                have = done[plan.series].get((suite, round_index), set())
+                missing = wanted - have
+                if missing:
+                    tasks.append(Task(plan.series, plan.io_stack, suite, round_index,
+                                      sorted(missing) if have else []))
+    return tasks
+
+
+def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
+    """The ops of one batch, in an order shuffled per round and suite.
+
+    The order depends on the round and suite only, not on the interpreter, so every
+    interpreter meets each op at the same position of its batch.
+    """
+    ops = sorted(op for suite, op in plan.ops if suite == task.suite)
+    random.Random(f"{seed}-{task.round_index}-{task.suite}").shuffle(ops)
+    wanted = set(task.ops) if task.ops else set(ops)
+    return [op for op in ops if op in wanted and op not in plan.failed_ops]
+
+
+def _count_existing_parts(run, plans) -> int:
+    return sum(1 for plan in plans.values() if run.parts_dir(plan.series).is_dir()
+               for _ in run.parts_dir(plan.series).glob("r*--*.json"))
+
+
+def _part_for(run, task: Task) -> Path:
+    """Where a batch's result goes: its part, or a numbered redo beside an incomplete one."""
+    part = run.part_file(task.series, task.suite, task.round_index)
+    attempt = 2
+    while os.path.lexists(part):
+        part = part.with_name(f"r{task.round_index:03d}--{task.suite}--{attempt}.json")
+        attempt += 1
+    return part
+
+
+# -- running -------------------------------------------------------------------------
+
+def worker_command(plan: SeriesPlan, task: Task, ops: list[str], profile: Profile,
+                   conditions: Conditions, fixtures_dir: Path, scratch_dir: Path, output: Path,
+                   errors: Path) -> list[str]:
+    warmups = profile.pypy_warmups if plan.interp.implementation == "pypy" else profile.warmups
+    return [plan.env.python, str(HARNESS), "--batch", "--suite", task.suite,
+            "--ops", json.dumps(ops), "--fixtures", str(fixtures_dir), "--scratch", str(scratch_dir),
+            "--iomatrix-profile", profile.name, "--io", task.io_stack,
+            "--cache", conditions.cache, "--allocator", conditions.allocator,
+            "--output-state", conditions.output,
+            "--round", str(task.round_index), "--warmups", str(warmups),
+            "--values", str(profile.values), "--output", str(output), "--errors", str(errors)]
+
+
+def worker_environment(plan: SeriesPlan, conditions: Conditions) -> dict:
+    env = plan.env.command_env()
+    env.update(machine.allocator_environment(conditions.allocator))
+    return env
+
+
+def _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, timeout, seed,
+             log):
+    series_count = len({t.series for t in tasks})
+    progress = Progress(len(tasks), log, profile.rounds, verbose_labels=series_count <= 4)
+    for task in tasks:
+        plan = plans[task.series]
+        ops = batch_ops(plan, task, seed)
+        if plan.error is not None or not ops:
+            progress.done()
+            continue
+        part = _part_for(run, task)
+        part.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(contract.partial_path(str(part)))
+        progress.start(task)
+        try:
+            _run_task(plan, task, ops, part, partial, profile, conditions, fixtures_dir,
+                      scratch_dir, timeout, log)
+        finally:  # Ctrl-C included: the worker is killed; its half-result goes
+            for leftover in (partial, Path(f"{partial}.errors")):
+                if leftover.exists():
+                    leftover.unlink()
+        progress.done()
+
+
+def _run_task(plan, task, ops, part, partial, profile, conditions, fixtures_dir, scratch_dir,
+              timeout, log):
+    """Run one batch; when it crashes or hangs, blame the op it was in and rerun the rest."""
+    errors_file = Path(f"{partial}.errors")
+    while ops:
+        if plan.interp is None:
+            culprit, fatal = native.run_batch(plan.tool, plan.op_info, task.suite,
+                                              task.round_index, ops, profile, conditions.cache,
+                                              fixtures_dir, scratch_dir, partial, timeout)
+            errors = {}
+        else:
+            cmd = worker_command(plan, task, ops, profile, conditions, fixtures_dir, scratch_dir,
+                                 partial, errors_file)
+            culprit, fatal = procs.supervise(cmd, worker_environment(plan, conditions), timeout,
+                                             cwd=scratch_dir)
+            errors = store.read_json(errors_file) if fatal is None and errors_file.exists() \
+                else {}
+        if fatal is None:
+            if partial.exists():
+                os.replace(partial, part)
+                plan.succeeded = True
+            for op, error in errors.items():
+                # An op that raised (a failed verification, a missing API) is not a dead
+                # interpreter: it never counts towards giving up on the interpreter.
+                _fail_op(plan, task, op, str(error), log, may_give_up=False)
+            if not part.exists() and not errors:
+                _fail_op(plan, task, ops[0], "the worker exited without writing its result", log)
+            return
+        culprit = culprit if culprit in ops else ops[0]
+        _fail_op(plan, task, culprit, fatal, log)
+        if plan.error is not None:
+            return
+        ops = [op for op in ops if op != culprit]
+
+
+def _fail_op(plan, task, op, error, log, may_give_up=True):
+    plan.failed_ops[op] = error
+    log(f"iomatrix: {task.series} {op} FAILED (round {task.round_index + 1}): "
+        f"{procs.tail(error, 4)}")
+    plan.hard_failures += may_give_up
+    if may_give_up and not plan.succeeded and plan.hard_failures >= GIVE_UP_AFTER_FAILURES:
+        plan.error = (f"gave up after its first {plan.hard_failures} worker processes crashed "
+                      f"or hung; the last one: {error}")
+        log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
+
+
+def _missing(run, plan: SeriesPlan, profile: Profile) -> dict:
+    """{op: number of planned processes with no result} for a series still in parts."""
+    have = _parts_on_disk(run, plan.series)
+    missing = {}
+    for suite, op in plan.ops:
+        absent = sum(1 for r in range(profile.rounds) if op not in have.get((suite, r), set()))
+        if absent:
+            missing[op] = absent
+    return missing
+
+
+def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
+    """Merge a series' parts into ``<series>.json`` once every planned op and round is there."""
+    if plan.error is not None or not plan.ops or plan.kept:
+        return
+    if _missing(run, plan, profile):
+        return  # incomplete: the parts stay, the next session of this run id redoes the rest
+    parts = sorted(run.parts_dir(plan.series).glob("r*--*.json"))
+    try:
+        contract.merge_parts(str(run.series_file(plan.series)), [str(p) for p in parts])
+    except (OSError, ValueError, KeyError) as exc:
+        plan.error = f"merging the results failed: {exc}"
+        log(f"iomatrix: {plan.series}: {plan.error}")
+        return
+    shutil.rmtree(run.parts_dir(plan.series))
+    try:
+        run.parts_dir(plan.series).parent.rmdir()   # .parts/ goes with its last series
+    except OSError:
+        pass
+    log(f"iomatrix: {plan.series}: wrote {run.series_file(plan.series)}")
+
+
+def _processes_in_file(path: Path) -> dict:
+    """{op: processes} of a merged series file; {} when it cannot be read."""
+    counts: dict = {}
+    try:
+        for row in store.load_series(path):
+            counts[row["op"]] = counts.get(row["op"], 0) + 1
+    except store.ResultFileError:
+        return {}
+    return counts
+
+
+def series_status(run, plan: SeriesPlan, planned: list, profile: Profile) -> tuple[str, dict]:
+    """(status, missing) of a series, derived from its files, never carried over.
+
+    ok: its file exists, parses and holds every planned op with the planned number
+    of processes. incomplete: some are missing (the next session redoes them).
+    """
+    if os.path.lexists(run.series_file(plan.series)):
+        have = _processes_in_file(run.series_file(plan.series))
+        missing = {op: profile.rounds - have.get(op, 0) for op in planned
+                   if have.get(op, 0) < profile.rounds}
+        if not have:
+            return "unreadable", {}
+        return ("ok" if not missing else "incomplete"), missing
+    if plan.error is not None and not plan.succeeded:
+        return "failed", {}
+    missing = _missing(run, plan, profile) if plan.ops else {}
+    if plan.ops and len(missing) == len(plan.ops) and \
+            all(n == profile.rounds for n in missing.values()):
+        return ("failed" if plan.error or plan.failed_ops else "not run"), missing
+    return "incomplete", missing
+
+
+def _record(run, manifest, plans, profile):
+    for plan in plans.values():
+        if plan.interp is None:
+            entry = manifest.setdefault("native", {})
+        else:
+            entry = manifest["interpreters"][plan.series]
+        if plan.ops:
+            entry["planned_ops"] = sorted(op for _, op in plan.ops)
+        planned = entry.get("planned_ops") if isinstance(entry.get("planned_ops"), list) else []
+        status, missing = series_status(run, plan, planned, profile)
+        entry["status"] = status
+        entry["missing"] = missing
+        if plan.kept:
+            continue
+        entry["skipped_ops"] = plan.skipped
+        entry["failed_ops"] = plan.failed_ops
+        entry["error_tail"] = procs.tail(plan.error) if plan.error else (
+            procs.tail(next(iter(plan.failed_ops.values()))) if status == "failed" and
+            plan.failed_ops else None)
+        entry["results_file"] = plan.series + ".json" if status == "ok" else None
+
+
+class Progress:
+    """One line per (round, suite) group: where the run is and how long it has left."""
+
+    def __init__(self, total: int, log, rounds: int, verbose_labels: bool = False):
+        self.total, self.finished, self.log = total, 0, log
+        self.rounds = rounds
+        self.verbose_labels = verbose_labels
+        self.started = time.monotonic()
+        self.current_group = None
+
+    def start(self, task: Task):
+        group = (task.round_index, task.suite)
+        if group != self.current_group:
+            self.current_group = group
+            self.log(f"[{self.finished}/{self.total} done, {self.eta()}] round "
+                     f"{task.round_index + 1}/{self.rounds}: suite {task.suite}")
+        if self.verbose_labels:
+            self.log(f"    {task.series}")
+
+    def done(self):
+        self.finished += 1
+
+    def eta(self) -> str:
+        if self.finished == 0:
+            return "ETA ?"
+        elapsed = time.monotonic() - self.started
+        remaining = elapsed / self.finished * (self.total - self.finished)
+        return f"{elapsed:.0f} s elapsed, ETA {remaining // 60:.0f}m{remaining % 60:02.0f}s"
+

@@ -1,0 +1,190 @@
+"""The suite API: what a suite module defines and what its ops may use.
+
+A suite is a module in ``suites/`` (not starting with ``_``, not ``harness.py``)
+that defines:
+
+    fixtures(profile) -> list of Fixture   files made once per run, outside timing
+    ops(ctx)          -> list of Op        the timed operations
+    FIXTURE_BYTES(profile), scratch_bytes(profile)   (optional) disk it needs
+
+Suites import from this module and from ``_data`` (the data generators), never
+from each other. Like every file here it runs under every interpreter of the
+matrix, from Python 2.7 on: the common subset of 2.7 and 3.x only.
+"""
+from __future__ import division, print_function
+
+import importlib
+import json
+import os
+import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES_MANIFEST = "fixtures.json"
+CRC_CHUNK = 1 << 20
+# Machinery, not suites: the entry point and every _private module.
+NOT_SUITES = ("harness.py",)
+
+
+class VerificationError(AssertionError):
+    """An operation read or wrote something other than what the fixture says."""
+
+
+class SkipOp(Exception):
+    """Raised by an op's setup when this interpreter lacks what the op needs."""
+
+
+class Fixture(object):
+    """A file made once per run; ``make(path)`` writes it deterministically."""
+
+    def __init__(self, name, make):
+        self.name = name
+        self.make = make
+
+
+class Op(object):
+    """One timed operation.
+
+    ``run()`` does the operation once and returns what ``verify(result)``
+    checks, outside the timed region. ``nbytes`` is the bytes one call
+    processes (for throughput). ``inner_loops`` says how many repetitions one
+    ``run()`` contains, so pyperf reports the time of one repetition.
+    ``unavailable`` is ``None`` or the reason this interpreter cannot run it.
+    ``evict`` lists fixture names whose pages the cold-cache mode drops before
+    every call. ``native`` describes the same work for the native ceiling
+    (suites/native_ceiling.c): ``("read", fixture, block)``,
+    ``("write", nbytes, block)`` or ``("copy", fixture, block)``; block 0 is
+    the whole file in one call. ``track_peak_rss`` asks the harness to measure
+    how much memory one call holds (``iomatrix_peak_rss``), in an untimed first
+    call of each worker process. ``outputs`` lists the files one call
+    creates; the harness puts them in the state ``ctx.output`` names before
+    every timed call (removed for "new"; left from the previous call for
+    "overwrite"), outside the timed region.
+    """
+
+    def __init__(self, name, category, nbytes, run, verify, setup=None,
+                 teardown=None, inner_loops=None, unavailable=None, evict=(), native=None,
+                 track_peak_rss=False, outputs=()):
+        self.name = name
+        self.category = category
+        self.nbytes = int(nbytes)
+        self.run = run
+        self.verify = verify
+        self.setup = setup
+        self.teardown = teardown
+        self.inner_loops = inner_loops
+        self.unavailable = unavailable
+        self.evict = tuple(evict)
+        self.native = native
+        self.track_peak_rss = track_peak_rss
+        self.outputs = tuple(outputs)
+
+    @property
+    def bytes_per_value(self):
+        """Bytes behind one pyperf value: pyperf divides a call's time by inner_loops."""
+        return self.nbytes // (self.inner_loops or 1)
+
+
+def expect_equal(what, got, expected):
+    """Raise VerificationError unless got == expected."""
+    if got != expected:
+        raise VerificationError("%s: got %r, expected %r" % (what, got, expected))
+
+
+def file_crc32(path):
+    """(crc32, size) of a file, read in 1 MiB blocks."""
+    crc = 0
+    size = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(CRC_CHUNK)
+            if not block:
+                break
+            size += len(block)
+            crc = zlib.crc32(block, crc)
+    return crc & 0xFFFFFFFF, size
+
+
+def load_suite(name):
+    """Import suites/<name>.py; a clear error names the valid suites."""
+    if name not in available_suites():
+        raise SystemExit("unknown suite %r; valid suites: %s"
+                         % (name, ", ".join(available_suites())))
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    return importlib.import_module(name)
+
+
+def available_suites():
+    names = []
+    for entry in sorted(os.listdir(HERE)):
+        # harness.py and _private.py files are machinery, every other module is a suite
+        if entry.endswith(".py") and not entry.startswith("_") and entry not in NOT_SUITES:
+            names.append(entry[:-3])
+    return names
+
+
+class Context(object):
+    """What an op may use: fixture paths and facts, a scratch dir, the io stack.
+
+    ``cache`` and ``output`` are the run's stated conditions (see _results.py).
+    """
+
+    def __init__(self, fixtures_dir, scratch_dir, profile="quick", io_stack="c",
+                 cache="warm", manifest=None, output="new"):
+        self.fixtures_dir = fixtures_dir
+        self.scratch = scratch_dir
+        self.profile = profile
+        self.io_stack = io_stack
+        self.cache = cache
+        self.output = output
+        self.manifest = manifest or {"files": {}}
+        self.open = builtin_open_for(io_stack)
+        self.io_module = io_module_for(io_stack)
+
+    def path(self, name):
+        return os.path.join(self.fixtures_dir, name)
+
+    def expect(self, name):
+        """The recorded facts of fixture ``name``: bytes, crc32, lines."""
+        try:
+            return self.manifest["files"][name]
+        except KeyError:
+            return {"bytes": 0, "crc32": 0, "lines": 0}
+
+    def scratch_path(self, name):
+        return os.path.join(self.scratch, "%d-%s" % (os.getpid(), name))
+
+    def check_fixture(self, name):
+        """Fail loudly when the fixture changed since it was made (outside timing)."""
+        facts = self.manifest["files"].get(name)
+        if facts is None:
+            raise VerificationError("fixture %s is not in %s" % (name, FIXTURES_MANIFEST))
+        crc, size = file_crc32(self.path(name))
+        if (crc, size) != (facts["crc32"], facts["bytes"]):
+            raise VerificationError(
+                "fixture %s is corrupted: %d bytes crc32 %08x, expected %d bytes crc32 %08x"
+                % (self.path(name), size, crc, facts["bytes"], facts["crc32"]))
+
+
+def builtin_open_for(io_stack):
+    """``open`` as the study used it, or the pure-Python io stack's open."""
+    if io_stack == "pyio":
+        import _pyio
+        return _pyio.open
+    return open
+
+
+def io_module_for(io_stack):
+    if io_stack == "pyio":
+        import _pyio
+        return _pyio
+    import io
+    return io
+
+
+def load_context(fixtures_dir, scratch_dir, profile, io_stack, cache, output="new"):
+    manifest_path = os.path.join(fixtures_dir, FIXTURES_MANIFEST)
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    return Context(fixtures_dir, scratch_dir, profile, io_stack, cache, manifest, output)

@@ -1,0 +1,239 @@
+"""The results contract: what a result file holds, how it is named, written, read and merged.
+
+Everything that writes or reads iomatrix results goes through this module: the
+workers (every Python from 2.7, so this file is written in the common subset of
+2.7 and 3.x), the host's runner, store and reports, and the tests. It uses only
+the standard library.
+
+- The axes of a run (profiles, io stacks, cache modes, allocator and output
+  states) are defined here once; every command line takes its ``choices`` from
+  these tuples.
+- The ``iomatrix_*`` metadata keys a result carries are the ``KEY_*`` names.
+- A file is written under a half-written name, ``.<name>.partial-<pid>``, in
+  the same directory, then renamed: a reader never sees half a file, and the
+  cleanup and ``.gitignore`` know the one pattern (``PARTIAL_GLOB``).
+- Result directories are untrusted input (they travel through git and CI
+  artifacts): files are opened without following symlinks, must be regular
+  files, and are read with a size limit on what is read, not on ``st_size``
+  (``/dev/zero`` reports 0 bytes; a FIFO would block).
+"""
+from __future__ import division, print_function
+
+import errno
+import json
+import os
+import stat
+
+# -- the axes of a run --------------------------------------------------------
+PROFILES = ("smoke", "quick", "full")
+IO_STACKS = ("c", "pyio")
+CACHE_MODES = ("warm", "cold")
+# glibc's allocator: "steady" pins its thresholds high, so the buffers of a call come
+# from the heap that earlier calls left (a long-running program's state); "fresh" pins
+# them at glibc's defaults, so every large buffer is a new mmap with its page faults
+# (a program that reads one file once). Unpinned, glibc moves the threshold by itself
+# as a process frees large blocks, and a worker's timings depend on what ran before.
+ALLOCATORS = ("steady", "fresh")
+# Where a write goes: a new file (the old one is removed outside the timed region),
+# or over an existing file of the same size (truncated inside the timed call).
+OUTPUT_STATES = ("new", "overwrite")
+# What the host sets for each allocator state; the worker records what it sees.
+ALLOCATOR_ENVIRONMENT = {
+    # glibc caps the mmap threshold at 32 MiB on 64-bit; below it every buffer of a
+    # lutz2009 call (25 MiB at most) comes from the heap, which is never trimmed.
+    "steady": {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "1073741824",
+               "MALLOC_TOP_PAD_": "0"},
+    # glibc's defaults, pinned: setting a threshold switches off its dynamic adjustment,
+    # so every buffer of 128 KiB or more is a fresh mmap, as in a process's first call.
+    "fresh": {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072",
+              "MALLOC_TOP_PAD_": "0"},
+}
+
+
+# -- metadata keys ------------------------------------------------------------
+KEY_SUITE = "iomatrix_suite"
+KEY_CATEGORY = "iomatrix_category"
+KEY_BYTES = "iomatrix_bytes"
+KEY_IO = "iomatrix_io"
+KEY_CACHE = "iomatrix_cache"
+KEY_PROFILE = "iomatrix_profile"
+KEY_ROUND = "iomatrix_round"
+KEY_ALLOCATOR = "iomatrix_allocator"
+KEY_OUTPUT = "iomatrix_output"
+KEY_NATIVE = "iomatrix_native"
+KEY_PEAK_RSS = "iomatrix_peak_rss"
+KEY_PEAK_RSS_METHOD = "iomatrix_peak_rss_method"
+KEY_CPU = "iomatrix_cpu"                  # the CPU(s) the worker was allowed to run on
+# Per process, summed over its timed values and divided by their number:
+KEY_MINFLT = "iomatrix_minflt_per_value"
+KEY_MAJFLT = "iomatrix_majflt_per_value"
+KEY_NVCSW = "iomatrix_nvcsw_per_value"
+KEY_NIVCSW = "iomatrix_nivcsw_per_value"
+RUSAGE_KEYS = (("ru_minflt", KEY_MINFLT), ("ru_majflt", KEY_MAJFLT),
+               ("ru_nvcsw", KEY_NVCSW), ("ru_nivcsw", KEY_NIVCSW))
+PREFIX = "iomatrix_"
+
+# -- file names ---------------------------------------------------------------
+MANIFEST = "manifest.json"
+LOCK_FILE = ".lock"
+PARTS_DIR = ".parts"
+PYIO_SUFFIX = "+pyio"
+COUNTERS_SUFFIX = ".counters.json"
+PARTIAL_GLOB = ".*.partial-*"
+# Larger than any result iomatrix writes (a full run's series is a few MiB).
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+PYPERF_FORMAT_VERSION = "1.0"
+
+
+class UnsafeFileError(ValueError):
+    """A result path that is a symlink, not a regular file, or too large to be ours."""
+
+
+def partial_path(path):
+    """The half-written name of ``path``: hidden, in the same directory, owned by this pid."""
+    head, name = os.path.split(path)
+    return os.path.join(head, ".%s.partial-%d" % (name, os.getpid()))
+
+
+def part_file_name(suite, round_index):
+    """One worker process's result: the ops of one suite in one round."""
+    return "r%03d--%s.json" % (round_index, suite)
+
+
+def _nofollow():
+    return getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_regular(path, flags=os.O_RDONLY, mode=0o644):
+    """os.open without following a final symlink; refuse anything but a regular file.
+
+    O_NONBLOCK keeps a FIFO from blocking the open; it is then refused by the
+    fstat check (and the flag is irrelevant for regular files).
+    """
+    try:
+        fd = os.open(path, flags | _nofollow() | getattr(os, "O_NONBLOCK", 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError("%s: is a symbolic link; not followed" % path)
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError("%s: not a regular file; not read" % path)
+    except BaseException:
+        os.close(fd)
+        raise
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return fd
+
+
+def read_bytes(path, limit=MAX_RESULT_BYTES):
+    """The content of a regular file, refusing more than ``limit`` bytes."""
+    fd = open_regular(path)
+    try:
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise UnsafeFileError("%s: larger than %d bytes, more than any iomatrix result; "
+                                      "not read" % (path, limit))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_json(path, limit=MAX_RESULT_BYTES):
+    """Parsed JSON of a regular file (ValueError for invalid JSON, UnsafeFileError)."""
+    return json.loads(read_bytes(path, limit).decode("utf-8"))
+
+
+def atomic_write_bytes(path, data, overwrite=True):
+    """Write ``data`` under the half-written name, fsync, and rename it into place.
+
+    With ``overwrite=False`` an existing ``path`` is refused (results are never
+    replaced). The rename replaces a symlink at ``path`` itself, never its target.
+    """
+    if not overwrite and os.path.lexists(path):
+        raise OSError(errno.EEXIST, "refusing to overwrite %s" % path)
+    partial = partial_path(path)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _nofollow(), 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if not overwrite and os.path.lexists(path):
+            raise OSError(errno.EEXIST, "refusing to overwrite %s" % path)
+        getattr(os, "replace", os.rename)(partial, path)  # 2.7 has no os.replace
+    finally:
+        if os.path.lexists(partial):
+            os.remove(partial)
+
+
+def atomic_write_json(path, data, overwrite=True):
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+# -- pyperf's JSON format -------------------------------------------------------
+
+def pyperf_benchmark(name, metadata, runs):
+    """One benchmark of pyperf's format. ``runs``: [(run metadata, warmups, values)];
+    warmups are (loops, value) pairs."""
+    meta = {"name": name, "loops": 1, "unit": "second"}
+    meta.update(metadata)
+    return {"metadata": meta,
+            "runs": [{"metadata": dict(run_meta), "warmups": [list(w) for w in warmups],
+                      "values": list(values)} for run_meta, warmups, values in runs]}
+
+
+def pyperf_document(benchmarks, metadata=None):
+    return {"version": PYPERF_FORMAT_VERSION, "metadata": dict(metadata or {}),
+            "benchmarks": list(benchmarks)}
+
+
+def merge_parts(output, parts):
+    """Merge one-process pyperf files into one pyperf file at ``output`` (never overwritten).
+
+    Runs of the same op are gathered under one benchmark. Metadata that differs
+    between the parts (a round, a date, a process's counts) stays with each run;
+    the suite-level metadata of pyperf's own files is pushed down to benchmarks,
+    so nothing is lost and ``python -m pyperf compare_to`` reads the result.
+    """
+    by_name, order = {}, []
+    for part in parts:
+        document = read_json(part)
+        common = document.get("metadata") or {}
+        for bench in document["benchmarks"]:
+            meta = dict(common)
+            meta.update(bench.get("metadata") or {})
+            name = meta["name"]
+            if name not in by_name:
+                by_name[name] = []
+                order.append(name)
+            for run in bench["runs"]:
+                by_name[name].append((meta, run))
+    benchmarks = []
+    for name in order:
+        entries = by_name[name]
+        shared = dict(entries[0][0])
+        for meta, _ in entries[1:]:
+            for key in list(shared):
+                if meta.get(key) != shared[key]:
+                    del shared[key]
+        runs = []
+        for meta, run in entries:
+            run_meta = dict((k, v) for k, v in meta.items() if k not in shared)
+            run_meta.update(run.get("metadata") or {})
+            run = dict(run)
+            run["metadata"] = run_meta
+            runs.append(run)
+        benchmarks.append({"metadata": shared, "runs": runs})
+    atomic_write_json(output, pyperf_document(benchmarks), overwrite=False)
