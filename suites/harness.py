@@ -330,7 +330,11 @@ def main(argv=None):
         print(json.dumps({"bytes": planned_fixture_bytes(_suites_arg(argv[1]), argv[2])}))
         return 0
     if mode == "--make-fixtures":
-        manifest = make_fixtures(_suites_arg(argv[1]), argv[2], argv[3])
+        try:
+            manifest = make_fixtures(_suites_arg(argv[1]), argv[2], argv[3])
+        except (IOError, OSError) as exc:  # ENOSPC, EACCES: one line the host can show
+            sys.stderr.write("cannot write fixtures: %s\n" % exc)
+            return 1
         print(json.dumps({"files": len(manifest["files"])}))
         return 0
     if mode == "--batch":

@@ -136,7 +136,7 @@ def test_result_files_from_elsewhere_are_refused_by_name(tmp_path):
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
         f.truncate(store.MAX_RESULT_BYTES + 1)  # sparse: costs no disk
-    with pytest.raises(store.ResultFileError, match="larger than any iomatrix result"):
+    with pytest.raises(store.ResultFileError, match="more than any iomatrix result"):
         store.load_series(huge)
     assert huge.exists() and other_suite.exists()
 
@@ -187,7 +187,7 @@ def test_fixtures_hitting_enospc_are_a_clear_error_and_cleaned_up(tmp_path, monk
                                                                  machine_interpreters):
     real = need(machine_interpreters, "2.7")
     # The free-space check would refuse at once; skip it to reach a real ENOSPC mid-fixture.
-    monkeypatch.setattr(harness, "planned_fixture_bytes", lambda suites, profile: 0)
+    monkeypatch.setattr(runner, "FREE_DISK_MARGIN", 0)
     with tmpfs(tmp_path / "tiny", "4m") as tiny:
         with pytest.raises(runner.MatrixError, match=f"cannot write fixtures in {tiny}.*No space"):
             runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE,

@@ -59,8 +59,10 @@ def _harness(*args: str, timeout: float = LIST_TIMEOUT_SECONDS, python: str = sy
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"harness.py {args[0]} did not finish within {timeout:g} s")
     if proc.returncode != 0:
+        detail = procs.tail(proc.stderr or proc.stdout).strip()
+        separator = "\n" if "\n" in detail else " "  # a one-line reason stays on the line
         raise RuntimeError(f"harness.py {args[0]} failed ({procs.describe_exit(proc.returncode)}):"
-                           f"\n{procs.tail(proc.stderr or proc.stdout)}")
+                           f"{separator}{detail}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
