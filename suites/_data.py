@@ -6,7 +6,6 @@ byte-identical wherever and whenever they are made, so a small LCG makes them.
 """
 from __future__ import division, print_function
 
-import zlib
 
 class DeterministicBytes(object):
     """A tiny linear congruential generator, identical under every Python.

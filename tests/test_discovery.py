@@ -208,7 +208,13 @@ def test_uv_builds_are_labelled_uv(machine, monkeypatch):
                      / "bin" / "python3.12", "3.12.8")
     monkeypatch.setattr(discovery, "uv_candidates", lambda: [str(uv)])
     found = machine.labels()
-    assert found["3.12-uv"].source == "uv" and found["3.12-uv"].version == "3.12.8"
+    # another patch release of 3.12 gets a label that says which one
+    assert found["3.12.8"].source == "uv" and found["3.12.8"].version == "3.12.8"
+    same = fake_python(machine.root / "share" / "uv" / "python" / "cpython-3.12.4-linux-x86_64-gnu"
+                       / "bin" / "python3.12", "3.12.4")
+    monkeypatch.setattr(discovery, "uv_candidates", lambda: [str(same)])
+    found = machine.labels()
+    assert found["3.12-uv"].source == "uv" and found["3.12-uv"].version == "3.12.4"
 
 
 @pytest.mark.skipif(not os.path.exists("/etc/debian_version"), reason="not a Debian system")
@@ -249,12 +255,22 @@ def test_provisioned_builds_are_found_in_the_cache(machine):
 
 
 def test_a_provisioned_build_after_a_pyenv_one_is_labelled_built(machine):
-    machine.pyenv_python("3.14.0", "3.14.0")
+    machine.pyenv_python("3.14.7", "3.14.7")
     machine.provisioned("3.14.7", "3.14.7")
     found = machine.labels()
     assert found["3.14"].source == "pyenv"
     assert found["3.14-built"].source == "provisioned"
     assert found["3.14-built"].version == "3.14.7"
+
+
+def test_patch_releases_of_one_minor_version_get_labels_that_say_which(machine):
+    machine.pyenv_python("3.13.0", "3.13.0")
+    machine.provisioned("3.13.15", "3.13.15")
+    machine.provisioned("3.15.0rc2", "3.15.0rc2")
+    found = machine.labels()
+    assert found["3.13"].version == "3.13.0"
+    assert found["3.13.15"].source == "provisioned" and found["3.13.15"].version == "3.13.15"
+    assert found["3.15"].version == "3.15.0rc2"  # the only 3.15 keeps the short label
 
 
 def test_a_provisioned_build_that_no_longer_runs_is_reported_and_skipped(machine):

@@ -20,9 +20,10 @@ import _fixtures
 from iomatrix import runner
 import report
 from iomatrix import store
+from iomatrix.profiles import PROFILES
 from conftest import ROOT, need, run_nox
 
-SMOKE = runner.PROFILES["smoke"]
+SMOKE = PROFILES["smoke"]
 
 
 def start_nox(*args, cwd=ROOT):
@@ -83,7 +84,7 @@ def test_interrupted_run_resumes_without_losing_or_redoing_work(tmp_path, sig, m
         per_op.setdefault(row["op"], []).append(row["round"])
     assert len(per_op) == 14
     for op, rounds in per_op.items():
-        assert sorted(rounds) == list(range(runner.PROFILES["quick"].rounds)), op
+        assert sorted(rounds) == list(range(PROFILES["quick"].rounds)), op
 
 
 def fake_env(tmp_envs: Path, label: str, real: discovery.Interpreter, script: str):

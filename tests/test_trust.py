@@ -7,13 +7,14 @@ import re
 import pytest
 
 import _fixtures
-from iomatrix import runner
+from iomatrix import planning, runner
 from iomatrix import native
 import report
 from iomatrix import store
+from iomatrix.profiles import PROFILES
 from conftest import need
 
-SMOKE = runner.PROFILES["smoke"]
+SMOKE = PROFILES["smoke"]
 
 
 def smoke(interpreters, tmp_path, run_id="T", **options):
@@ -81,13 +82,13 @@ def test_machine_state_order_and_progress_are_recorded(tmp_path, machine_interpr
 
 
 def test_the_same_seed_gives_the_same_order(tmp_path):
-    plans = {s: runner.SeriesPlan(s, None, "c", ops=[("lutz2009", "a"), ("textio", "b")])
+    plans = {s: planning.SeriesPlan(s, None, "c", ops=[("lutz2009", "a"), ("textio", "b")])
              for s in ("x", "y", "z")}
     run = store.Run(tmp_path, "O")
-    profile = runner.PROFILES["quick"]
-    first = [(t.round_index, t.suite, t.series) for t in runner._schedule(run, plans, profile, 7)]
-    again = [(t.round_index, t.suite, t.series) for t in runner._schedule(run, plans, profile, 7)]
-    other = [(t.round_index, t.suite, t.series) for t in runner._schedule(run, plans, profile, 8)]
+    profile = PROFILES["quick"]
+    first = [(t.round_index, t.suite, t.series) for t in planning.schedule(run, plans, profile, 7)]
+    again = [(t.round_index, t.suite, t.series) for t in planning.schedule(run, plans, profile, 7)]
+    other = [(t.round_index, t.suite, t.series) for t in planning.schedule(run, plans, profile, 8)]
     assert first == again and first != other
     # every round visits every series for every suite
     assert len(first) == profile.rounds * 2 * 3

@@ -10,7 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
-from iomatrix import cli, contract, discovery, environments, runner, store
+from iomatrix import cli, contract, discovery, environments, runner, store, workdirs
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.profiles import PROFILES
 
@@ -125,7 +125,7 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
             args.run_id = f"{DEFAULT_RUN_ID}-{os.getpid()}"
             log(f"run {DEFAULT_RUN_ID} is in use by another process; using {args.run_id}")
             manifest = runner.run_matrix(selected, run_id=args.run_id, **options)
-    except (runner.MatrixError, store.RunInUseError, cli.BadInput) as exc:
+    except (runner.MatrixError, workdirs.WorkDirError, store.RunInUseError, cli.BadInput) as exc:
         raise BenchError(str(exc))
     log(f"run {args.run_id} in {args.results_dir / args.run_id}")
     return manifest

@@ -27,16 +27,22 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from iomatrix import procs
 from iomatrix.paths import REPO_ROOT
 
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
 ENV_VARIABLE = "IOMATRIX_PYTHONS"
-PROBE_TIMEOUT_SECONDS = 30
+# Every nox command discovers (the session list depends on it), so a hung interpreter
+# must cost little: probes run side by side, each killed with its group after this long.
+# A healthy interpreter answers in well under a second here (PyPy included).
+PROBE_TIMEOUT_SECONDS = 10
 # No "+": it separates a label from its io stack in series names (3.13+pyio).
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PATH_NAME_PATTERN = re.compile(r"^(python\d\.\d+t?|pypy3(\.\d+)?)$")
+RELEASE_SOURCES = ("pyenv", "provisioned", "uv")  # plain builds of python.org releases
 SOURCE_SUFFIX = {"pyenv": "pyenv", "provisioned": "built", "uv": "uv", "path": "path",
                  "debian": "debian"}
 
@@ -111,8 +117,7 @@ def probe(executable: str) -> dict:
     if not os.access(executable, os.X_OK):
         raise RuntimeError(f"{executable}: not executable")
     try:
-        proc = subprocess.run([executable, "-c", PROBE_SCRIPT], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+        proc = procs.run([executable, "-c", PROBE_SCRIPT], timeout=PROBE_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{executable}: did not answer within {PROBE_TIMEOUT_SECONDS} s")
     except OSError as exc:
@@ -128,6 +133,29 @@ def probe(executable: str) -> dict:
     if not isinstance(info, dict) or not {"version_info", "implementation"} <= info.keys():
         raise RuntimeError(f"{executable}: does not behave as Python (unexpected probe output)")
     return info
+
+
+def probe_all(executables: list[str]) -> dict:
+    """{executable: info, or the RuntimeError saying why it is unusable}, probed side by side
+    so that a hung interpreter delays discovery by one timeout, not one per interpreter."""
+    def attempt(executable):
+        try:
+            return probe(executable)
+        except RuntimeError as exc:
+            return exc
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(zip(executables, pool.map(attempt, executables)))
+
+
+def release_label(info: dict) -> str:
+    """``3.13.15``, ``3.15.0rc2``, ``3.14.7t``: the label that tells patch releases apart."""
+    label = natural_label(info)
+    version = re.match(r"[0-9][0-9a-z.+]*", info.get("version", "")) if info.get(
+        "implementation") == "cpython" else None
+    if version is None:
+        return label
+    suffix = label[len(".".join(map(str, info["version_info"][:2]))):]  # "t", "d", "td"
+    return version.group(0).rstrip("+") + suffix
 
 
 def natural_label(info: dict) -> str:
@@ -302,30 +330,35 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
         environ.get(ENV_VARIABLE, ""))
     interpreters: list[Interpreter] = []
     taken: set[str] = set()
+    automatic_paths = []
+    if automatic:
+        automatic_paths = list(dict.fromkeys(
+            pyenv_candidates() + provisioned_candidates() + uv_candidates() + path_candidates()
+            + debian_candidates()))
+    probed = probe_all(list(dict.fromkeys([path for _, path in declared] + automatic_paths)))
+    versions_by_label: dict[str, str] = {}
     for label, path in declared:
         if label in taken:
             raise DiscoveryError(f"label {label!r} is declared twice")
         taken.add(label)
-        try:
-            interpreters.append(Interpreter(label, path, "declared", probe(path)))
-        except RuntimeError as exc:
-            warn(f"declared interpreter {label} = {path} is unusable: {exc}")
-            interpreters.append(Interpreter(label, path, "declared", error=str(exc)))
+        info = probed[path]
+        if isinstance(info, RuntimeError):
+            warn(f"declared interpreter {label} = {path} is unusable: {info}")
+            interpreters.append(Interpreter(label, path, "declared", error=str(info)))
+        else:
+            interpreters.append(Interpreter(label, path, "declared", info))
     if not automatic:
         return interpreters
 
     seen_binaries: set[str] = set()
-    automatic_paths = (pyenv_candidates() + provisioned_candidates() + uv_candidates()
-                       + path_candidates() + debian_candidates())
     for path in automatic_paths:
         real = os.path.realpath(path)
         if real in seen_binaries:
             continue
         seen_binaries.add(real)
-        try:
-            info = probe(path)
-        except RuntimeError as exc:
-            warn(f"skipping {exc}")
+        info = probed[path]
+        if isinstance(info, RuntimeError):
+            warn(f"skipping {info}")
             continue
         # Different paths can still be one installation (python3 -> python3.11 copies, venvs).
         identity = os.path.realpath(info.get("executable") or path)
@@ -333,6 +366,12 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
             continue
         seen_binaries.add(identity)
         label = natural_label(info)
+        if (label in taken and classify(path) in RELEASE_SOURCES
+                and versions_by_label.get(label) not in (None, info.get("version"))):
+            # Another patch release of a minor version already here (3.13.0 and 3.13.15):
+            # a label that says which, so release-day reports tell them apart. A
+            # distribution's build stays a variant named by its source (3.11-debian).
+            label = release_label(info)
         if label in taken:
             label = f"{label}-{SOURCE_SUFFIX[classify(path)]}"
         suffix_number = 2
@@ -341,6 +380,7 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
             label = f"{base}{suffix_number}"
             suffix_number += 1
         taken.add(label)
+        versions_by_label.setdefault(natural_label(info), info.get("version"))
         interpreters.append(Interpreter(label, path, classify(path), info))
     return interpreters
 

@@ -5,16 +5,23 @@ venv module). pyperf is pinned per Python version to its last release that
 installs there; all of them write the same JSON format. Environments live in
 ``.nox/iomatrix-envs/<label>/`` and carry a marker file; a marker that matches
 the interpreter and the pin means the environment is reused as it is.
+
+Two runs may start at once and both find an environment missing; making one
+takes a lock per interpreter (``.<label>.lock`` beside the environments), and
+the second run waits, then finds the first one's environment and reuses it.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from iomatrix import procs
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import ENVS_DIR
 
@@ -63,8 +70,7 @@ def pyperf_pin(version_info) -> str:
 
 
 def _run(cmd, log_lines, **kwargs):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SECONDS,
-                          stdin=subprocess.DEVNULL, **kwargs)
+    proc = procs.run(cmd, timeout=INSTALL_TIMEOUT_SECONDS, **kwargs)
     log_lines.append("$ " + " ".join(map(str, cmd)))
     log_lines.append(proc.stdout + proc.stderr)
     return proc
@@ -79,7 +85,26 @@ def ensure_environment(interp: Interpreter, envs_dir: Path = ENVS_DIR, log=print
     if not interp.ok:
         raise EnvironmentSetupError(f"{interp.label}: {interp.error}")
     pin = pyperf_pin(interp.version_info)
-    env_dir = envs_dir / interp.label
+    try:
+        envs_dir.mkdir(parents=True, exist_ok=True)
+        with _creation_lock(envs_dir / f".{interp.label}.lock"):
+            return _ensure_locked(interp, envs_dir / interp.label, pin, log)
+    except OSError as exc:
+        raise EnvironmentSetupError(f"{interp.label}: cannot use {envs_dir}: {exc}")
+
+
+@contextlib.contextmanager
+def _creation_lock(path: Path):
+    """Hold an exclusive lock while an environment is checked and made (not a symlink)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a concurrent run making the same one
+        yield
+    finally:
+        os.close(fd)
+
+
+def _ensure_locked(interp: Interpreter, env_dir: Path, pin: str, log) -> BenchEnvironment:
     marker_path = env_dir / MARKER
     wanted = {"executable": os.path.realpath(interp.executable), "version": interp.version,
               "pyperf": pin}
@@ -96,7 +121,6 @@ def ensure_environment(interp: Interpreter, envs_dir: Path = ENVS_DIR, log=print
         log(f"iomatrix: environment {env_dir} is stale; remaking it")
     if env_dir.exists():
         shutil.rmtree(env_dir)
-    env_dir.parent.mkdir(parents=True, exist_ok=True)
     log(f"iomatrix: making the environment for {interp.label} ({interp.executable}) "
         f"with pyperf {pin} in {env_dir}")
     log_lines: list[str] = []
@@ -152,8 +176,7 @@ def _make_venv(interp, env_dir, pin, log_lines) -> BenchEnvironment:
 
 def _imports_pyperf(env: BenchEnvironment) -> bool:
     try:
-        proc = subprocess.run([env.python, "-c", "import pyperf"], env=env.command_env(),
-                              capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        proc = procs.run([env.python, "-c", "import pyperf"], env=env.command_env(), timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0

@@ -21,17 +21,17 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import cli, contract, environments, machine, native, procs, store
+from iomatrix import contract, environments, machine, native, planning, procs, store, workdirs
+from iomatrix.planning import SeriesPlan, Task
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import SUITES_DIR
-from iomatrix.profiles import PROFILES, Profile  # noqa: F401  (re-exported for callers)
+from iomatrix.profiles import Profile
 
 HARNESS = SUITES_DIR / "harness.py"
 CORE_SUITE = "lutz2009"
@@ -40,8 +40,6 @@ FREE_DISK_MARGIN = 1.2
 # An interpreter whose first tasks all fail (crash on start, hang) is given up on, rather
 # than failing every op of every round one timeout at a time.
 GIVE_UP_AFTER_FAILURES = 3
-WORK_PREFIX = "iomatrix-"
-WORK_MARKER = "iomatrix-work.json"
 LIST_TIMEOUT_SECONDS = 120
 
 
@@ -91,33 +89,6 @@ def list_ops(env: environments.BenchEnvironment, suites: list[str], io_stack: st
 
 # -- the run -------------------------------------------------------------------------
 
-@dataclasses.dataclass
-class Task:
-    """One worker process: the ops of one suite, for one series, in one round."""
-    series: str
-    io_stack: str
-    suite: str
-    round_index: int
-    ops: list = dataclasses.field(default_factory=list)   # empty: every op the part lacks
-
-
-@dataclasses.dataclass
-class SeriesPlan:
-    series: str
-    interp: Interpreter | None  # None for the native reference
-    io_stack: str
-    env: environments.BenchEnvironment | None = None
-    ops: list = dataclasses.field(default_factory=list)       # [(suite, op)]
-    op_info: dict = dataclasses.field(default_factory=dict)   # op -> row of --list-ops
-    skipped: dict = dataclasses.field(default_factory=dict)   # op -> reason
-    failed_ops: dict = dataclasses.field(default_factory=dict)  # op -> error tail
-    error: str | None = None
-    tool: str | None = None                                   # the native reference program
-    succeeded: bool = False                                   # one worker has succeeded
-    hard_failures: int = 0                                    # crashes and timeouts
-    kept: bool = False                                        # merged by an earlier session
-
-
 @dataclasses.dataclass(frozen=True)
 class Conditions:
     """The stated conditions every op of the run is measured in (see suites/_results.py)."""
@@ -146,10 +117,10 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             partial.unlink()
             log(f"iomatrix: removed {partial.name}, left half-written by an interrupted session")
         work_parent = Path(work_dir) if work_dir else Path(tempfile.gettempdir())
-        clean_stale_work_dirs(work_parent, run_id, log)
+        workdirs.clean_stale_work_dirs(work_parent, run_id, log)
         plans = _plan_series(run, interpreters, suites, profile, io_stacks, manifest, envs_dir,
                              aa_of or {}, log)
-        work_root = _make_work_dir(work_parent, run)
+        work_root = workdirs.make_work_dir(work_parent, run)
         fixtures_dir, scratch_dir = work_root / "fixtures", work_root / "scratch"
         session = manifest["sessions"][-1]
         manifest["fixture_filesystem"] = machine.filesystem_of(work_root)
@@ -157,8 +128,8 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             _make_fixtures(suites, profile, fixtures_dir, log)
             scratch_dir.mkdir()
             _plan_native(run, plans, work_root, manifest, log)
-            tasks = _schedule(run, plans, profile, seed)
-            session["resumed_parts"] = _count_existing_parts(run, plans)
+            tasks = planning.schedule(run, plans, profile, seed)
+            session["resumed_parts"] = planning.count_existing_parts(run, plans)
             if session["resumed_parts"]:
                 log(f"iomatrix: resuming run {run_id}: {session['resumed_parts']} finished worker "
                     "processes are kept, the rest is run now")
@@ -184,50 +155,6 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                 else:
                     shutil.rmtree(work_root, ignore_errors=True)
     return manifest
-
-
-# -- work directories: only ours, found by name and marker, never by a path read from a file
-
-def _make_work_dir(parent: Path, run: store.Run) -> Path:
-    try:
-        root = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{run.run_id}-", dir=str(parent)))
-    except OSError as exc:
-        raise MatrixError(f"cannot make a work directory in {parent}: {exc.strerror or exc}")
-    marker = {"run_id": run.run_id, "pid": os.getpid(), "host": socket.gethostname(),
-              "results": str(run.path.resolve())}
-    contract.atomic_write_json(str(root / WORK_MARKER), marker)
-    return root
-
-
-def clean_stale_work_dirs(parent: Path, run_id: str, log) -> None:
-    """Remove work directories an interrupted session of this run left in ``parent``.
-
-    Only directories iomatrix made are candidates: named ``iomatrix-<run id>-*``,
-    owned by this user, holding the marker iomatrix wrote, for this run id and
-    host, whose process is gone. A live owner (EPERM counts as alive: it is
-    someone else's) or anything else is reported and left alone.
-    """
-    for candidate in sorted(Path(parent).glob(f"{WORK_PREFIX}{run_id}-*")):
-        if candidate.is_symlink() or not candidate.is_dir():
-            continue
-        try:
-            marker = contract.read_json(str(candidate / WORK_MARKER), 4096)
-            owner = candidate.lstat().st_uid
-        except (OSError, ValueError) as exc:
-            log(f"iomatrix: left {candidate} alone: no readable iomatrix marker ({exc})")
-            continue
-        ours = isinstance(marker, dict) and marker.get("run_id") == run_id \
-            and marker.get("host") == socket.gethostname() \
-            and (not hasattr(os, "getuid") or owner == os.getuid())
-        if not ours:
-            log(f"iomatrix: left {candidate} alone: not made by this user for run {run_id}")
-            continue
-        pid = marker.get("pid")
-        if pid == os.getpid() or procs.pid_alive(pid):
-            log(f"iomatrix: left {candidate} alone: its process {pid} is alive")
-            continue
-        shutil.rmtree(candidate, ignore_errors=True)
-        log(f"iomatrix: removed {candidate}, left by an interrupted session")
 
 
 # -- the manifest --------------------------------------------------------------------
@@ -344,91 +271,6 @@ def _make_fixtures(suites, profile, fixtures_dir, log):
         f"({time.monotonic() - started:.1f} s)")
 
 
-# -- planning what is left to do -----------------------------------------------------
-
-def _parts_on_disk(run, series) -> dict:
-    """{(suite, round): {ops the existing parts of that batch hold}}."""
-    found: dict = {}
-    directory = run.parts_dir(series)
-    if not directory.is_dir() or directory.is_symlink():
-        return found
-    for part in directory.glob("r*--*.json"):
-        key = _part_key(part.name)
-        if key is None:
-            continue
-        try:
-            names = {b["metadata"]["name"] for b in store.read_json(part)["benchmarks"]}
-        except (store.ResultFileError, KeyError, TypeError):
-            continue  # an unreadable part is as good as missing: its ops are redone
-        found.setdefault(key, set()).update(names)
-    return found
-
-
-def _part_key(name: str):
-    """(suite, round) of a part file "r003--lutz2009.json" or a redo "r003--lutz2009--2.json"."""
-    stem = name[:-len(".json")]
-    pieces = stem.split("--")
-    if len(pieces) not in (2, 3) or not pieces[0].startswith("r") or not pieces[0][1:].isdigit():
-        return None
-    return pieces[1], int(pieces[0][1:])
-
-
-def _schedule(run, plans, profile, seed) -> list[Task]:
-    """Rounds x suites (shuffled) x series (shuffled): one worker process per task.
-
-    A batch whose part is missing runs whole; one whose part lacks some ops (they
-    failed in an earlier session) runs those ops again.
-    """
-    rng = random.Random(seed)
-    suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
-    runnable = [p for p in plans.values() if p.error is None and p.ops and not p.kept]
-    done = {p.series: _parts_on_disk(run, p.series) for p in runnable}
-    tasks = []
-    for round_index in range(profile.rounds):
-        order = list(suites)
-        rng.shuffle(order)
-        for suite in order:
-            series_order = list(runnable)
-            rng.shuffle(series_order)
-            for plan in series_order:
-                wanted = {op for s, op in plan.ops if s == suite}
-                if not wanted:
-                    continue
-                have = done[plan.series].get((suite, round_index), set())
-                missing = wanted - have
-                if missing:
-                    tasks.append(Task(plan.series, plan.io_stack, suite, round_index,
-                                      sorted(missing) if have else []))
-    return tasks
-
-
-def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
-    """The ops of one batch, in an order shuffled per round and suite.
-
-    The order depends on the round and suite only, not on the interpreter, so every
-    interpreter meets each op at the same position of its batch.
-    """
-    ops = sorted(op for suite, op in plan.ops if suite == task.suite)
-    random.Random(f"{seed}-{task.round_index}-{task.suite}").shuffle(ops)
-    wanted = set(task.ops) if task.ops else set(ops)
-    return [op for op in ops if op in wanted and op not in plan.failed_ops]
-
-
-def _count_existing_parts(run, plans) -> int:
-    return sum(1 for plan in plans.values() if run.parts_dir(plan.series).is_dir()
-               for _ in run.parts_dir(plan.series).glob("r*--*.json"))
-
-
-def _part_for(run, task: Task) -> Path:
-    """Where a batch's result goes: its part, or a numbered redo beside an incomplete one."""
-    part = run.part_file(task.series, task.suite, task.round_index)
-    attempt = 2
-    while os.path.lexists(part):
-        part = part.with_name(f"r{task.round_index:03d}--{task.suite}--{attempt}.json")
-        attempt += 1
-    return part
-
-
 # -- running -------------------------------------------------------------------------
 
 def worker_command(plan: SeriesPlan, task: Task, ops: list[str], profile: Profile,
@@ -456,11 +298,11 @@ def _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, 
     progress = Progress(len(tasks), log, profile.rounds, verbose_labels=series_count <= 4)
     for task in tasks:
         plan = plans[task.series]
-        ops = batch_ops(plan, task, seed)
+        ops = planning.batch_ops(plan, task, seed)
         if plan.error is not None or not ops:
             progress.done()
             continue
-        part = _part_for(run, task)
+        part = planning.part_for(run, task)
         part.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(contract.partial_path(str(part)))
         progress.start(task)
@@ -520,22 +362,11 @@ def _fail_op(plan, task, op, error, log, may_give_up=True):
         log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
 
 
-def _missing(run, plan: SeriesPlan, profile: Profile) -> dict:
-    """{op: number of planned processes with no result} for a series still in parts."""
-    have = _parts_on_disk(run, plan.series)
-    missing = {}
-    for suite, op in plan.ops:
-        absent = sum(1 for r in range(profile.rounds) if op not in have.get((suite, r), set()))
-        if absent:
-            missing[op] = absent
-    return missing
-
-
 def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
     """Merge a series' parts into ``<series>.json`` once every planned op and round is there."""
     if plan.error is not None or not plan.ops or plan.kept:
         return
-    if _missing(run, plan, profile):
+    if planning.missing_processes(run, plan, profile):
         return  # incomplete: the parts stay, the next session of this run id redoes the rest
     parts = sorted(run.parts_dir(plan.series).glob("r*--*.json"))
     try:
@@ -552,39 +383,6 @@ def _merge_series(run, plan: SeriesPlan, profile: Profile, log):
     log(f"iomatrix: {plan.series}: wrote {run.series_file(plan.series)}")
 
 
-def _processes_in_file(path: Path) -> dict:
-    """{op: processes} of a merged series file; {} when it cannot be read."""
-    counts: dict = {}
-    try:
-        for row in store.load_series(path):
-            counts[row["op"]] = counts.get(row["op"], 0) + 1
-    except store.ResultFileError:
-        return {}
-    return counts
-
-
-def series_status(run, plan: SeriesPlan, planned: list, profile: Profile) -> tuple[str, dict]:
-    """(status, missing) of a series, derived from its files, never carried over.
-
-    ok: its file exists, parses and holds every planned op with the planned number
-    of processes. incomplete: some are missing (the next session redoes them).
-    """
-    if os.path.lexists(run.series_file(plan.series)):
-        have = _processes_in_file(run.series_file(plan.series))
-        missing = {op: profile.rounds - have.get(op, 0) for op in planned
-                   if have.get(op, 0) < profile.rounds}
-        if not have:
-            return "unreadable", {}
-        return ("ok" if not missing else "incomplete"), missing
-    if plan.error is not None and not plan.succeeded:
-        return "failed", {}
-    missing = _missing(run, plan, profile) if plan.ops else {}
-    if plan.ops and len(missing) == len(plan.ops) and \
-            all(n == profile.rounds for n in missing.values()):
-        return ("failed" if plan.error or plan.failed_ops else "not run"), missing
-    return "incomplete", missing
-
-
 def _record(run, manifest, plans, profile):
     for plan in plans.values():
         if plan.interp is None:
@@ -594,7 +392,7 @@ def _record(run, manifest, plans, profile):
         if plan.ops:
             entry["planned_ops"] = sorted(op for _, op in plan.ops)
         planned = entry.get("planned_ops") if isinstance(entry.get("planned_ops"), list) else []
-        status, missing = series_status(run, plan, planned, profile)
+        status, missing = planning.series_status(run, plan, planned, profile)
         entry["status"] = status
         entry["missing"] = missing
         if plan.kept:

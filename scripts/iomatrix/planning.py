@@ -1,0 +1,172 @@
+"""What a run still has to do: its tasks, the parts on disk, and each series' status.
+
+A run's state is its files: a part ``.parts/<series>/r003--lutz2009.json`` holds
+one batch (one worker process, one round of one suite); a redo of an incomplete
+batch is ``r003--lutz2009--2.json``. Everything here is derived from those files
+on every call, never remembered, so a resumed or damaged run is planned from what
+is really there.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from pathlib import Path
+
+from iomatrix import environments, store
+from iomatrix.discovery import Interpreter
+from iomatrix.profiles import Profile
+
+
+@dataclasses.dataclass
+class Task:
+    """One worker process: the ops of one suite, for one series, in one round."""
+    series: str
+    io_stack: str
+    suite: str
+    round_index: int
+    ops: list = dataclasses.field(default_factory=list)   # empty: every op the part lacks
+
+
+@dataclasses.dataclass
+class SeriesPlan:
+    series: str
+    interp: Interpreter | None  # None for the native reference
+    io_stack: str
+    env: environments.BenchEnvironment | None = None
+    ops: list = dataclasses.field(default_factory=list)       # [(suite, op)]
+    op_info: dict = dataclasses.field(default_factory=dict)   # op -> row of --list-ops
+    skipped: dict = dataclasses.field(default_factory=dict)   # op -> reason
+    failed_ops: dict = dataclasses.field(default_factory=dict)  # op -> error tail
+    error: str | None = None
+    tool: str | None = None                                   # the native reference program
+    succeeded: bool = False                                   # one worker has succeeded
+    hard_failures: int = 0                                    # crashes and timeouts
+    kept: bool = False                                        # merged by an earlier session
+
+
+def parts_on_disk(run, series) -> dict:
+    """{(suite, round): {ops the existing parts of that batch hold}}."""
+    found: dict = {}
+    directory = run.parts_dir(series)
+    if not directory.is_dir() or directory.is_symlink():
+        return found
+    for part in directory.glob("r*--*.json"):
+        key = part_key(part.name)
+        if key is None:
+            continue
+        try:
+            names = {b["metadata"]["name"] for b in store.read_json(part)["benchmarks"]}
+        except (store.ResultFileError, KeyError, TypeError):
+            continue  # an unreadable part is as good as missing: its ops are redone
+        found.setdefault(key, set()).update(names)
+    return found
+
+
+def part_key(name: str):
+    """(suite, round) of a part file "r003--lutz2009.json" or a redo "r003--lutz2009--2.json"."""
+    stem = name[:-len(".json")]
+    pieces = stem.split("--")
+    if len(pieces) not in (2, 3) or not pieces[0].startswith("r") or not pieces[0][1:].isdigit():
+        return None
+    return pieces[1], int(pieces[0][1:])
+
+
+def schedule(run, plans, profile, seed) -> list[Task]:
+    """Rounds x suites (shuffled) x series (shuffled): one worker process per task.
+
+    A batch whose part is missing runs whole; one whose part lacks some ops (they
+    failed in an earlier session) runs those ops again.
+    """
+    rng = random.Random(seed)
+    suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
+    runnable = [p for p in plans.values() if p.error is None and p.ops and not p.kept]
+    done = {p.series: parts_on_disk(run, p.series) for p in runnable}
+    tasks = []
+    for round_index in range(profile.rounds):
+        order = list(suites)
+        rng.shuffle(order)
+        for suite in order:
+            series_order = list(runnable)
+            rng.shuffle(series_order)
+            for plan in series_order:
+                wanted = {op for s, op in plan.ops if s == suite}
+                if not wanted:
+                    continue
+                have = done[plan.series].get((suite, round_index), set())
+                missing = wanted - have
+                if missing:
+                    tasks.append(Task(plan.series, plan.io_stack, suite, round_index,
+                                      sorted(missing) if have else []))
+    return tasks
+
+
+def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
+    """The ops of one batch, in an order shuffled per round and suite.
+
+    The order depends on the round and suite only, not on the interpreter, so every
+    interpreter meets each op at the same position of its batch.
+    """
+    ops = sorted(op for suite, op in plan.ops if suite == task.suite)
+    random.Random(f"{seed}-{task.round_index}-{task.suite}").shuffle(ops)
+    wanted = set(task.ops) if task.ops else set(ops)
+    return [op for op in ops if op in wanted and op not in plan.failed_ops]
+
+
+def count_existing_parts(run, plans) -> int:
+    return sum(1 for plan in plans.values() if run.parts_dir(plan.series).is_dir()
+               for _ in run.parts_dir(plan.series).glob("r*--*.json"))
+
+
+def part_for(run, task: Task) -> Path:
+    """Where a batch's result goes: its part, or a numbered redo beside an incomplete one."""
+    part = run.part_file(task.series, task.suite, task.round_index)
+    attempt = 2
+    while os.path.lexists(part):
+        part = part.with_name(f"r{task.round_index:03d}--{task.suite}--{attempt}.json")
+        attempt += 1
+    return part
+
+
+def missing_processes(run, plan: SeriesPlan, profile: Profile) -> dict:
+    """{op: number of planned processes with no result} for a series still in parts."""
+    have = parts_on_disk(run, plan.series)
+    missing = {}
+    for suite, op in plan.ops:
+        absent = sum(1 for r in range(profile.rounds) if op not in have.get((suite, r), set()))
+        if absent:
+            missing[op] = absent
+    return missing
+
+
+def processes_in_file(path: Path) -> dict:
+    """{op: processes} of a merged series file; {} when it cannot be read."""
+    counts: dict = {}
+    try:
+        for row in store.load_series(path):
+            counts[row["op"]] = counts.get(row["op"], 0) + 1
+    except store.ResultFileError:
+        return {}
+    return counts
+
+
+def series_status(run, plan: SeriesPlan, planned: list, profile: Profile) -> tuple[str, dict]:
+    """(status, missing) of a series, derived from its files, never carried over.
+
+    ok: its file exists, parses and holds every planned op with the planned number
+    of processes. incomplete: some are missing (the next session redoes them).
+    """
+    if os.path.lexists(run.series_file(plan.series)):
+        have = processes_in_file(run.series_file(plan.series))
+        missing = {op: profile.rounds - have.get(op, 0) for op in planned
+                   if have.get(op, 0) < profile.rounds}
+        if not have:
+            return "unreadable", {}
+        return ("ok" if not missing else "incomplete"), missing
+    if plan.error is not None and not plan.succeeded:
+        return "failed", {}
+    missing = missing_processes(run, plan, profile) if plan.ops else {}
+    if plan.ops and len(missing) == len(plan.ops) and \
+            all(n == profile.rounds for n in missing.values()):
+        return ("failed" if plan.error or plan.failed_ops else "not run"), missing
+    return "incomplete", missing
