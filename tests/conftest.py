@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix import discovery
+from iomatrix import contract, discovery
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,19 +36,16 @@ def write_pyperf_file(path: Path, benchmarks: dict, label_meta: dict | None = No
     """Write a pyperf JSON file: {op: [[values of process 1], [values of process 2], ...]}.
 
     Each process becomes a run with iomatrix metadata and round = its index, as
-    the matrix writes them.
+    the matrix writes them; the file is written through the results contract.
     """
     out = []
     for op, processes in benchmarks.items():
-        runs = []
-        for round_index, values in enumerate(processes):
-            runs.append({"metadata": {"date": "2026-01-01 00:00:00", "iomatrix_round": round_index},
-                         "values": values, "warmups": [[1, values[0]]]})
-        out.append({"metadata": {"name": op, "loops": 1, "unit": "second",
-                                 "iomatrix_suite": "lutz2009",
-                                 "iomatrix_category": "read-text" if "read" in op else "write-text",
-                                 "iomatrix_bytes": 1_000_000, "iomatrix_io": "c",
-                                 "iomatrix_cache": "warm", "iomatrix_profile": "quick",
-                                 **(label_meta or {})},
-                    "runs": runs})
-    path.write_text(json.dumps({"version": "1.0", "benchmarks": out, "metadata": {}}))
+        runs = [({"date": "2026-01-01 00:00:00", contract.KEY_ROUND: round_index},
+                 [(1, values[0])], values) for round_index, values in enumerate(processes)]
+        metadata = {contract.KEY_SUITE: "lutz2009",
+                    contract.KEY_CATEGORY: "read-text" if "read" in op else "write-text",
+                    contract.KEY_BYTES: 1_000_000, contract.KEY_IO: "c",
+                    contract.KEY_CACHE: "warm", contract.KEY_PROFILE: "quick",
+                    **(label_meta or {})}
+        out.append(contract.pyperf_benchmark(op, metadata, runs))
+    contract.atomic_write_json(str(path), contract.pyperf_document(out))

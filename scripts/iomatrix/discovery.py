@@ -194,7 +194,13 @@ def parse_env_declarations(value: str) -> list[tuple[str, str]]:
 def parse_config_declarations(config_file: Path) -> list[tuple[str, str]]:
     if not config_file.exists():
         return []
-    text = config_file.read_text()
+    try:
+        text = config_file.read_bytes().decode("utf-8")  # TOML is UTF-8 by definition
+    except UnicodeDecodeError as exc:
+        raise DiscoveryError(f"{config_file}: not UTF-8 text (byte {exc.start}); TOML files are "
+                             "UTF-8") from None
+    except OSError as exc:
+        raise DiscoveryError(f"{config_file}: cannot read: {exc.strerror or exc}") from None
     try:
         import tomllib
     except ImportError:  # Python < 3.11 runs nox: a table of strings is all we read

@@ -395,6 +395,7 @@ def _record(run, manifest, plans, profile):
         status, missing = planning.series_status(run, plan, planned, profile)
         entry["status"] = status
         entry["missing"] = missing
+        entry["results_file"] = plan.series + ".json" if status == "ok" else None
         if plan.kept:
             continue
         entry["skipped_ops"] = plan.skipped
@@ -402,7 +403,6 @@ def _record(run, manifest, plans, profile):
         entry["error_tail"] = procs.tail(plan.error) if plan.error else (
             procs.tail(next(iter(plan.failed_ops.values()))) if status == "failed" and
             plan.failed_ops else None)
-        entry["results_file"] = plan.series + ".json" if status == "ok" else None
 
 
 class Progress:
