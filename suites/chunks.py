@@ -7,7 +7,7 @@ yields ~256-byte pieces through readline), ``f.read(N)`` loops for N from
 for allocating and filling a new bytes object every call), and ``readinto``
 a preallocated bytearray, which allocates nothing per call.
 
-The file is 2 MiB in smoke, 48 MiB in quick and 256 MiB in full; each pass
+Sizes: smoke 2 MiB, quick 48 MiB, full 256 MiB. Each pass
 opens, reads to the end and closes it (smoke makes several passes a call,
 except under ``--cache cold``). Every op counts the bytes it got and
 keeps its last chunk; verify compares the total with the fixture's size, the

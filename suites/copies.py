@@ -7,7 +7,7 @@ loop with 4 KiB, 64 KiB and 1 MiB buffers, a ``readinto`` loop that reuses one
 ``os.sendfile`` and ``os.copy_file_range`` loops (data never enters user
 space), and ``read()`` of the whole file followed by one ``write``.
 
-The source is random binary (smoke 4 MiB, quick 64 MiB, full 256 MiB); the
+The source is random binary. Sizes: smoke 4 MiB, quick 32 MiB, full 256 MiB. The
 destination is a scratch file, rewritten every call. Verify compares the
 destination's size and crc32 with the fixture's.
 

@@ -10,7 +10,7 @@ coroutines make the data on the event loop and hand the blocking write to a
 thread (``run_in_executor`` with a thread pool, or ``asyncio.to_thread``).
 The files are then read back sequentially and with threads.
 
-Sizes: smoke 50 files of 200 rows, quick 200 files of 1000 rows, full 2000
+Sizes: smoke 50 files of 200 rows, quick 100 files of 500 rows, full 2000
 files of 1000 rows (10 numbers a row, ~40-60 bytes a row). Pools are created
 inside the timed call, as a program would. Write ops verify every file's
 crc32 and then delete the files, so every call creates new ones; read ops

@@ -16,7 +16,7 @@ bytes object first. Every pair does the same work from an unopened file:
 - in-place modify of many records of a scratch copy: slice assignment
   through an ACCESS_WRITE map versus ``f.seek(i); f.write(record)``.
 
-The file is ASCII text (smoke 512 KiB, quick 8 MiB, full 64 MiB); on the
+The file is ASCII text. Sizes: smoke 512 KiB, quick 4 MiB, full 64 MiB. On the
 smoke file the whole-file and find ops repeat (inner_loops) except under
 ``--cache cold``. Offsets are a deterministic spread over the file. Verify
 compares counts, offsets and crc32s with references computed in setup from

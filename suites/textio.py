@@ -19,7 +19,7 @@ Stresses what ``open(..., encoding=...)`` adds on top of bytes:
 
 Files are ``ctx.io_module.open`` (``io.open`` on 2.7, whose builtin open has
 no encoding; ``_pyio.open`` under ``--io pyio``); StringIO and BytesIO come
-from the same module. Sizes: smoke 256 KiB, quick 4 MiB, full 32 MiB a file.
+from the same module. Sizes: smoke 256 KiB, quick 2 MiB, full 32 MiB a file.
 Written files must be byte-identical to the fixture they were decoded from
 (crc32); reads verify characters, lines and the last line against a
 ``bytes.decode`` of the file made in setup.

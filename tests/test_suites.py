@@ -5,6 +5,7 @@ holds the op with values and the iomatrix metadata.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -270,3 +271,25 @@ def test_unwritable_fixture_directory_is_named(tmp_path):
     target = str(blocker / "sub")
     with pytest.raises(OSError, match=re.escape(target)):
         _fixtures.make_fixtures(["chunks"], "smoke", target)
+
+
+def _size_text(size: int) -> str:
+    for unit, factor in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} bytes"
+
+
+@pytest.mark.parametrize("suite, table", [
+    ("copies", "FILE_BYTES"), ("mmapio", "FILE_BYTES"), ("chunks", "FILE_BYTES"),
+    ("textio", "TEXT_BYTES"), ("manyfiles", "PROFILES")])
+def test_each_suite_docstring_states_the_sizes_of_its_profile_table(suite, table):
+    """A sentence about method must be true: the docstring's sizes are the table's."""
+    module = importlib.import_module(suite)
+    sizes = getattr(module, table)
+    if suite == "manyfiles":
+        phrases = [f"{p} {files} files of {rows} rows" for p, (files, rows) in sizes.items()]
+    else:
+        phrases = [f"{p} {_size_text(size)}" for p, size in sizes.items()]
+    expected = "Sizes: " + ", ".join(phrases)
+    assert expected in " ".join(module.__doc__.split()), (suite, expected)
