@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from iomatrix import bench, discovery  # noqa: E402
+from iomatrix import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
 # `nox` alone runs the matrix session: every bench session's work, interleaved, then the
@@ -46,17 +47,13 @@ LABELS = [interp.label for interp in INTERPRETERS]
 
 def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = None,
               before_failing=lambda: None) -> None:
-    """Run ``labels`` through iomatrix/bench.py; fail the session when a series failed."""
     try:
-        manifest = bench.run(INTERPRETERS, labels, args, aa=aa, log=session.log)
+        bench.run_checked(INTERPRETERS, labels, args, aa=aa, log=session.log)
+    except bench.IncompleteRun as exc:
+        before_failing()
+        session.error(str(exc))
     except bench.BenchError as exc:
         session.error(str(exc))
-    if manifest is None:
-        return
-    failed = bench.failures(manifest, labels + ([f"{aa}-aa"] if aa else []))
-    if failed:
-        before_failing()
-        session.error(f"not complete: {', '.join(failed)} (see manifest.json for the error tails)")
 
 
 def describe(interp: discovery.Interpreter) -> str:
@@ -125,6 +122,17 @@ def history(session: nox.Session) -> None:
     """One interpreter's times across every stored run (posargs: LABEL [--figure PNG] ...)."""
     session.install(*EXTRAS["report"])
     session.run("python", str(ROOT / "scripts" / "history.py"), *session.posargs)
+
+
+@nox.session(default=False)
+def release(session: nox.Session) -> None:
+    """Release day: NEW against the previous release of its minor version, as a PR comment
+    (posargs: NEW [--against OLD] [--debian-source]); exit 0, 1 (regression) or 2."""
+    session.install(*EXTRAS["report"])
+    status = release_check.main(session.posargs, compare_python=session.virtualenv.bin + "/python",
+                                log=session.log)
+    if status:
+        raise SystemExit(status)  # nox passes it on: the gate's code, not nox's generic 1
 
 
 @nox.session(venv_backend="none", default=False)

@@ -21,6 +21,10 @@ class BenchError(RuntimeError):
     """The run could not start or an interpreter failed: the session fails with this."""
 
 
+class IncompleteRun(BenchError):
+    """The run finished, but some series are not complete (their status says why)."""
+
+
 def parser(prog: str, matrix: bool) -> cli.Parser:
     p = cli.Parser(prog=prog, description="Run iomatrix suites.")
     p.add_argument("--suite", default=runner.CORE_SUITE,
@@ -128,6 +132,19 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
     except (runner.MatrixError, workdirs.WorkDirError, store.RunInUseError, cli.BadInput) as exc:
         raise BenchError(str(exc))
     log(f"run {args.run_id} in {args.results_dir / args.run_id}")
+    return manifest
+
+
+def run_checked(interpreters, labels: list[str], args: argparse.Namespace, aa: str | None = None,
+                log=print) -> dict | None:
+    """``run``, then IncompleteRun naming every series of ``labels`` (and the twin) not ok."""
+    manifest = run(interpreters, labels, args, aa=aa, log=log)
+    if manifest is None:
+        return None
+    failed = failures(manifest, labels + ([f"{aa}-aa"] if aa else []))
+    if failed:
+        raise IncompleteRun(f"not complete: {', '.join(failed)} (see manifest.json for the "
+                            "error tails)")
     return manifest
 
 
