@@ -52,7 +52,8 @@ def test_interrupted_run_resumes_without_losing_or_redoing_work(tmp_path, sig, m
     need(machine_interpreters, "2.7")
     results, work = tmp_path / "results", tmp_path / "work"
     work.mkdir()
-    args = ["-s", "bench-2.7", "--", "--profile", "quick", "--results-dir", str(results),
+    args = ["-s", "bench-2.7", "--", "--profile", "quick", "--budget", "0.001",  # no extra rounds
+            "--results-dir", str(results),
             "--run-id", "R", "--work-dir", str(work)]
     proc = start_nox(*args)
     parts_dir = results / "R" / ".parts" / "2.7"

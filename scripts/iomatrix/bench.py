@@ -10,7 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
-from iomatrix import cli, contract, discovery, environments, runner, store, workdirs
+from iomatrix import cli, contract, discovery, environments, runner, sampling, store, workdirs
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.profiles import PROFILES
 
@@ -48,6 +48,11 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
     p.add_argument("--keep-fixtures", action="store_true")
     p.add_argument("--timeout", type=cli.positive_seconds, default=600.0,
                    help="seconds one worker process may take per op (default: %(default)s)")
+    p.add_argument("--target", type=cli.threshold, default=sampling.DEFAULT_TARGET,
+                   help="extra rounds go to ops whose median's 95%% interval is wider than "
+                        "this on either side (default: %(default)s = 2%%)")
+    p.add_argument("--budget", type=cli.positive_seconds, default=None,
+                   help="seconds after which no extra round starts (default: the profile's)")
     p.add_argument("--list", action="store_true", help="print the suites and their ops")
     if matrix:
         p.add_argument("--pythons", default=None, type=cli.label_list,
@@ -118,7 +123,8 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
     options = dict(suites=suites, profile=PROFILES[args.profile], results_dir=args.results_dir,
                    io_stacks=args.io, cache=args.cache, allocator=args.allocator,
                    output=args.output, seed=args.seed, work_dir=args.work_dir,
-                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of, log=log)
+                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
+                   target=args.target, budget=args.budget, log=log)
     try:
         try:
             manifest = runner.run_matrix(selected, run_id=args.run_id, **options)

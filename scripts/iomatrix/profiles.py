@@ -13,7 +13,9 @@ from iomatrix import contract
 @dataclasses.dataclass(frozen=True)
 class Profile:
     name: str
-    rounds: int          # worker processes per op and interpreter
+    rounds: int          # worker processes per op and interpreter, at least
+    max_rounds: int      # at most, with the extra rounds of loose ops (iomatrix.sampling)
+    budget_seconds: int  # the timing pass stops adding extra rounds after this long
     values: int          # timed values per process
     warmups: int         # untimed warm-up values per process
     pypy_warmups: int    # PyPy's JIT needs more before its values are steady
@@ -22,8 +24,13 @@ class Profile:
 
 PROFILES = {
     # smoke proves that everything runs, not how fast: one process per suite, one value
-    "smoke": Profile("smoke", 1, 1, 0, 0, "seconds per interpreter, one value per op; for tests"),
-    "quick": Profile("quick", 10, 2, 1, 3, "the default: minutes for the whole machine"),
-    "full": Profile("full", 40, 3, 1, 10, "pyperf's rigorous settings: 40 processes x 3 values"),
+    "smoke": Profile("smoke", rounds=1, max_rounds=1, budget_seconds=0, values=1, warmups=0,
+                     pypy_warmups=0,
+                     description="seconds per interpreter, one value per op; for tests"),
+    "quick": Profile("quick", rounds=10, max_rounds=30, budget_seconds=360, values=2, warmups=1,
+                     pypy_warmups=3, description="the default: minutes for the whole machine"),
+    "full": Profile("full", rounds=40, max_rounds=80, budget_seconds=3600, values=3, warmups=1,
+                    pypy_warmups=10, description="pyperf's rigorous settings: 40 processes x 3 "
+                                                 "values, more where noisy"),
 }
 assert tuple(PROFILES) == contract.PROFILES

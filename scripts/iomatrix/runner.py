@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import contract, environments, machine, native, planning, procs, store, workdirs
+from iomatrix import (contract, environments, machine, native, planning, procs, sampling, store,
+                      workdirs)
 from iomatrix.planning import SeriesPlan, Task
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import SUITES_DIR
@@ -102,13 +103,16 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                allocator: str = "steady", output: str = "new",
                seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
                timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
-               aa_of: dict | None = None, log=print) -> dict:
+               aa_of: dict | None = None, target: float = sampling.DEFAULT_TARGET,
+               budget: float | None = None, log=print) -> dict:
     """Run every suite op under every interpreter; return the run's manifest.
 
     Interpreters that fail (no environment, crashes, timeouts) are recorded as
     failed in the manifest; the others complete.
     """
     conditions = Conditions(cache, allocator, output)
+    started = time.monotonic()
+    deadline = started + (profile.budget_seconds if budget is None else budget)
     run = store.Run(results_dir, run_id)
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     with run.exclusive():
@@ -136,6 +140,10 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             _write_manifest(run, manifest, plans, profile)
             _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, timeout,
                      seed, log)
+            session["sampling"] = sampling.sample_until_tight(
+                run, plans, profile, target=target, deadline=deadline, seed=seed, log=log,
+                execute=lambda extra: _execute(run, plans, extra, profile, conditions,
+                                               fixtures_dir, scratch_dir, timeout, seed, log))
             for plan in plans.values():
                 _merge_series(run, plan, profile, log)
         except KeyboardInterrupt:
@@ -419,8 +427,10 @@ class Progress:
         group = (task.round_index, task.suite)
         if group != self.current_group:
             self.current_group = group
-            self.log(f"[{self.finished}/{self.total} done, {self.eta()}] round "
-                     f"{task.round_index + 1}/{self.rounds}: suite {task.suite}")
+            which = (f"{task.round_index + 1}/{self.rounds}" if task.round_index < self.rounds
+                     else f"{task.round_index + 1} (extra)")
+            self.log(f"[{self.finished}/{self.total} done, {self.eta()}] round {which}: "
+                     f"suite {task.suite}")
         if self.verbose_labels:
             self.log(f"    {task.series}")
 

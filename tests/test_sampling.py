@@ -1,0 +1,52 @@
+"""Sampling where the noise is: extra rounds for loose ops, within the profile's limits."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from iomatrix import runner, sampling, store
+from iomatrix.profiles import PROFILES
+from conftest import need
+
+
+@pytest.mark.parametrize("n, expected", [(5, None), (6, (1, 6)), (10, (2, 9)), (30, (10, 21))])
+def test_the_median_interval_is_the_sign_test_one(n, expected):
+    values = list(range(1, n + 1))
+    assert sampling.median_interval(values) == expected
+
+
+def test_the_half_width_is_relative_to_the_median_and_inf_without_an_interval():
+    assert sampling.relative_half_width([1.0] * 4) == math.inf
+    assert sampling.relative_half_width([1.0] * 10) == 0
+    values = [0.9, 0.95, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.05, 1.1]
+    assert sampling.relative_half_width(values) == pytest.approx(0.05)
+
+
+def test_loose_ops_get_extra_rounds_up_to_the_profiles_maximum(tmp_path, machine_interpreters):
+    real = need(machine_interpreters, "2.7")
+    profile = dataclasses.replace(PROFILES["smoke"], name="smoke", rounds=2, max_rounds=3,
+                                  budget_seconds=600)
+    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=profile,
+                                 results_dir=tmp_path, run_id="S", work_dir=tmp_path,
+                                 target=1e-9, log=lambda *a: None)
+    sampled = manifest["sessions"][-1]["sampling"]
+    assert sampled["extra_rounds"] == 1 and sampled["stopped_by"] == "the profile's 3 rounds"
+    assert manifest["interpreters"]["2.7"]["status"] == "ok"
+    rows = store.load_series(tmp_path / "S" / "2.7.json")
+    per_op = {}
+    for row in rows:
+        per_op[row["op"]] = per_op.get(row["op"], 0) + 1
+    assert set(per_op.values()) == {3}
+    assert set(sampled["loose"]["2.7"]) == set(per_op)  # 3 processes: still no interval
+
+
+def test_a_spent_budget_adds_no_round(tmp_path, machine_interpreters):
+    real = need(machine_interpreters, "2.7")
+    profile = dataclasses.replace(PROFILES["smoke"], rounds=1, max_rounds=5, budget_seconds=600)
+    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=profile,
+                                 results_dir=tmp_path, run_id="B", work_dir=tmp_path,
+                                 budget=0.001, log=lambda *a: None)
+    sampled = manifest["sessions"][-1]["sampling"]
+    assert sampled["extra_rounds"] == 0 and sampled["stopped_by"] == "the time budget"
