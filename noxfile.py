@@ -103,25 +103,28 @@ def matrix(session: nox.Session) -> None:
     queue_report()
 
 
+def run_tool(session: nox.Session, tool: str) -> None:
+    """Run scripts/<tool>.py in a session venv with the report dependencies."""
+    session.install(*EXTRAS["report"])
+    session.run("python", str(ROOT / "scripts" / f"{tool}.py"), *session.posargs)
+
+
 @nox.session(default=False)
 def report(session: nox.Session) -> None:
     """Write the markdown report of a run (posargs: --run-id, --baseline, --out, ...)."""
-    session.install(*EXTRAS["report"])
-    session.run("python", str(ROOT / "scripts" / "report.py"), *session.posargs)
+    run_tool(session, "report")
 
 
 @nox.session(default=False)
 def compare(session: nox.Session) -> None:
     """Compare two runs or result files op by op, as a PR comment (posargs: A B [--label L])."""
-    session.install(*EXTRAS["report"])
-    session.run("python", str(ROOT / "scripts" / "compare.py"), *session.posargs)
+    run_tool(session, "compare")
 
 
 @nox.session(default=False)
 def history(session: nox.Session) -> None:
     """One interpreter's times across every stored run (posargs: LABEL [--figure PNG] ...)."""
-    session.install(*EXTRAS["report"])
-    session.run("python", str(ROOT / "scripts" / "history.py"), *session.posargs)
+    run_tool(session, "history")
 
 
 @nox.session(default=False)

@@ -91,17 +91,23 @@ def expect_equal(what, got, expected):
         raise VerificationError("%s: got %r, expected %r" % (what, got, expected))
 
 
-def file_crc32(path):
-    """(crc32, size) of a file, read in 1 MiB blocks."""
-    crc = 0
-    size = 0
+def file_blocks(path):
+    """The bytes of a file in 1 MiB blocks (for checks outside any timed region)."""
     with open(path, "rb") as f:
         while True:
             block = f.read(CRC_CHUNK)
             if not block:
-                break
-            size += len(block)
-            crc = zlib.crc32(block, crc)
+                return
+            yield block
+
+
+def file_crc32(path):
+    """(crc32, size) of a file, read in 1 MiB blocks."""
+    crc = 0
+    size = 0
+    for block in file_blocks(path):
+        size += len(block)
+        crc = zlib.crc32(block, crc)
     return crc & 0xFFFFFFFF, size
 
 

@@ -8,19 +8,12 @@ from __future__ import division, print_function
 import os
 import sys
 
-from _api import CRC_CHUNK, FIXTURES_MANIFEST, file_crc32, load_suite
+from _api import FIXTURES_MANIFEST, file_blocks, file_crc32, load_suite
 from _results import atomic_write_json, partial_path
 
 
 def count_newlines(path):
-    lines = 0
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(CRC_CHUNK)
-            if not block:
-                break
-            lines += block.count(b"\n")
-    return lines
+    return sum(block.count(b"\n") for block in file_blocks(path))
 
 
 

@@ -55,11 +55,15 @@ def _argparse_type(check, name):
     return convert
 
 
-def finite_float(text: str) -> float:
+def _number(text: str, convert, what: str):
     try:
-        value = float(text)
+        return convert(text)
     except ValueError:
-        raise BadInput(f"{text!r} is not a number")
+        raise BadInput(f"{text!r} is not {what}")
+
+
+def finite_float(text: str) -> float:
+    value = _number(text, float, "a number")
     if not math.isfinite(value):
         raise BadInput(f"{text!r} is not a finite number")
     return value
@@ -81,10 +85,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadInput(f"{text!r} is not a whole number")
+    value = _number(text, int, "a whole number")
     if value < 1:
         raise BadInput(f"{text!r}: must be at least 1")
     return value
