@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -37,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from iomatrix import procs
 from iomatrix.sources import (VERSION_RE, ProvisionError, Say, UsageError, Version, brief,
                               parse_version, resolve_tarball)
 
@@ -45,6 +45,7 @@ UV_TIMEOUT = 15  # uv's own HTTP timeout; an offline uv fails within it
 UV_INSTALL_TIMEOUT = 600
 PROBE_TIMEOUT = 120
 HEARTBEAT_SECONDS = 30.0
+STOP_GRACE_SECONDS = 10  # for make and its compilers to exit on SIGTERM before SIGKILL
 OPTIMIZED_ARGS = ["--enable-optimizations", "--with-lto"]
 FREE_THREADED_ARGS = ["--disable-gil"]
 
@@ -160,33 +161,10 @@ def _clean_env() -> dict[str, str]:
 def _remove_stale_partials(pythons: Path, version: Version, say: Say) -> None:
     for partial in pythons.glob(f".{version}.partial-*"):
         pid = partial.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdigit() and procs.pid_alive(int(pid)):
             continue
         say(f"removing {partial}, left by an earlier build that was killed")
         shutil.rmtree(partial, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stop_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=10)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 class _Builder:
@@ -218,32 +196,32 @@ class _Builder:
         self.say(f"{name} done in {_elapsed(self.stage_seconds[name])}")
 
     def run(self, name: str, cmd: list[str], cwd: Path) -> None:
-        def go() -> None:
-            self.write(f"$ cd {cwd} && {' '.join(cmd)}\n")
-            begun = time.monotonic()
-            with open(self.log, "ab") as out:
-                # A session of its own, so that an interrupt can stop make
-                # and every compiler it started.
-                proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                        stderr=subprocess.STDOUT, env=_clean_env(),
-                                        start_new_session=True)
-                try:
-                    while True:
-                        try:
-                            code = proc.wait(timeout=HEARTBEAT_SECONDS)
-                            break
-                        except subprocess.TimeoutExpired:
-                            now = time.monotonic()
-                            self.say(f"{name}: still running, {_elapsed(now - begun)} in this "
-                                     f"stage, {_elapsed(now - self.start)} in all "
-                                     f"(log: {self.log})")
-                finally:
-                    if proc.poll() is None:  # interrupted: do not leave make running
-                        _stop_group(proc)
-            if code != 0:
-                raise StageError(name, self.log, f"{cmd[0]} exited with status {code}")
+        self.stage(name, lambda: self._command(name, cmd, cwd))
 
-        self.stage(name, go)
+    def _command(self, name: str, cmd: list[str], cwd: Path) -> None:
+        """Run cmd into the log, saying every HEARTBEAT_SECONDS that it is still running."""
+        self.write(f"$ cd {cwd} && {' '.join(cmd)}\n")
+        begun = time.monotonic()
+        with open(self.log, "ab") as out:
+            # A process group of its own, so that an interrupt can stop make and every
+            # compiler it started.
+            proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env=_clean_env(),
+                                    **procs.new_group_kwargs())
+        try:
+            while True:
+                try:
+                    code = proc.wait(timeout=HEARTBEAT_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    self.say(f"{name}: still running, {_elapsed(now - begun)} in this stage, "
+                             f"{_elapsed(now - self.start)} in all (log: {self.log})")
+        finally:
+            if proc.poll() is None:  # interrupted: do not leave make running
+                procs.kill_group(proc, grace=STOP_GRACE_SECONDS)
+        if code != 0:
+            raise StageError(name, self.log, f"{cmd[0]} exited with status {code}")
 
 
 def build(version: Version | str, *, root: Path | None = None, tarball: Path | str | None = None,
@@ -306,8 +284,7 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
                     break
             else:
                 raise ProvisionError(f"make install left no python3 in {bin_dir}")
-        proc = subprocess.run([str(python3), "-c", PROBE], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT, env=_clean_env())
+        proc = procs.run([str(python3), "-c", PROBE], timeout=PROBE_TIMEOUT, env=_clean_env())
         builder.write(f"$ {python3} -c PROBE\n{proc.stdout}{proc.stderr}")
         if proc.returncode != 0:
             raise ProvisionError(f"the new interpreter does not start: {brief(proc.stderr)}")
@@ -381,8 +358,7 @@ def uv_install(versions: list[Version], http_timeout: float = UV_TIMEOUT,
         cmd = [uv, "python", "install", version.text]
         print(f"[{version}] {' '.join(cmd)}", flush=True)
         try:
-            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  env=env, timeout=timeout)
+            proc = procs.run(cmd, env=env, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             raise ProvisionError(f"uv python install {version} gave no result within "
                                  f"{exc.timeout:g}s; the machine may be offline: build from "

@@ -21,7 +21,6 @@ import lzma
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import urllib.error
 import urllib.request
@@ -29,6 +28,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from iomatrix import procs
 
 OFFICIAL_URL = "https://www.python.org/ftp/python/{release}/Python-{python_version}.tar.xz"
 DOWNLOAD_TIMEOUT = 15  # seconds without an answer before a download gives up
@@ -103,7 +104,7 @@ def parse_version(text: str) -> Version:
 
 def brief(text: str, lines: int = 5) -> str:
     """The last lines of a command's output, on one line, for an error message."""
-    return " | ".join(text.strip().splitlines()[-lines:]) or "(no output)"
+    return procs.tail(text, lines, " | ") or "(no output)"
 
 
 # -- checking a tarball ----------------------------------------------------------------
@@ -193,8 +194,7 @@ def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) 
 
 
 def _apt_source_versions(package: str) -> list[str]:
-    proc = subprocess.run(["apt-cache", "showsrc", package], capture_output=True, text=True,
-                          timeout=APT_QUERY_TIMEOUT)
+    proc = procs.run(["apt-cache", "showsrc", package], timeout=APT_QUERY_TIMEOUT)
     return [line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
             if line.startswith("Version:")]
 
@@ -205,9 +205,8 @@ def _upstream_of(debian_version: str) -> str:
 
 
 def _apt_source_mirrors() -> list[str]:
-    proc = subprocess.run(["apt-get", "indextargets", "--format", "$(REPO_URI)",
-                           "Created-By: Sources"], capture_output=True, text=True,
-                          timeout=APT_QUERY_TIMEOUT)
+    proc = procs.run(["apt-get", "indextargets", "--format", "$(REPO_URI)", "Created-By: Sources"],
+                     timeout=APT_QUERY_TIMEOUT)
     return list(dict.fromkeys(uri if uri.endswith("/") else uri + "/"
                               for uri in proc.stdout.split()))
 
@@ -224,8 +223,7 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     if listed:
         cmd = ["apt-get", "source", "--download-only", f"{package}={listed[-1]}"]
         say(f"in {tarballs}: {' '.join(cmd)}")
-        proc = subprocess.run(cmd, cwd=tarballs, capture_output=True, text=True,
-                              timeout=APT_TIMEOUT)
+        proc = procs.run(cmd, cwd=tarballs, timeout=APT_TIMEOUT)
         # Only the orig tarball and the .dsc (its checksum) are wanted.
         for extra in tarballs.glob(f"{package}_{upstream}-*.debian.tar.*"):
             extra.unlink()
@@ -258,8 +256,7 @@ def _apt_helper_fetch(url: str, dest: Path, say: Say) -> str | None:
     part = dest.with_name(dest.name + f".part-{os.getpid()}")
     say(f"{APT_HELPER} download-file {url} {dest.name}")
     try:
-        proc = subprocess.run([str(APT_HELPER), "download-file", url, str(part)],
-                              capture_output=True, text=True, timeout=APT_TIMEOUT)
+        proc = procs.run([str(APT_HELPER), "download-file", url, str(part)], timeout=APT_TIMEOUT)
         if proc.returncode == 0 and part.exists():
             os.replace(part, dest)
             return None
