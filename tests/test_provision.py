@@ -310,6 +310,31 @@ def test_stale_partial_is_removed(cache, fake_tarball):
     assert pythons_entries(cache) == ["9.9.9", "logs"]
 
 
+def test_partial_of_a_live_build_is_left_alone(cache, fake_tarball, monkeypatch):
+    # pid 4242 belongs to another user: kill(pid, 0) fails with EPERM, so it is alive.
+    live = cache / "pythons" / ".9.9.9.partial-4242"
+    (live / "src").mkdir(parents=True)
+    real_kill = os.kill
+
+    def kill(pid, sig):
+        if pid == 4242:
+            raise PermissionError(1, "Operation not permitted")
+        return real_kill(pid, sig)
+
+    monkeypatch.setattr(os, "kill", kill)
+    lines = []
+    provision.build("9.9.9", tarball=fake_tarball, say=lines.append)
+    assert (live / "src").is_dir()
+    assert f"leaving {live}: its build (pid 4242) is still running" in lines
+
+
+def test_stale_partial_with_an_impossible_pid_is_removed(cache, fake_tarball):
+    dead = cache / "pythons" / ".9.9.9.partial-99999999999999999999"
+    dead.mkdir(parents=True)
+    provision.build("9.9.9", tarball=fake_tarball)
+    assert pythons_entries(cache) == ["9.9.9", "logs"]
+
+
 def test_existing_directory_without_build_info(cache, fake_tarball):
     (cache / "pythons" / "9.9.9").mkdir(parents=True)
     with pytest.raises(provision.ProvisionError, match="holds no iomatrix-build.json"):

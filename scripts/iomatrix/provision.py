@@ -162,6 +162,7 @@ def _remove_stale_partials(pythons: Path, version: Version, say: Say) -> None:
     for partial in pythons.glob(f".{version}.partial-*"):
         pid = partial.name.rsplit("-", 1)[-1]
         if pid.isdigit() and procs.pid_alive(int(pid)):
+            say(f"leaving {partial}: its build (pid {pid}) is still running")
             continue
         say(f"removing {partial}, left by an earlier build that was killed")
         shutil.rmtree(partial, ignore_errors=True)
