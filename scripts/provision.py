@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build CPython interpreters from source into the iomatrix cache: ``nox -s provision -- VERSION...``.
 
-The work is in ``iomatrix/provision.py``; the README's "Provisioning" section says how.
+The work is in ``iomatrix/provision.py`` (building) and ``iomatrix/sources.py`` (tarballs);
+the README's "Provisioning" section says how.
 """
 import sys
 

@@ -1,4 +1,5 @@
-"""Tests for provisioning (scripts/iomatrix/provision.py, its command line scripts/provision.py).
+"""Tests for provisioning (scripts/iomatrix/provision.py and sources.py, its command line
+scripts/provision.py).
 
 Most tests build tests/fake_cpython/Python-9.9.9, a tree whose configure and
 Makefile only write a shell-script python3, so the whole bookkeeping (cache
@@ -28,7 +29,7 @@ BUILD_INFO_KEYS = {
 }
 OFFLINE_URL = "http://127.0.0.1:9/x.tar.xz"  # nothing listens on the discard port
 
-from iomatrix import provision
+from iomatrix import provision, sources
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def pythons_entries(root: Path) -> list[str]:
     ],
 )
 def test_parse_version(text, release, pre, free_threaded, debian):
-    version = provision.parse_version(text)
+    version = sources.parse_version(text)
     assert (version.release, version.pre, version.free_threaded) == (release, pre, free_threaded)
     assert version.debian_upstream == debian
     assert version.tarball_names[1] == f"python{version.series}_{debian}.orig.tar.xz"
@@ -83,23 +84,23 @@ def test_parse_version(text, release, pre, free_threaded, debian):
 
 def test_version_order():
     texts = ["3.14.10", "3.15.0", "3.14.7t", "3.15.0rc2", "3.14.7", "3.15.0a1", "3.15.0b3"]
-    ordered = sorted(texts, key=lambda t: provision.parse_version(t).sort_key)
+    ordered = sorted(texts, key=lambda t: sources.parse_version(t).sort_key)
     assert ordered == ["3.14.7", "3.14.7t", "3.14.10", "3.15.0a1", "3.15.0b3", "3.15.0rc2", "3.15.0"]
 
 
 def test_official_url():
-    assert provision.parse_version("3.14.7t").official_url == (
+    assert sources.parse_version("3.14.7t").official_url == (
         "https://www.python.org/ftp/python/3.14.7/Python-3.14.7.tar.xz"
     )
-    assert provision.parse_version("3.15.0rc2").official_url == (
+    assert sources.parse_version("3.15.0rc2").official_url == (
         "https://www.python.org/ftp/python/3.15.0/Python-3.15.0rc2.tar.xz"
     )
 
 
 @pytest.mark.parametrize("text", ["3.x", "banana", "3.14", "3.14.7tt", "3.14.7-t", "", "3.14.7rc"])
 def test_invalid_version_is_a_usage_error(cache, capsys, text):
-    with pytest.raises(provision.UsageError, match="is not a version"):
-        provision.parse_version(text)
+    with pytest.raises(sources.UsageError, match="is not a version"):
+        sources.parse_version(text)
     assert provision.main([text]) == 2
     assert "is not a version" in capsys.readouterr().err
     assert not cache.exists()
@@ -128,7 +129,7 @@ def test_build_layout_and_build_info(cache, fake_tarball, capsys):
     assert info["optimized"] is False
     assert info["configure_args"] == [f"--prefix={prefix}"]
     assert info["tarball"] == str(fake_tarball)
-    assert info["sha256"] == provision.sha256_of(fake_tarball)
+    assert info["sha256"] == sources.sha256_of(fake_tarball)
     assert info["build_seconds"] >= 0
     assert info["built_at"].endswith("+00:00")
     assert info["missing_modules"] == []
@@ -193,7 +194,7 @@ def test_tarball_found_in_tarballs_dir(cache):
 def test_debian_orig_tarball_name_and_dsc_checksum(cache):
     # 9.9.9rc1 is Debian's 9.9.9~rc1; the .dsc beside it vouches for it.
     tarball = make_tarball(cache / "tarballs" / "python9.9_9.9.9~rc1.orig.tar.xz", "Python-9.9.9rc1")
-    digest = provision.sha256_of(tarball)
+    digest = sources.sha256_of(tarball)
     dsc = cache / "tarballs" / "python9.9_9.9.9~rc1-1.dsc"
     dsc.write_text(f"Format: 3.0 (quilt)\nChecksums-Sha256:\n {digest} 123 {tarball.name}\nFiles:\n")
     prefix = provision.build("9.9.9rc1")
@@ -214,7 +215,7 @@ def test_dsc_checksum_mismatch(cache):
 
 def test_checksum_mismatch_names_both_digests(cache, fake_tarball, capsys):
     wrong = "ab" * 32
-    actual = provision.sha256_of(fake_tarball)
+    actual = sources.sha256_of(fake_tarball)
     assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--sha256", wrong]) == 1
     err = capsys.readouterr().err
     assert wrong in err and actual in err
@@ -309,6 +310,31 @@ def test_stale_partial_is_removed(cache, fake_tarball):
     assert pythons_entries(cache) == ["9.9.9", "logs"]
 
 
+def test_partial_of_a_live_build_is_left_alone(cache, fake_tarball, monkeypatch):
+    # pid 4242 belongs to another user: kill(pid, 0) fails with EPERM, so it is alive.
+    live = cache / "pythons" / ".9.9.9.partial-4242"
+    (live / "src").mkdir(parents=True)
+    real_kill = os.kill
+
+    def kill(pid, sig):
+        if pid == 4242:
+            raise PermissionError(1, "Operation not permitted")
+        return real_kill(pid, sig)
+
+    monkeypatch.setattr(os, "kill", kill)
+    lines = []
+    provision.build("9.9.9", tarball=fake_tarball, say=lines.append)
+    assert (live / "src").is_dir()
+    assert f"leaving {live}: its build (pid 4242) is still running" in lines
+
+
+def test_stale_partial_with_an_impossible_pid_is_removed(cache, fake_tarball):
+    dead = cache / "pythons" / ".9.9.9.partial-99999999999999999999"
+    dead.mkdir(parents=True)
+    provision.build("9.9.9", tarball=fake_tarball)
+    assert pythons_entries(cache) == ["9.9.9", "logs"]
+
+
 def test_existing_directory_without_build_info(cache, fake_tarball):
     (cache / "pythons" / "9.9.9").mkdir(parents=True)
     with pytest.raises(provision.ProvisionError, match="holds no iomatrix-build.json"):
@@ -330,7 +356,7 @@ def test_list_builds_ignores_partial_and_broken(cache, fake_tarball):
 def test_offline_download_fails_fast(cache, capsys):
     begun = time.monotonic()
     assert provision.main(["9.9.9", "--url", OFFLINE_URL]) == 1
-    assert time.monotonic() - begun < provision.DOWNLOAD_TIMEOUT
+    assert time.monotonic() - begun < sources.DOWNLOAD_TIMEOUT
     err = capsys.readouterr().err
     assert f"download of {OFFLINE_URL} failed" in err and "--tarball" in err
     assert not cache.exists()
@@ -339,11 +365,11 @@ def test_offline_download_fails_fast(cache, capsys):
 def test_default_url_when_nothing_in_tarballs(cache, monkeypatch):
     urls = []
 
-    def fake_download(url, dest, say, timeout=provision.DOWNLOAD_TIMEOUT):
+    def fake_download(url, dest, say, timeout=sources.DOWNLOAD_TIMEOUT):
         urls.append(url)
-        raise provision.ProvisionError(f"download of {url} failed: offline")
+        raise sources.ProvisionError(f"download of {url} failed: offline")
 
-    monkeypatch.setattr(provision, "download", fake_download)
+    monkeypatch.setattr(sources, "download", fake_download)
     with pytest.raises(provision.ProvisionError, match="offline"):
         provision.build("3.15.0rc2t")
     assert urls == ["https://www.python.org/ftp/python/3.15.0/Python-3.15.0rc2.tar.xz"]
@@ -411,7 +437,7 @@ def test_uv_hanging_times_out(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
     begun = time.monotonic()
     with pytest.raises(provision.ProvisionError, match="gave no result within 0.5s"):
-        provision.uv_install([provision.parse_version("3.14.7")], timeout=0.5)
+        provision.uv_install([sources.parse_version("3.14.7")], timeout=0.5)
     assert time.monotonic() - begun < 15
 
 
@@ -439,7 +465,7 @@ def test_real_build(cache):
     tarball = smallest_real_tarball()
     if tarball is None:
         pytest.skip("no CPython tarball in ~/.cache/iomatrix/tarballs (see scripts/provision.py)")
-    version = provision.inspect_tarball(tarball).removeprefix("Python-")
+    version = sources.inspect_tarball(tarball).removeprefix("Python-")
     prefix = provision.build(version, tarball=tarball)
     info = json.loads((prefix / "iomatrix-build.json").read_text())
     assert info["python_version"] == version

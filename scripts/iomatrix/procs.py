@@ -26,7 +26,7 @@ def pid_alive(pid) -> bool:
         return False
     except PermissionError:
         return True
-    except OSError:
+    except (OSError, OverflowError):  # OverflowError: beyond any pid this system can have
         return False
     return True
 

@@ -1,0 +1,310 @@
+"""CPython source tarballs for provisioning: find, fetch and verify them.
+
+Where the tarball of a VERSION comes from (first match wins):
+
+1. ``--tarball PATH``, or ``--url URL`` (downloaded into ``tarballs/``);
+2. ``tarballs/Python-<version>.tar.xz``, or Debian's unmodified upstream tarball
+   ``tarballs/python3.Y_<debian version>.orig.tar.xz`` (3.15.0rc2 is 3.15.0~rc2);
+3. with ``--debian-source``: apt's source entries, into ``tarballs/``;
+4. python.org's URL, with a short timeout, so an offline machine fails fast.
+
+Every tarball is checked before it is built: its sha256 against ``--sha256`` and
+against a Debian .dsc beside it, and its members (one top directory holding
+``configure``, no absolute or ``..`` paths). A tarball this call downloaded and
+that fails a check is removed again. How to enable Debian's source entries is in
+the README's provisioning section.
+"""
+from __future__ import annotations
+
+import hashlib
+import lzma
+import os
+import re
+import shutil
+import tarfile
+import urllib.error
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from iomatrix import procs
+
+OFFICIAL_URL = "https://www.python.org/ftp/python/{release}/Python-{python_version}.tar.xz"
+DOWNLOAD_TIMEOUT = 15  # seconds without an answer before a download gives up
+APT_TIMEOUT = 600  # a whole apt download of a ~25 MB tarball
+APT_QUERY_TIMEOUT = 60
+APT_HELPER = Path("/usr/lib/apt/apt-helper")
+COPY_BLOCK = 1 << 20
+VERSION_RE = re.compile(
+    r"(?P<release>(?P<major>\d+)\.(?P<minor>\d+)\.\d+)(?P<pre>(?:a|b|rc)\d+)?(?P<t>t)?")
+
+Say = Callable[[str], None]
+
+
+class ProvisionError(Exception):
+    """A download or build failed; exit status 1."""
+
+
+class UsageError(ProvisionError):
+    """The command line asked for something that cannot be; exit status 2."""
+
+
+# -- versions ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Version:
+    text: str  # as asked for: "3.15.0rc2t"
+    release: str  # "3.15.0"
+    pre: str  # "rc2" or ""
+    series: str  # "3.15"
+    free_threaded: bool
+
+    @property
+    def python_version(self) -> str:
+        return self.release + self.pre
+
+    @property
+    def debian_source(self) -> str:
+        return f"python{self.series}"
+
+    @property
+    def debian_upstream(self) -> str:
+        return self.release + (f"~{self.pre}" if self.pre else "")
+
+    @property
+    def official_url(self) -> str:
+        return OFFICIAL_URL.format(release=self.release, python_version=self.python_version)
+
+    @property
+    def tarball_names(self) -> list[str]:
+        return [f"Python-{self.python_version}.tar.xz",
+                f"{self.debian_source}_{self.debian_upstream}.orig.tar.xz"]
+
+    @property
+    def sort_key(self) -> tuple:
+        """Orders 3.14.7 < 3.14.7t < 3.14.10 and 3.15.0a1 < 3.15.0rc2 < 3.15.0."""
+        kind, serial = re.fullmatch(r"([a-z]*)(\d*)", self.pre).groups()
+        pre = ({"a": 0, "b": 1, "rc": 2}[kind], int(serial)) if kind else (3, 0)
+        return (*map(int, self.release.split(".")), *pre, self.free_threaded)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_version(text: str) -> Version:
+    match = VERSION_RE.fullmatch(text)
+    if match is None:
+        raise UsageError(f"{text!r} is not a version: expected X.Y.Z, optionally with a "
+                         "pre-release and a trailing t, e.g. 3.14.7, 3.14.7t, 3.15.0rc2")
+    return Version(text=text, release=match["release"], pre=match["pre"] or "",
+                   series=f"{match['major']}.{match['minor']}", free_threaded=bool(match["t"]))
+
+
+def brief(text: str, lines: int = 5) -> str:
+    """The last lines of a command's output, on one line, for an error message."""
+    return procs.tail(text, lines, " | ") or "(no output)"
+
+
+# -- checking a tarball ----------------------------------------------------------------
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(COPY_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def dsc_sha256(tarball: Path) -> tuple[str | None, Path | None]:
+    """The tarball's sha256 from a Debian .dsc beside it, and that .dsc."""
+    source = tarball.name.split("_", 1)[0]
+    for dsc in sorted(tarball.parent.glob(f"{source}_*.dsc")):
+        in_checksums = False
+        for line in dsc.read_text(errors="replace").splitlines():
+            if not line.startswith(" "):
+                in_checksums = line.startswith("Checksums-Sha256:")
+            elif in_checksums:
+                fields = line.split()
+                if len(fields) == 3 and fields[2] == tarball.name:
+                    return fields[0].lower(), dsc
+    return None, None
+
+
+def check_sha256(tarball: Path, expected: str | None) -> str:
+    """The tarball's sha256, checked against --sha256 and any Debian .dsc."""
+    actual = sha256_of(tarball)
+    from_dsc, dsc = dsc_sha256(tarball)
+    for digest, origin in ((expected, "--sha256"), (from_dsc, str(dsc))):
+        if digest is not None and actual != digest.lower():
+            raise ProvisionError(f"checksum mismatch for {tarball}: expected sha256 "
+                                 f"{digest.lower()} (from {origin}), got {actual}")
+    return actual
+
+
+def inspect_tarball(tarball: Path) -> str:
+    """The tarball's single top directory, after reading it through once."""
+    tops = set()
+    try:
+        with tarfile.open(tarball, "r:*") as tar:
+            names = [member.name for member in tar]
+    except (tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError) as exc:
+        raise ProvisionError(f"{tarball} is not a readable source tarball: {exc}") from exc
+    for name in names:
+        parts = Path(name).parts
+        if not parts or name.startswith("/") or ".." in parts:
+            raise ProvisionError(f"{tarball} has an unsafe member {name!r}")
+        tops.add(parts[0])
+    if len(tops) != 1:
+        raise ProvisionError(f"{tarball} is not a CPython source tarball: top entries "
+                             f"{sorted(tops)[:5]}")
+    top = tops.pop()
+    if f"{top}/configure" not in names:
+        raise ProvisionError(f"{tarball} is not a CPython source tarball: no {top}/configure")
+    return top
+
+
+# -- fetching --------------------------------------------------------------------------
+
+def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
+    """Fetch url to dest via dest.part; nothing is left behind on failure."""
+    new_dirs = [d for d in (dest.parent, *dest.parent.parents) if not d.exists()]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + f".part-{os.getpid()}")
+    say(f"downloading {url} (timeout {timeout:g}s)")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+            shutil.copyfileobj(response, out, COPY_BLOCK)
+        os.replace(part, dest)
+    except (OSError, ValueError) as exc:  # URLError and socket.timeout are OSErrors
+        part.unlink(missing_ok=True)
+        for directory in new_dirs:  # deepest first: leave the cache as it was
+            try:
+                directory.rmdir()
+            except OSError:
+                break
+        raise ProvisionError(
+            f"download of {url} failed: {getattr(exc, 'reason', exc)}. This machine may be "
+            "offline: pass --tarball PATH, put the tarball in the cache's tarballs/ directory, "
+            "or use --debian-source (see --help)") from exc
+    finally:
+        part.unlink(missing_ok=True)
+    return dest
+
+
+def _apt_source_versions(package: str) -> list[str]:
+    proc = procs.run(["apt-cache", "showsrc", package], timeout=APT_QUERY_TIMEOUT)
+    return [line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
+            if line.startswith("Version:")]
+
+
+def _upstream_of(debian_version: str) -> str:
+    version = debian_version.split(":", 1)[-1]
+    return version.rsplit("-", 1)[0] if "-" in version else version
+
+
+def _apt_source_mirrors() -> list[str]:
+    proc = procs.run(["apt-get", "indextargets", "--format", "$(REPO_URI)", "Created-By: Sources"],
+                     timeout=APT_QUERY_TIMEOUT)
+    return list(dict.fromkeys(uri if uri.endswith("/") else uri + "/"
+                              for uri in proc.stdout.split()))
+
+
+def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
+    """Get Debian's orig tarball of version into tarballs/ with apt."""
+    if shutil.which("apt-get") is None:
+        raise ProvisionError("--debian-source needs apt-get, which is not installed here")
+    tarballs.mkdir(parents=True, exist_ok=True)
+    package, upstream = version.debian_source, version.debian_upstream
+    dest = tarballs / f"{package}_{upstream}.orig.tar.xz"
+    listed = [v for v in _apt_source_versions(package) if _upstream_of(v) == upstream]
+    tried = []
+    if listed:
+        cmd = ["apt-get", "source", "--download-only", f"{package}={listed[-1]}"]
+        say(f"in {tarballs}: {' '.join(cmd)}")
+        proc = procs.run(cmd, cwd=tarballs, timeout=APT_TIMEOUT)
+        # Only the orig tarball and the .dsc (its checksum) are wanted.
+        for extra in tarballs.glob(f"{package}_{upstream}-*.debian.tar.*"):
+            extra.unlink()
+        if proc.returncode == 0 and dest.exists():
+            return dest
+        tried.append(f"{' '.join(cmd)}: {brief(proc.stderr)}")
+    # The pool keeps versions its index no longer lists (and may not yet hold
+    # ones it does): ask for the orig tarball by its pool path.
+    for mirror in _apt_source_mirrors() if APT_HELPER.exists() else []:
+        pool = f"{mirror}pool/main/{package[0]}/{package}/"
+        # The first Debian revision's .dsc, when the pool has it, carries the
+        # orig tarball's sha256 (checked by resolve_tarball).
+        dsc = f"{package}_{upstream}-1.dsc"
+        if _apt_helper_fetch(pool + dsc, tarballs / dsc, say) is None:
+            say(f"note: {dest.name} is not in the apt index; its sha256 is checked against {dsc}")
+        else:
+            say(f"note: {dest.name} is not in the apt index and has no {dsc}: unverified")
+        error = _apt_helper_fetch(pool + dest.name, dest, say)
+        if error is None:
+            return dest
+        tried.append(f"{pool + dest.name}: {error}")
+    if not tried:
+        raise ProvisionError(f"no deb-src entry lists {package} (apt-cache showsrc {package}); "
+                             "add one and run apt-get update (see --help)")
+    raise ProvisionError(f"could not fetch {dest.name} with apt:\n  " + "\n  ".join(tried))
+
+
+def _apt_helper_fetch(url: str, dest: Path, say: Say) -> str | None:
+    """Download url to dest with apt's downloader; the error, or None if it worked."""
+    part = dest.with_name(dest.name + f".part-{os.getpid()}")
+    say(f"{APT_HELPER} download-file {url} {dest.name}")
+    try:
+        proc = procs.run([str(APT_HELPER), "download-file", url, str(part)], timeout=APT_TIMEOUT)
+        if proc.returncode == 0 and part.exists():
+            os.replace(part, dest)
+            return None
+        return brief(proc.stdout + proc.stderr)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+# -- putting it together ---------------------------------------------------------------
+
+@dataclass
+class Tarball:
+    path: Path
+    sha256: str
+    url: str | None  # set when it was downloaded by this call
+    downloaded: bool
+
+
+def resolve_tarball(version: Version, root: Path, *, tarball: Path | None = None,
+                    url: str | None = None, sha256: str | None = None,
+                    debian_source: bool = False, say: Say = print) -> Tarball:
+    """Find or fetch the source tarball and check it; see the module docstring."""
+    tarballs = root / "tarballs"
+    downloaded = False
+    if tarball is not None:
+        path = Path(tarball).absolute()
+        if not path.is_file():
+            raise UsageError(f"--tarball {tarball}: no such file")
+    elif url is not None:
+        name = url.rstrip("/").rsplit("/", 1)[-1] or f"Python-{version.python_version}.tar.xz"
+        path = download(url, tarballs / name, say)
+        downloaded = True
+    else:
+        found = [tarballs / name for name in version.tarball_names if (tarballs / name).is_file()]
+        if found:
+            path = found[0]
+        elif debian_source:
+            path = debian_fetch(version, tarballs, say)
+            downloaded = True
+        else:
+            url = version.official_url
+            path = download(url, tarballs / version.tarball_names[0], say)
+            downloaded = True
+    try:
+        digest = check_sha256(path, sha256)
+        inspect_tarball(path)
+    except ProvisionError:
+        if downloaded:  # leave the cache as it was
+            path.unlink(missing_ok=True)
+        raise
+    return Tarball(path=path, sha256=digest, url=url, downloaded=downloaded)
