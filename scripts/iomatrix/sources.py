@@ -21,6 +21,7 @@ import lzma
 import os
 import re
 import shutil
+import subprocess
 import tarfile
 import urllib.error
 import urllib.request
@@ -193,8 +194,18 @@ def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) 
     return dest
 
 
+def _apt(cmd: list[str], timeout: float, cwd=None):
+    """An apt command; a missing program or a timeout is a ProvisionError, not a traceback."""
+    try:
+        return procs.run(cmd, timeout=timeout, cwd=cwd)
+    except OSError as exc:
+        raise ProvisionError(f"{cmd[0]}: cannot run it: {exc.strerror or exc}")
+    except subprocess.TimeoutExpired:
+        raise ProvisionError(f"{' '.join(cmd)}: no answer within {timeout:g} s (network?)")
+
+
 def _apt_source_versions(package: str) -> list[str]:
-    proc = procs.run(["apt-cache", "showsrc", package], timeout=APT_QUERY_TIMEOUT)
+    proc = _apt(["apt-cache", "showsrc", package], timeout=APT_QUERY_TIMEOUT)
     return [line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
             if line.startswith("Version:")]
 
@@ -205,8 +216,8 @@ def _upstream_of(debian_version: str) -> str:
 
 
 def _apt_source_mirrors() -> list[str]:
-    proc = procs.run(["apt-get", "indextargets", "--format", "$(REPO_URI)", "Created-By: Sources"],
-                     timeout=APT_QUERY_TIMEOUT)
+    proc = _apt(["apt-get", "indextargets", "--format", "$(REPO_URI)", "Created-By: Sources"],
+                timeout=APT_QUERY_TIMEOUT)
     return list(dict.fromkeys(uri if uri.endswith("/") else uri + "/"
                               for uri in proc.stdout.split()))
 
@@ -223,7 +234,7 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     if listed:
         cmd = ["apt-get", "source", "--download-only", f"{package}={listed[-1]}"]
         say(f"in {tarballs}: {' '.join(cmd)}")
-        proc = procs.run(cmd, cwd=tarballs, timeout=APT_TIMEOUT)
+        proc = _apt(cmd, cwd=tarballs, timeout=APT_TIMEOUT)
         # Only the orig tarball and the .dsc (its checksum) are wanted.
         for extra in tarballs.glob(f"{package}_{upstream}-*.debian.tar.*"):
             extra.unlink()
@@ -247,7 +258,7 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
         tried.append(f"{pool + dest.name}: {error}")
     if not tried:
         raise ProvisionError(f"no deb-src entry lists {package} (apt-cache showsrc {package}); "
-                             "add one and run apt-get update (see --help)")
+                             "add one and run apt-get update (see "Offline builds from Debian's source tarballs" in README.md)")
     raise ProvisionError(f"could not fetch {dest.name} with apt:\n  " + "\n  ".join(tried))
 
 
@@ -256,7 +267,7 @@ def _apt_helper_fetch(url: str, dest: Path, say: Say) -> str | None:
     part = dest.with_name(dest.name + f".part-{os.getpid()}")
     say(f"{APT_HELPER} download-file {url} {dest.name}")
     try:
-        proc = procs.run([str(APT_HELPER), "download-file", url, str(part)], timeout=APT_TIMEOUT)
+        proc = _apt([str(APT_HELPER), "download-file", url, str(part)], timeout=APT_TIMEOUT)
         if proc.returncode == 0 and part.exists():
             os.replace(part, dest)
             return None
