@@ -258,7 +258,8 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
         tried.append(f"{pool + dest.name}: {error}")
     if not tried:
         raise ProvisionError(f"no deb-src entry lists {package} (apt-cache showsrc {package}); "
-                             "add one and run apt-get update (see "Offline builds from Debian's source tarballs" in README.md)")
+                             "add one and run apt-get update (README.md: \"Offline builds from "
+                             "Debian's source tarballs\")")
     raise ProvisionError(f"could not fetch {dest.name} with apt:\n  " + "\n  ".join(tried))
 
 
