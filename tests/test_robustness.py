@@ -59,9 +59,9 @@ def test_interrupted_run_resumes_without_losing_or_redoing_work(tmp_path, sig, m
     parts_dir = results / "R" / ".parts" / "2.7"
     wait_for_parts(parts_dir, 2, proc)
     os.killpg(proc.pid, sig)  # the whole process group, as a terminal's Ctrl-C does
-    proc.wait(timeout=60)
+    output, _ = proc.communicate(timeout=60)
     kept = {p.name: p.read_bytes() for p in parts_dir.glob("r*--*.json")}
-    assert len(kept) >= 2
+    assert len(kept) >= 2, output
     assert not (results / "R" / "2.7.json").exists()
     for part in parts_dir.glob("r*--*.json"):
         json.loads(part.read_text())  # every kept part is complete JSON

@@ -262,7 +262,7 @@ def test_bad_run_ids_and_labels_are_refused_before_anything_runs(value):
         cli.label(value)
 
 
-@pytest.mark.parametrize("value", ["5", "-1", "nan", "inf", "0", "x"])
+@pytest.mark.parametrize("value", ["10", "-1", "nan", "inf", "0", "x"])
 def test_thresholds_outside_0_to_10_are_refused(value):
     with pytest.raises(argparse.ArgumentTypeError):
         cli.threshold(value)

@@ -302,6 +302,8 @@ def load_series(path: Path) -> list[dict]:
             if not isinstance(values, list):
                 raise ResultFileError(f"{path}: {where}.values must be a list")
             values = [_number(v, path, f"{where}.values") for v in values]
+            if any(v <= 0 for v in values):  # no verified call takes no time: not a timing
+                raise ResultFileError(f"{path}: {where}.values: a time of 0 or less")
             if not values:
                 continue  # calibration runs carry only warmups
             if contract.KEY_SUITE not in meta:
