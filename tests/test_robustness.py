@@ -27,9 +27,12 @@ SMOKE = PROFILES["smoke"]
 
 
 def start_nox(*args, cwd=ROOT):
+    # SIGINT as a terminal's nox has it: a test run started in the background (nohup, &)
+    # inherits an ignored SIGINT, which would make nox deaf to the Ctrl-C under test.
     return subprocess.Popen([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),
                              *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=cwd, start_new_session=True)
+                            cwd=cwd, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_parts(parts_dir: Path, count: int, proc, timeout=120):
