@@ -5,8 +5,9 @@
 
 No pyperf, no warm-up, no batch, no other op before it: the process is started
 for this op alone, calls it ``--calls`` times and prints one JSON line with the
-time of every call (and the page faults and context switches of each), so the
-host can take the best and the median. It runs under every interpreter from
+wall time and the CPU time of every call (and the page faults and context
+switches of each), so the host can take the best and the median by the clock
+the harness run used. It runs under every interpreter from
 2.7 on, so it is written in the common subset of 2.7 and 3.x.
 
 Why it reuses the suite's ops instead of spelling the loops out again: the
@@ -58,8 +59,16 @@ def put_outputs_in_state(op, output_state):
             op.verify(op.run())  # "overwrite": an untimed call leaves a file to write over
 
 
+def cpu_seconds(usage):
+    return usage.ru_utime + usage.ru_stime
+
+
 def time_op(op, calls, output_state):
-    """[(seconds, minflt, nivcsw)] of ``calls`` calls of ``op``, each verified."""
+    """[(wall seconds, cpu seconds, minflt, nivcsw)] of ``calls`` calls of ``op``, verified.
+
+    CPU time is user + system time of this process (getrusage), the harness's
+    clock for a warm cache; None where there is no getrusage.
+    """
     if op.unavailable:
         raise SkipOp(op.unavailable)
     if op.setup is not None:
@@ -75,9 +84,10 @@ def time_op(op, calls, output_state):
             after = rusage()
             op.verify(result)
             if before is None:
-                rows.append((elapsed, None, None))
+                rows.append((elapsed, None, None, None))
             else:
-                rows.append((elapsed, after.ru_minflt - before.ru_minflt,
+                rows.append((elapsed, cpu_seconds(after) - cpu_seconds(before),
+                             after.ru_minflt - before.ru_minflt,
                              after.ru_nivcsw - before.ru_nivcsw))
     finally:
         if op.teardown is not None:
@@ -110,8 +120,8 @@ def main(argv=None):
     print(json.dumps({
         "op": op.name, "python": sys.version.split()[0],
         "allocator": allocator_state(args.allocator), "output": args.output if op.outputs else None,
-        "times": [r[0] for r in rows], "minflt": [r[1] for r in rows],
-        "nivcsw": [r[2] for r in rows]}))
+        "wall": [r[0] for r in rows], "cpu": [r[1] for r in rows],
+        "minflt": [r[2] for r in rows], "nivcsw": [r[3] for r in rows]}))
     return 0
 
 

@@ -15,8 +15,9 @@ The harness's ratios come from a run directory (``--run-dir``), or from a run
 this command makes (the two interpreters, lutz2009, ``--profile``, no A/A twin)
 in a temporary results directory it names. The plain timer runs under the
 conditions that run states in its manifest: the same allocator environment,
-the same output state, the warm page cache; the fixtures are made by the
-harness's own maker, so files and sizes are the same.
+the same output state, the warm page cache, and the clock its values measured
+(CPU time or wall time); the fixtures are made by the harness's own maker, so
+files and sizes are the same.
 
 It prints, per op, B/A by the plain timer and by the harness, and flags the ops
 where the two differ by more than ``--threshold`` (default 25%, as
@@ -118,18 +119,22 @@ def run_conditions(run_dir: Path, labels: list[str]) -> dict:
     return conditions
 
 
-def harness_times(run_dir: Path, label: str) -> dict:
-    """{op: median of per-process means} of one lutz2009 series (the report's estimate)."""
+def harness_times(run_dir: Path, label: str) -> tuple[dict, set]:
+    """({op: median of per-process means}, the clocks its values measured) of one series."""
     by_op: dict = {}
+    clocks = set()
     for row in store.load_series(run_dir / f"{label}.json"):
         if row["suite"] == SUITE and row["io"] == "c":
             by_op.setdefault(row["op"], []).append(row["mean"])
-    return {op: stats.median(means) for op, means in by_op.items()}
+            # "wall (no getrusage ...)" is a wall clock too
+            clocks.add("cpu" if row["clock"] == "cpu" else "wall")
+    return {op: stats.median(means) for op, means in by_op.items()}, clocks
 
 
-def make_run(interps, profile: str, log) -> Path:
-    """A small matrix run of the two interpreters, in a temporary results directory."""
-    results_dir = Path(tempfile.mkdtemp(prefix="iomatrix-crosscheck-"))
+def make_run(interps, profile: str, results_dir: Path | None, log) -> Path:
+    """A small matrix run of the two interpreters (in a new temporary results directory
+    unless one is given)."""
+    results_dir = results_dir or Path(tempfile.mkdtemp(prefix="iomatrix-crosscheck-"))
     run_id = store.default_run_id()
     log(f"crosscheck: making a {profile} run of {', '.join(i.label for i in interps)} "
         f"in {results_dir / run_id}")
@@ -199,7 +204,7 @@ def plain_times(interps, ops: list[str], calls: int, processes: int, conditions:
                 result = time_plain(interp, op, fixtures, scratch, calls, conditions)
                 result.update(label=interp.label, process=index)
                 raw.append(result)
-                best[interp.label].setdefault(op, []).append(min(result["times"]))
+                best[interp.label].setdefault(op, []).append(min(result[conditions["clock"]]))
         log(f"crosscheck: plain timer, {index + 1}/{processes} processes per op done")
     return ({label: {op: stats.median(v) for op, v in by_op.items()}
              for label, by_op in best.items()}, raw)
@@ -212,7 +217,14 @@ def compare(interps, run_dir: Path, calls: int, processes: int, threshold: float
     """Time the plain side and read the harness side; the rows and what they ran under."""
     labels = [i.label for i in interps]
     conditions = run_conditions(run_dir, labels)
-    harness = {label: harness_times(run_dir, label) for label in labels}
+    harness, clocks = {}, set()
+    for label in labels:
+        harness[label], seen = harness_times(run_dir, label)
+        clocks |= seen
+    if len(clocks) != 1:
+        raise CrosscheckError(f"--run-dir {run_dir}: its values measure {' and '.join(clocks)} "
+                              "time; the plain timer needs one clock")
+    conditions["clock"] = clocks.pop()
     ops = sorted(set(harness[labels[0]]) & set(harness[labels[1]]))
     if not ops:
         raise CrosscheckError(f"--run-dir {run_dir}: no {SUITE} op in both series")
@@ -239,7 +251,7 @@ def format_table(result: dict) -> str:
     a, b = result["labels"]
     c = result["conditions"]
     lines = [f"crosscheck: {b} / {a}, lutz2009, allocator {c['allocator']}, output "
-             f"{c['output']}, cache {c['cache']}",
+             f"{c['output']}, cache {c['cache']}, clock {c['clock']}",
              f"  plain: median over {result['processes']} fresh processes of the best of "
              f"{result['calls']} calls; harness: median of per-process means, "
              f"{result['run_dir']}",
@@ -293,6 +305,8 @@ def parser() -> cli.Parser:
                    help="a harness run holding both series (default: make a small run)")
     p.add_argument("--profile", default="quick", choices=("smoke", "quick"),
                    help="profile of the run made when --run-dir is not given")
+    p.add_argument("--results-dir", type=Path, default=None,
+                   help="where that run goes (default: a new temporary directory)")
     p.add_argument("--calls", type=cli.positive_int, default=DEFAULT_CALLS,
                    help="calls per plain process; the best counts (default: %(default)s)")
     p.add_argument("--processes", type=cli.positive_int, default=DEFAULT_PROCESSES,
@@ -314,7 +328,7 @@ def main(argv=None) -> int:
     for interp in interps:
         print(f"crosscheck: {interp.label}: {interp.implementation} {interp.version} "
               f"({interp.executable})")
-    run_dir = args.run_dir or make_run(interps, args.profile, print)
+    run_dir = args.run_dir or make_run(interps, args.profile, args.results_dir, print)
     seed = random.SystemRandom().randrange(2**32) if args.seed is None else args.seed
     result = compare(interps, run_dir, args.calls, args.processes, args.threshold, seed)
     print(format_table(result))
