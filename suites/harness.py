@@ -25,9 +25,10 @@ process, the page faults and context switches of the timed calls are recorded
 (getrusage, outside the timed region), so a bimodal series can be explained
 from its own data.
 
-A value is the CPU time of the call (user + system, getrusage) when the page
-cache is warm, and wall time when it is cold (``--clock`` chooses; the value's
-clock is recorded, and the other clock's mean per value beside it). On a
+A value is the CPU time of the call (user + system, getrusage) when nothing in
+it waits for the disk (warm page cache, writes into new files), and wall time
+otherwise (``--clock`` chooses; the value's clock is recorded, and the other
+clock's mean per value beside it). On a
 shared machine the wall clock also counts the slices the CPU spent on other
 processes, which made most of the spread of a series (see
 docs/methodology-draft.md).
@@ -83,13 +84,13 @@ def prepare_outputs(op, output_state, call):
         op.verify(call())  # "overwrite": there must be a previous output to write over
 
 
-def resolve_clock(requested, cache):
-    """The clock the values measure: the requested one, or the cache mode's default.
+def resolve_clock(requested, cache, output):
+    """The clock the values measure: the requested one, or the conditions' default.
 
     CPU time needs getrusage; where there is none (Windows) the values are wall
     time and the recorded clock says why.
     """
-    clock = requested or results.DEFAULT_CLOCK[cache]
+    clock = requested or results.default_clock(cache, output)
     if clock == "cpu" and _rusage() is None:
         return "wall (no getrusage here for the cpu clock)"
     return clock
@@ -158,7 +159,7 @@ def prepare(op, ctx, checked_fixtures, rusage_totals=None):
         result, peak, method = peak_rss_delta(op.run)
         op.verify(result)
         extra = {results.KEY_PEAK_RSS: peak, results.KEY_PEAK_RSS_METHOD: method}
-    clock = resolve_clock(ctx.clock, ctx.cache)
+    clock = resolve_clock(ctx.clock, ctx.cache, ctx.output)
     return make_timer(op, ctx, evict_paths, evict, rusage_totals, clock), extra
 
 
@@ -173,7 +174,7 @@ def base_metadata(op, args):
         results.KEY_ROUND: args.round,
         results.KEY_ALLOCATOR: allocator_state(args.allocator),
         results.KEY_CPU: allowed_cpus(),
-        results.KEY_CLOCK: resolve_clock(args.clock, args.cache),
+        results.KEY_CLOCK: resolve_clock(args.clock, args.cache, args.output),
     }
     if op.outputs:
         metadata[results.KEY_OUTPUT] = args.output
@@ -193,8 +194,8 @@ def add_common_options(parser):
                         choices=results.OUTPUT_STATES)
     parser.add_argument("--round", type=int, default=0)
     parser.add_argument("--clock", default=None, choices=results.CLOCKS,
-                        help="what a value measures (default: cpu for a warm cache, wall for "
-                             "a cold one)")
+                        help="what a value measures (default: cpu for a warm cache and new "
+                             "output files, where nothing waits for the disk; wall otherwise)")
 
 
 def add_cmdline_args(cmd, args):
