@@ -81,6 +81,7 @@ KEY_PEAK_RSS_METHOD = "iomatrix_peak_rss_method"
 KEY_CPU = "iomatrix_cpu"                  # the CPU(s) the worker was allowed to run on
 KEY_CLOCK = "iomatrix_clock"              # what the values measure: CLOCKS
 KEY_OTHER_CLOCK = "iomatrix_other_clock_per_value"  # the other clock's mean, for evidence
+KEY_RETAKES = "iomatrix_retakes_per_value"  # preempted calls taken again (harness.make_timer)
 # Per process, summed over its timed values and divided by their number:
 KEY_MINFLT = "iomatrix_minflt_per_value"
 KEY_MAJFLT = "iomatrix_majflt_per_value"
