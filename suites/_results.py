@@ -52,6 +52,8 @@ CLOCKS = ("cpu", "wall")
 
 def default_clock(cache, output):
     return "cpu" if (cache, output) == ("warm", "new") else "wall"
+
+
 # What the host sets for each allocator state; the worker records what it sees.
 ALLOCATOR_ENVIRONMENT = {
     # glibc caps the mmap threshold at 32 MiB on 64-bit; below it every buffer of a

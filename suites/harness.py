@@ -28,10 +28,10 @@ from its own data.
 A value is the CPU time of the call (user + system, getrusage) when nothing in
 it waits for the disk (warm page cache, writes into new files), and wall time
 otherwise (``--clock`` chooses; the value's clock is recorded, and the other
-clock's mean per value beside it). On a
-shared machine the wall clock also counts the slices the CPU spent on other
-processes, which made most of the spread of a series (see
-docs/methodology-draft.md).
+clock's mean per value beside it). On a shared machine the wall clock also
+counts the slices the CPU spent on other processes, which made most of the
+spread of a series (docs/methodology-draft.md). A short call that was
+preempted is taken again (make_timer).
 """
 from __future__ import division, print_function
 
@@ -51,6 +51,8 @@ OP_METADATA = ("name", "loops", "inner_loops", "unit", "date")
 # preempted nearly always on a loaded machine, and its CPU time averages over them.
 RETAKES = 3
 RETAKE_BELOW_SECONDS = 0.02
+
+
 def allocator_state(requested):
     """The allocator condition this process runs in, as recorded in the results."""
     import platform
