@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, need, run_nox
+from conftest import ROOT, need, run_nox, write_pyperf_file
 from iomatrix import crosscheck
 
 SUITES = ROOT / "suites"
@@ -124,3 +124,16 @@ def test_plain_timer_verifies_and_refuses_unknown_ops(pair, tmp_path):
 def test_nox_lists_the_session():
     proc = run_nox("-l")
     assert "crosscheck" in proc.stdout
+
+
+def test_a_run_whose_writes_did_not_record_the_output_state_is_refused(pair, tmp_path, capsys):
+    """Runs made before lutz2009's writes applied --output-state wrote over old files."""
+    run_dir = tmp_path / "OLD"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps(
+        {"run_id": "OLD", "cache": "warm", "allocator": "steady", "output": "new"}))
+    for label in ("2.7", "3.13"):
+        write_pyperf_file(run_dir / f"{label}.json",
+                          {"write_byLines_textMode": [[0.2, 0.2], [0.2, 0.2]]})
+    assert crosscheck.main(["--pythons", pair, "--run-dir", str(run_dir)]) == 2
+    assert "not made in the stated output state 'new' (recorded: None)" in capsys.readouterr().err

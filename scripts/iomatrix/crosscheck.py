@@ -120,16 +120,19 @@ def run_conditions(run_dir: Path, labels: list[str]) -> dict:
     return conditions
 
 
-def harness_times(run_dir: Path, label: str) -> tuple[dict, set]:
-    """({op: median of per-process means}, the clocks its values measured) of one series."""
+def harness_times(run_dir: Path, label: str) -> tuple[dict, set, set]:
+    """({op: median of per-process means}, the clocks its values measured, the output
+    states its write ops recorded) of one series."""
     by_op: dict = {}
-    clocks = set()
+    clocks, outputs = set(), set()
     for row in store.load_series(run_dir / f"{label}.json"):
         if row["suite"] == SUITE and row["io"] == "c":
             by_op.setdefault(row["op"], []).append(row["mean"])
             # "wall (no getrusage ...)" is a wall clock too
             clocks.add("cpu" if row["clock"] == "cpu" else "wall")
-    return {op: stats.median(means) for op, means in by_op.items()}, clocks
+            if row["op"].startswith("write_"):
+                outputs.add(row["output"])
+    return {op: stats.median(means) for op, means in by_op.items()}, clocks, outputs
 
 
 def make_run(interps, profile: str, results_dir: Path | None, log) -> Path:
@@ -227,10 +230,17 @@ def compare(interps, run_dir: Path, calls: int, processes: int, threshold: float
     """Time the plain side and read the harness side; the rows and what they ran under."""
     labels = [i.label for i in interps]
     conditions = run_conditions(run_dir, labels)
-    harness, clocks = {}, set()
+    harness, clocks, outputs = {}, set(), set()
     for label in labels:
-        harness[label], seen = harness_times(run_dir, label)
+        harness[label], seen, written = harness_times(run_dir, label)
         clocks |= seen
+        outputs |= written
+    if outputs - {conditions["output"]}:
+        # Before the output state was applied to lutz2009, its writes recorded none and
+        # wrote over the previous call's file whatever the manifest said.
+        raise CrosscheckError(f"--run-dir {run_dir}: its writes were not made in the stated "
+                              f"output state {conditions['output']!r} (recorded: "
+                              f"{', '.join(sorted(map(str, outputs)))}); make a new run")
     if len(clocks) != 1:
         raise CrosscheckError(f"--run-dir {run_dir}: its values measure {' and '.join(clocks)} "
                               "time; the plain timer needs one clock")
