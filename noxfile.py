@@ -139,6 +139,13 @@ def release(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none", default=False)
+def crosscheck(session: nox.Session) -> None:
+    """Time the lutz2009 ops in a plain loop; compare the ratios with the harness's."""
+    session.run(sys.executable, "-m", "iomatrix.crosscheck", *session.posargs,
+                env={"PYTHONPATH": str(ROOT / "scripts")})
+
+
+@nox.session(venv_backend="none", default=False)
 def provision(session: nox.Session) -> None:
     """Build CPython VERSION[t] from source into the iomatrix cache (posargs: VERSION ...)."""
     session.run(sys.executable, str(ROOT / "scripts" / "provision.py"), *session.posargs)

@@ -144,6 +144,7 @@ class Context(object):
         self.io_stack = io_stack
         self.cache = cache
         self.output = output
+        self.clock = None   # set by the worker: "cpu", "wall" or None (the conditions' default)
         self.manifest = manifest or {"files": {}}
         self.open = builtin_open_for(io_stack)
         self.io_module = io_module_for(io_stack)

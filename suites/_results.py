@@ -37,6 +37,23 @@ ALLOCATORS = ("steady", "fresh")
 # Where a write goes: a new file (the old one is removed outside the timed region),
 # or over an existing file of the same size (truncated inside the timed call).
 OUTPUT_STATES = ("new", "overwrite")
+# The clock of a timed value. "cpu": the CPU time the worker spent in the call, user plus
+# system (getrusage; the kernel's page-cache copies, syscalls and page faults are system
+# time), so the time the CPU was given to other processes is not counted. On a shared
+# 2-core machine that time is most of the spread: a 1.7 ms read measured 1.7-9.9 ms by
+# the wall clock, one ~4 ms scheduler slice per involuntary context switch, and 1.7-1.9
+# ms in CPU time (docs/methodology-draft.md). "wall": elapsed time. Where an op waits for
+# the disk, the wait is the point and is no CPU time: a cold cache, and writes over an
+# existing file (ext4 starts writing a truncated-and-rewritten file back at close, and the
+# next truncate waits for it: 40-60 ms wall, 9 ms CPU, against 11-31 ms and 7 ms for a new
+# file). So CPU time is the default only where nothing waits: warm cache, new output files.
+CLOCKS = ("cpu", "wall")
+
+
+def default_clock(cache, output):
+    return "cpu" if (cache, output) == ("warm", "new") else "wall"
+
+
 # What the host sets for each allocator state; the worker records what it sees.
 ALLOCATOR_ENVIRONMENT = {
     # glibc caps the mmap threshold at 32 MiB on 64-bit; below it every buffer of a
@@ -64,6 +81,9 @@ KEY_NATIVE = "iomatrix_native"
 KEY_PEAK_RSS = "iomatrix_peak_rss"
 KEY_PEAK_RSS_METHOD = "iomatrix_peak_rss_method"
 KEY_CPU = "iomatrix_cpu"                  # the CPU(s) the worker was allowed to run on
+KEY_CLOCK = "iomatrix_clock"              # what the values measure: CLOCKS
+KEY_OTHER_CLOCK = "iomatrix_other_clock_per_value"  # the other clock's mean, for evidence
+KEY_RETAKES = "iomatrix_retakes_per_value"  # preempted calls taken again (harness.make_timer)
 # Per process, summed over its timed values and divided by their number:
 KEY_MINFLT = "iomatrix_minflt_per_value"
 KEY_MAJFLT = "iomatrix_majflt_per_value"

@@ -161,7 +161,7 @@ def _write_ops(ctx):
                       "allAtOnce": ("write", WRITE_BYTES, 0)}[kind]
             ops.append(Op("write_%s_%sMode" % (kind, mode_name), "write-%s" % mode_name,
                           WRITE_BYTES, run, verify(expected_tail), setup=setup,
-                          teardown=teardown, native=native))
+                          teardown=teardown, native=native, outputs=(out_path,)))
     return ops
 
 

@@ -326,6 +326,10 @@ def load_series(path: Path) -> list[dict]:
                 "profile": str(meta.get(contract.KEY_PROFILE, "")),
                 "allocator": meta.get(contract.KEY_ALLOCATOR),
                 "output": meta.get(contract.KEY_OUTPUT),
+                # runs before the clock was a condition measured wall time
+                "clock": meta.get(contract.KEY_CLOCK, "wall"),
+                "other_clock": meta.get(contract.KEY_OTHER_CLOCK),
+                "retakes": meta.get(contract.KEY_RETAKES),
                 "mean": sum(values) / len(values),
                 "values": values,
                 "mem_max_rss": meta.get("mem_max_rss"),

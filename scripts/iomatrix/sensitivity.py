@@ -1,0 +1,192 @@
+"""Sensitivity: an interpreter made slower on one op by a known amount, to see what flags it.
+
+    python -m iomatrix.sensitivity --base 3.13 --dest /tmp/slow313 [--slowdown 0.06]
+
+builds a copy of the ``--base`` CPython (its binary copied, its standard library
+linked file by file) whose ``sitecustomize`` makes iterating over the lines of
+lutz2009's text fixture slower: ``open()`` of that file in text read mode
+returns a thin proxy whose ``__iter__`` spins for a fixed time before handing
+over the real file's own (C) iterator. Only ``read_byLines_textMode`` iterates
+over that file; the other text reads call ``read()``, which the proxy hands to
+the real file object directly, so they pay the proxy's creation only (about a
+microsecond per call).
+
+The spin is calibrated to ``--slowdown`` of the op's time as the plain timer
+measures it under the base interpreter (steady allocator), and the real
+slowdown is then measured with the plain timer (interleaved fresh processes of
+both interpreters, median over processes of each process's median call), on
+that op and on two control ops. It prints the declaration to use:
+
+    IOMATRIX_PYTHONS="3.13-slow=/tmp/slow313/bin/python3.13" nox -s matrix -- --pythons 3.13,3.13-slow ...
+
+A copy, not a venv: the matrix makes a venv of every interpreter, and a venv of
+a venv forgets the first one's site-packages; a ``sitecustomize`` in the copy's
+own standard library directory is on every venv's path.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from iomatrix import cli, crosscheck, discovery
+
+OP = "read_byLines_textMode"
+CONTROLS = ("read_byBlocks_textMode", "read_allAtOnce_textMode")
+TEXT_FIXTURE = "large.txt"
+
+SITECUSTOMIZE = '''\
+"""iomatrix sensitivity copy: iterating over the lines of {fixture} spins {delay:.9f} s first.
+
+Made by scripts/iomatrix/sensitivity.py; not part of CPython.
+"""
+import builtins
+import os
+import time
+
+_open = builtins.open
+_DELAY = {delay!r}
+_FIXTURE = {fixture!r}
+
+
+class _SlowLineIteration(object):
+    __slots__ = ("_f", "read", "readline", "close")
+
+    def __init__(self, f):
+        self._f = f
+        self.read, self.readline, self.close = f.read, f.readline, f.close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+
+    def __iter__(self):
+        end = time.perf_counter() + _DELAY
+        while time.perf_counter() < end:
+            pass
+        return iter(self._f)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+def open(file, mode="r", *args, **kwargs):
+    f = _open(file, mode, *args, **kwargs)
+    if mode in ("r", "rt") and isinstance(file, str) and os.path.basename(file) == _FIXTURE:
+        return _SlowLineIteration(f)
+    return f
+
+
+builtins.open = open
+'''
+
+
+def stdlib_dir(executable: str) -> Path:
+    info = discovery.probe(executable)
+    major, minor = info["version_info"][:2]
+    return Path(os.path.realpath(executable)).parent.parent / "lib" / f"python{major}.{minor}"
+
+
+def build(base_executable: str, dest: Path, delay: float) -> Path:
+    """A copy of the base interpreter with the slowing sitecustomize; its executable."""
+    real = Path(os.path.realpath(base_executable))
+    lib = stdlib_dir(base_executable)
+    if not (lib / "os.py").exists():
+        raise cli.BadInput(f"{base_executable}: no standard library at {lib}")
+    if (lib / "sitecustomize.py").exists():
+        raise cli.BadInput(f"{base_executable} has a sitecustomize of its own; choose another")
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "bin").mkdir(parents=True)
+    new_lib = dest / "lib" / lib.name
+    new_lib.mkdir(parents=True)
+    for entry in lib.iterdir():
+        if entry.name != "__pycache__":
+            os.symlink(entry, new_lib / entry.name)
+    executable = dest / "bin" / real.name
+    shutil.copy2(real, executable)   # its own place, so its prefix is dest (found by os.py)
+    write_sitecustomize(dest, delay)
+    prefix = discovery.probe(str(executable))
+    if not prefix.get("executable", "").startswith(str(dest)):
+        raise RuntimeError(f"the copy in {dest} does not run as itself: {prefix}")
+    return executable
+
+
+def write_sitecustomize(dest: Path, delay: float) -> None:
+    lib = next((dest / "lib").iterdir())
+    (lib / "sitecustomize.py").write_text(SITECUSTOMIZE.format(delay=delay, fixture=TEXT_FIXTURE))
+
+
+def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
+            clock: str = "cpu", ops=(OP,) + CONTROLS, log=print) -> dict:
+    """{op: (base seconds, slow seconds)}: medians over interleaved fresh processes of each
+    process's median call, by the plain timer, in the harness's default conditions."""
+    conditions = {"allocator": allocator, "output": "new", "cache": "warm"}
+    work = Path(tempfile.mkdtemp(prefix="iomatrix-sensitivity-"))
+    try:
+        fixtures, scratch = work / "fixtures", work / "scratch"
+        crosscheck.runner._harness("--make-fixtures", crosscheck.SUITE, "quick", str(fixtures),
+                                   timeout=600)
+        scratch.mkdir()
+        rng = random.Random(2009)
+        times: dict = {(op, side): [] for op in ops for side in ("base", "slow")}
+        for index in range(processes):
+            for op in ops:
+                pair = [("base", base), ("slow", slow)]
+                rng.shuffle(pair)
+                for side, interp in pair:
+                    result = crosscheck.time_plain(interp, op, fixtures, scratch, calls,
+                                                   conditions)
+                    times[op, side].append(statistics.median(result[clock]))
+            log(f"sensitivity: {index + 1}/{processes} processes per op")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {op: (statistics.median(times[op, "base"]), statistics.median(times[op, "slow"]))
+            for op in ops}
+
+
+def main(argv=None) -> int:
+    p = cli.Parser(prog="python -m iomatrix.sensitivity",
+                   description="Build an interpreter slower on read_byLines_textMode by a "
+                               "known amount and measure its slowdown with a plain loop.")
+    p.add_argument("--base", default="3.13", type=cli.label, help="label of the base CPython")
+    p.add_argument("--dest", type=Path, required=True, help="directory of the copy (replaced)")
+    p.add_argument("--slowdown", type=cli.threshold, default=0.06,
+                   help="wanted slowdown of the op, as a fraction (default: 0.06)")
+    p.add_argument("--processes", type=cli.positive_int, default=10)
+    p.add_argument("--calls", type=cli.positive_int, default=15)
+    args = p.parse_args(argv)
+    interps = {i.label: i for i in discovery.discover() if i.ok}
+    if args.base not in interps or interps[args.base].implementation != "cpython" \
+            or interps[args.base].version_info[0] < 3:
+        valid = ", ".join(label for label, i in interps.items()
+                          if i.implementation == "cpython" and i.version_info[0] >= 3)
+        raise cli.BadInput(f"--base {args.base!r}: not a CPython 3 here; valid: {valid}")
+    base = interps[args.base]
+    # Calibrate: first a copy with no delay (the proxy alone), whose op time sets the delay.
+    executable = build(base.executable, args.dest, 0.0)
+    copy = discovery.Interpreter(f"{args.base}-slow", str(executable), "declared",
+                                 discovery.probe(str(executable)))
+    first = measure(base, copy, max(3, args.processes // 3), args.calls, ops=(OP,))
+    delay = args.slowdown * first[OP][0]
+    print(f"sensitivity: {OP} under {base.label}: {first[OP][0] * 1e3:.3f} ms per call "
+          f"(plain loop); the copy with the proxy alone: {first[OP][1] * 1e3:.3f} ms; "
+          f"spin {delay * 1e6:.0f} us")
+    write_sitecustomize(args.dest, delay)
+    measured = measure(base, copy, args.processes, args.calls)
+    for op, (t_base, t_slow) in measured.items():
+        print(f"sensitivity: {op:28} {base.label} {t_base * 1e3:8.3f} ms   {copy.label} "
+              f"{t_slow * 1e3:8.3f} ms   slowdown {(t_slow / t_base - 1) * 100:+.1f}%")
+    print(f'declare it: IOMATRIX_PYTHONS="{copy.label}={executable}"')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main_guard(main)())

@@ -1,0 +1,42 @@
+"""scripts/iomatrix/sensitivity.py: the slowed copy of an interpreter is built as described.
+
+No timing is asserted: only that the copy runs as itself, slows nothing but iteration over
+the lines of lutz2009's text fixture, and still reads every line.
+"""
+from __future__ import annotations
+
+import subprocess
+
+from conftest import need
+from iomatrix import sensitivity
+
+PROBE = r"""
+import os, sys
+d = sys.argv[1]
+for name in ("large.txt", "other.txt"):
+    with open(os.path.join(d, name), "w") as f:
+        f.write("a line\n" * 1000)
+fixture = open(os.path.join(d, "large.txt"))
+other = open(os.path.join(d, "other.txt"))
+binary = open(os.path.join(d, "large.txt"), "rb")
+print(type(fixture).__name__, type(other).__name__, type(binary).__name__)
+with fixture as f:
+    print(sum(len(line) for line in f))
+with open(os.path.join(d, "large.txt")) as f:
+    print(len(f.read()))
+"""
+
+
+def test_the_copy_wraps_only_the_text_fixture(machine_interpreters, tmp_path):
+    base = need(machine_interpreters, "3.13")
+    executable = sensitivity.build(base.executable, tmp_path / "slow", delay=0.0001)
+    assert executable.parent == tmp_path / "slow" / "bin"
+    out = subprocess.run([str(executable), "-c", PROBE, str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["_SlowLineIteration", "TextIOWrapper", "BufferedReader", "7000", "7000"]
+    # a venv of the copy (what the matrix makes) keeps the sitecustomize
+    subprocess.run([str(executable), "-m", "venv", "--without-pip", str(tmp_path / "venv")],
+                   check=True)
+    out = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-c", PROBE, str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "_SlowLineIteration"
