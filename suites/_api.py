@@ -64,7 +64,7 @@ class Op(object):
 
     def __init__(self, name, category, nbytes, run, verify, setup=None,
                  teardown=None, inner_loops=None, unavailable=None, evict=(), native=None,
-                 track_peak_rss=False, outputs=()):
+                 track_peak_rss=False, outputs=(), clock=None):
         self.name = name
         self.category = category
         self.nbytes = int(nbytes)
@@ -78,6 +78,7 @@ class Op(object):
         self.native = native
         self.track_peak_rss = track_peak_rss
         self.outputs = tuple(outputs)
+        self.clock = clock  # "wall" for work in other threads or processes; None: the run's
 
     @property
     def bytes_per_value(self):

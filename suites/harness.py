@@ -91,13 +91,17 @@ def prepare_outputs(op, output_state, call):
         op.verify(call())  # "overwrite": there must be a previous output to write over
 
 
-def resolve_clock(requested, cache, output):
-    """The clock the values measure: the requested one, or the conditions' default.
+def resolve_clock(op, requested, cache, output):
+    """The clock ``op``'s values measure: the op's own (an op whose work runs in other
+    threads or processes needs the wall clock: CPU time would add up the threads and
+    miss the children), else the requested one, else the conditions' default (the
+    output state matters only to ops that write).
 
     CPU time needs getrusage; where there is none (Windows) the values are wall
     time and the recorded clock says why.
     """
-    clock = requested or results.default_clock(cache, output)
+    clock = op.clock or requested or results.default_clock(
+        cache, output if op.outputs else "new")
     if clock == "cpu" and _rusage() is None:
         return "wall (no getrusage here for the cpu clock)"
     return clock
@@ -188,7 +192,7 @@ def prepare(op, ctx, checked_fixtures, rusage_totals=None):
         result, peak, method = peak_rss_delta(op.run)
         op.verify(result)
         extra = {results.KEY_PEAK_RSS: peak, results.KEY_PEAK_RSS_METHOD: method}
-    clock = resolve_clock(ctx.clock, ctx.cache, ctx.output)
+    clock = resolve_clock(op, ctx.clock, ctx.cache, ctx.output)
     return make_timer(op, ctx, evict_paths, evict, rusage_totals, clock), extra
 
 
@@ -203,7 +207,7 @@ def base_metadata(op, args):
         results.KEY_ROUND: args.round,
         results.KEY_ALLOCATOR: allocator_state(args.allocator),
         results.KEY_CPU: allowed_cpus(),
-        results.KEY_CLOCK: resolve_clock(args.clock, args.cache, args.output),
+        results.KEY_CLOCK: resolve_clock(op, args.clock, args.cache, args.output),
     }
     if op.outputs:
         metadata[results.KEY_OUTPUT] = args.output

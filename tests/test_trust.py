@@ -129,3 +129,16 @@ def test_skipped_ops_are_recorded_with_their_reason_and_shown(tmp_path, machine_
     assert "copies_os_copy_file_range" in skipped and "manyfiles_write_asyncio_to_thread" in skipped
     text = report.build_report(report.load_run(store.Run(tmp_path, "S")))
     assert "## Skipped ops" in text and "`copies_os_copy_file_range`" in text
+
+
+def test_each_value_states_its_clock_and_concurrent_ops_use_the_wall_clock(
+        tmp_path, machine_interpreters):
+    real = need(machine_interpreters, "3.12")
+    runner.run_matrix([real], suites=["lutz2009", "manyfiles"], profile=SMOKE,
+                      results_dir=tmp_path, run_id="C", work_dir=tmp_path, log=lambda *a: None)
+    clocks = {row["op"]: row["clock"] for row in store.load_series(tmp_path / "C" / "3.12.json")}
+    assert clocks["read_byLines_textMode"] == "cpu"      # warm cache: nothing waits
+    assert clocks["write_byLines_textMode"] == "cpu"     # a new file: nothing waits
+    assert {clocks[op] for op in clocks if op.startswith("manyfiles_")} == {"wall"}
+    manifest = json.loads((tmp_path / "C" / "manifest.json").read_text())
+    assert manifest["clock"] == "auto"

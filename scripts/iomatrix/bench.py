@@ -42,6 +42,9 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                         "(every large buffer a new mmap)")
     p.add_argument("--output-state", dest="output", default="new", choices=contract.OUTPUT_STATES,
                    help="writes go into a new file (default) or over an existing one")
+    p.add_argument("--clock", default="auto", choices=("auto", *contract.CLOCKS),
+                   help="what a value measures: auto (default: CPU time where nothing waits "
+                        "for the disk, wall time otherwise), cpu or wall")
     p.add_argument("--seed", type=int, default=None, help="seed of the shuffled order")
     p.add_argument("--work-dir", type=Path, default=None,
                    help="where fixtures are made (default: the system temp dir)")
@@ -122,7 +125,7 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
             f"({interp.executable}){state}")
     options = dict(suites=suites, profile=PROFILES[args.profile], results_dir=args.results_dir,
                    io_stacks=args.io, cache=args.cache, allocator=args.allocator,
-                   output=args.output, seed=args.seed, work_dir=args.work_dir,
+                   output=args.output, clock=args.clock, seed=args.seed, work_dir=args.work_dir,
                    keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
                    target=args.target, budget=args.budget, log=log)
     try:

@@ -96,11 +96,12 @@ class Conditions:
     cache: str = "warm"
     allocator: str = "steady"
     output: str = "new"
+    clock: str = "auto"  # "auto": CPU time where nothing waits for the disk (contract)
 
 
 def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: Profile,
                results_dir: Path, run_id: str, io_stacks=("c",), cache: str = "warm",
-               allocator: str = "steady", output: str = "new",
+               allocator: str = "steady", output: str = "new", clock: str = "auto",
                seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
                timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
                aa_of: dict | None = None, target: float = sampling.DEFAULT_TARGET,
@@ -110,7 +111,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
     Interpreters that fail (no environment, crashes, timeouts) are recorded as
     failed in the manifest; the others complete.
     """
-    conditions = Conditions(cache, allocator, output)
+    conditions = Conditions(cache, allocator, output, clock)
     started = time.monotonic()
     deadline = started + (profile.budget_seconds if budget is None else budget)
     run = store.Run(results_dir, run_id)
@@ -172,11 +173,13 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
     session = {"started": store.utc_now(), "argv": sys.argv, "suites": suites,
                "io": list(io_stacks), "seed": seed, "pid": os.getpid()}
     wanted = {"profile": profile.name, "cache": conditions.cache,
-              "allocator": conditions.allocator, "output": conditions.output}
+              "allocator": conditions.allocator, "output": conditions.output,
+              "clock": conditions.clock}
     if manifest:
         for key, value in wanted.items():
             # Runs made before a condition was an axis were measured in a mix of states.
-            recorded = manifest.get(key, "unstated" if key in ("allocator", "output") else None)
+            recorded = manifest.get(
+                key, "unstated" if key in ("allocator", "output", "clock") else None)
             if recorded != value:
                 raise MatrixError(f"run {run.run_id} was made with {key} {recorded!r}; "
                                   f"this call asks for {value!r}. Use another --run-id.")
@@ -290,6 +293,7 @@ def worker_command(plan: SeriesPlan, task: Task, ops: list[str], profile: Profil
             "--iomatrix-profile", profile.name, "--io", task.io_stack,
             "--cache", conditions.cache, "--allocator", conditions.allocator,
             "--output-state", conditions.output,
+            *([] if conditions.clock == "auto" else ["--clock", conditions.clock]),
             "--round", str(task.round_index), "--warmups", str(warmups),
             "--values", str(profile.values), "--output", str(output), "--errors", str(errors)]
 
