@@ -187,6 +187,9 @@ def ops(ctx):
                 setup=setup, teardown=teardown, inner_loops=passes if passes > 1 else None,
                 unavailable=unavailable, evict=(FIXTURE,),
                 native=None if block is None else ("copy", FIXTURE, block),
-                track_peak_rss=True)
+                track_peak_rss=True,
+                # --output-state applies to the destination; with several passes per call
+                # (the smoke profile), the later passes write over it.
+                outputs=(dst,))
         out.append(op)
     return out

@@ -163,7 +163,10 @@ def ops(ctx):
         out.append(Op("textio_" + name, category, passes * (ctx.expect(fixture)["bytes"] or size), run,
                       verify, setup=setup, teardown=teardown,
                       inner_loops=passes if passes > 1 else None, unavailable=unavailable,
-                      evict=(fixture,) if reads else ()))
+                      evict=(fixture,) if reads else (),
+                      # --output-state applies to the file a write op makes; with several
+                      # passes per call (small profiles), the later passes write over it.
+                      outputs=() if reads else (scratch,)))
 
     def remove_scratch():
         if os.path.exists(scratch):
