@@ -193,7 +193,7 @@ def test_unknown_option_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         compare.main(["A", "B", "--bogus"])
     assert exc.value.code == 2
-    assert "valid options: --results-dir, --label, --fail-above, --out" in capsys.readouterr().err
+    assert "valid options: --fail-above, --help, --label, --out, --results-dir" in capsys.readouterr().err
 
 
 def test_names_cannot_break_the_tables(tmp_path, capsys):
