@@ -1,6 +1,7 @@
 """Compare two runs, or two result files, op by op: a pull-request comment and an exit status.
 
     nox -s compare -- A B [--results-dir results] [--label L] [--fail-above 0.05] [--out FILE]
+                          [--json FILE]
 
 A and B are each a run directory (``results/<run-id>``), a run id in
 ``--results-dir``, or one pyperf result file (``results/<run-id>/3.13.json``).
@@ -15,13 +16,16 @@ Exit status: 0 when no op is significantly slower in B by more than
 bad input: a missing run or file, a series or op missing on one side, a file
 that is not an iomatrix pyperf result. Nothing is ever deleted or rewritten.
 
-Ratios are B's median time over A's; significance is the report's test
-(stats.compare: Mann-Whitney U on per-process means, 99%).
+Ratios, intervals and significance are the report's (stats.compare): the ratio
+B/A is exp of the Hodges-Lehmann shift of the log per-process means, with its
+95% Moses (Mann-Whitney) interval; significant means the interval excludes 1.
+``--json FILE`` also writes every comparison with its interval as JSON.
 """
 from __future__ import annotations
 
 import dataclasses
 import html
+import json
 import sys
 from pathlib import Path
 
@@ -154,7 +158,7 @@ class OpResult:
     comparison: stats.Comparison
 
     def regression(self, fail_above: float) -> bool:
-        return bool(self.comparison.significant) and self.comparison.ratio > 1 + fail_above
+        return self.comparison.regression(fail_above)
 
 
 @dataclasses.dataclass
@@ -192,8 +196,8 @@ def compare_series(a: Side, b: Side, series_a: str, series_b: str, means_a: dict
     for op in order:
         if op in ops_a and op in ops_b:
             pa, pb = means_a[(series_a, op)], means_b[(series_b, op)]
-            results.append(OpResult(op, stats.mean(list(pa.values())),
-                                    stats.mean(list(pb.values())), stats.compare(pa, pb)))
+            results.append(OpResult(op, stats.location(pa.values()), stats.location(pb.values()),
+                                    stats.compare(pa, pb)))
     return Section(series_a, series_b, results, [op for op in order if op not in ops_b],
                    [op for op in order if op not in ops_a])
 
@@ -227,9 +231,8 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float)
                      f"above {fail_above:.0%}.**")
     else:
         lines.append(f"No significant regression above {fail_above:.0%}.")
-    lines += ["", f"B/A: B's time over A's (> 1: B is slower). {SLOWER}/{FASTER}: "
-                  f"significantly slower/faster (Mann-Whitney U on per-process means, "
-                  f"{stats.CONFIDENCE:.0%}); **bold**: slower by more than {fail_above:.0%}.", ""]
+    lines += ["", f"B/A: B's time over A's (> 1: B is slower). {stats.METHOD} **Bold**: a "
+                  f"regression, significant and slower by more than {fail_above:.0%}.", ""]
     differences = context_differences([analysis.context(a.manifest, a.data.frame),
                                        analysis.context(b.manifest, b.data.frame)])
     if differences:
@@ -291,12 +294,31 @@ def per_op_tables(sections: list[Section], fail_above: float, significant_only: 
 def compare(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
             fail_above: float = DEFAULT_FAIL_ABOVE) -> tuple[str, int]:
     """The markdown and the exit status (0 or 1); CompareError for bad input."""
+    text, status, _ = compare_full(arg_a, arg_b, results_dir, label, fail_above)
+    return text, status
+
+
+def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
+                 fail_above: float = DEFAULT_FAIL_ABOVE) -> tuple[str, int, list[Section]]:
+    """The markdown, the exit status and the sections; CompareError for bad input."""
     a, b = resolve(arg_a, results_dir), resolve(arg_b, results_dir)
     load_side(a, label)
     load_side(b, label)
     sections = compare_sides(a, b, label)
     regressions = any(r.regression(fail_above) for s in sections for r in s.results)
-    return build_markdown(a, b, sections, fail_above), int(regressions)
+    return build_markdown(a, b, sections, fail_above), int(regressions), sections
+
+
+def as_json(sections: list[Section], fail_above: float) -> dict:
+    """Every comparison, machine-readable: null bounds and verdict mean too few processes."""
+    return {"method": stats.METHOD, "confidence": stats.CONFIDENCE, "fail_above": fail_above,
+            "comparisons": [
+                {"series_a": s.series_a, "series_b": s.series_b, "op": r.op,
+                 "time_a": r.time_a, "time_b": r.time_b, "ratio": r.comparison.ratio,
+                 "low": r.comparison.low, "high": r.comparison.high,
+                 "significant": r.comparison.significant, "regression": r.regression(fail_above),
+                 "processes_a": r.comparison.n_a, "processes_b": r.comparison.n_b}
+                for s in sections for r in s.results]}
 
 
 @cli.main_guard
@@ -311,13 +333,21 @@ def main(argv=None) -> int:
     parser.add_argument("--fail-above", type=cli.fail_above, default=DEFAULT_FAIL_ABOVE,
                         help="a significant slowdown above this fails (default: %(default)s = 5%%)")
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write every comparison (ratio, interval, verdict) as JSON here")
     args = parser.parse_args(argv)
     try:
-        text, status = compare(args.a, args.b, args.results_dir, args.label, args.fail_above)
+        text, status, sections = compare_full(args.a, args.b, args.results_dir, args.label,
+                                              args.fail_above)
     except CompareError as exc:
         print(f"compare: error: {exc}", file=sys.stderr)
         return 2
     print(text)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        store.atomic_write_text(args.json, json.dumps(as_json(sections, args.fail_above),
+                                                      indent=1) + "\n")
+        print(f"compare: wrote {args.json}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         store.atomic_write_text(args.out, text + "\n")

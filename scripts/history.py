@@ -74,7 +74,7 @@ def history_frame(found: list[analysis.RunData]) -> tuple[pd.DataFrame, dict, li
     ops = list(dict.fromkeys(op for d in found for op in analysis.ordered_ops(d)))
     times = pd.DataFrame(index=ops, columns=[d.run.run_id for d in found], dtype=float)
     for (run_id, op), by_round in means.items():
-        times.at[op, run_id] = stats.mean(list(by_round.values()))
+        times.at[op, run_id] = stats.location(by_round.values())
     return times, means, ops
 
 
@@ -93,10 +93,10 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
     if differences:
         lines += [f"> **Warning:** the runs differ in {', '.join(differences)}: a change between "
                   "them may be the machine or the settings, not the interpreter.", ""]
-    lines += [f"Mean time per op in each run of {code(label)}, oldest first. Last column: "
+    lines += [f"Time per op in each run of {code(label)} (exp of the Hodges-Lehmann location of "
+              "the log per-process means), oldest first. Last column: "
               f"the op's time in its newest run over its first; {SLOWER}/{FASTER}: "
-              f"significantly slower/faster (Mann-Whitney U test on per-process means, "
-              f"{stats.CONFIDENCE:.0%}).", ""]
+              f"significantly slower/faster. {stats.METHOD}", ""]
     rows, ratios = [], []
     for op in ops:
         present = [r for r in run_ids if (r, op) in means]

@@ -41,14 +41,25 @@ def fmt_number(value: float) -> str:
     return "—" if value is None or math.isnan(value) else f"{value:.2f}"
 
 
-def fmt_ratio(comparison: stats.Comparison | None, threshold: float | None = None) -> str:
-    """``1.32 ▲``: marker when significant, bold when also beyond ``threshold``."""
+def fmt_interval(comparison: stats.Comparison | None) -> str:
+    """``[1.25, 1.40]``, or ``[n/a]`` when the run has too few processes for one."""
+    if comparison is None or comparison.low is None:
+        return "[n/a]"
+    return f"[{comparison.low:.2f}, {comparison.high:.2f}]"
+
+
+def fmt_ratio(comparison: stats.Comparison | None, threshold: float | None = None,
+              interval: bool = True) -> str:
+    """``1.32 [1.25, 1.40] ▲``: the estimate, its interval, a marker when the interval
+    excludes 1; bold when that change is also a regression beyond ``threshold``."""
     if comparison is None:
         return "—"
     cell = f"{comparison.ratio:.2f}"
+    if interval:
+        cell += " " + fmt_interval(comparison)
     if comparison.significant:
         cell += " " + (SLOWER if comparison.ratio > 1 else FASTER)
-        if threshold is not None and comparison.ratio > 1 + threshold:
+        if threshold is not None and comparison.regression(threshold):
             cell = f"**{cell}**"
     return cell
 

@@ -107,10 +107,9 @@ def section_ratio_matrix(data, ops, order, baseline, comparisons, threshold) -> 
         f"**{stats.geometric_mean(c.ratio for (o, s), c in comparisons.items() if s == series):.2f}**"
         for series in others])
     return [f"## Slowdown ratios against {code(baseline)}", "",
-            f"Median time of each interpreter's worker processes divided by that of "
-            f"{code(baseline)} (> 1: slower). {SLOWER}/{FASTER}: significantly slower/faster "
-            f"(Mann-Whitney U test on per-process means, {stats.CONFIDENCE:.0%} confidence); "
-            "no marker: not significant; —: not measured.", "",
+            f"Each interpreter's time over that of {code(baseline)} (> 1: slower). "
+            f"{stats.METHOD} No marker: not significant; [n/a]: too few processes for an "
+            "interval; —: not measured.", "",
             table(rows, ["op"] + [column_title(data, s) for s in others]), ""]
 
 
