@@ -49,3 +49,11 @@ def write_pyperf_file(path: Path, benchmarks: dict, label_meta: dict | None = No
                     **(label_meta or {})}
         out.append(contract.pyperf_benchmark(op, metadata, runs))
     contract.atomic_write_json(str(path), contract.pyperf_document(out))
+
+
+def without_intervals(text: str) -> str:
+    """A page with its ratio intervals taken out: '1.50 [1.49, 1.51] ▲' reads '1.50 ▲'.
+
+    For tests about markers and bold; the intervals have tests of their own."""
+    import re
+    return re.sub(r" \[(?:[0-9.]+, [0-9.]+|n/a)\]", "", text)

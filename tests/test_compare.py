@@ -7,7 +7,7 @@ import pytest
 
 import compare
 from iomatrix import store
-from conftest import write_pyperf_file
+from conftest import without_intervals, write_pyperf_file
 
 READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"
 
@@ -63,18 +63,20 @@ def test_a_regression_above_the_threshold_exits_1_and_is_listed(tmp_path, capsys
     results = two_runs(tmp_path, factor_read=1.5)
     out_file = tmp_path / "pr" / "comment.md"
     status, out, _ = run_main(capsys, results / "A", results / "B", "--out", out_file)
+    assert out_file.read_text() == out  # the same markdown, written atomically
+    out = without_intervals(out)
     assert status == 1
     assert "**1 significant regression above 5%.**" in out
     regressions = out.split("#### Regressions", 1)[1].split("<details", 1)[0]
     assert f"`{READ}`" in regressions and "**1.50 ▲**" in regressions
     assert WRITE not in regressions
-    assert out_file.read_text() == out  # the same markdown, written atomically
     assert not list(out_file.parent.glob(".*partial*"))
 
 
 def test_threshold_decides_what_fails(tmp_path, capsys):
     results = two_runs(tmp_path, factor_read=1.03)      # significant, but 3% slower
     status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    out = without_intervals(out)
     assert status == 0 and "1.03 ▲" in out and "**1.03 ▲**" not in out
     status, _, _ = run_main(capsys, "A", "B", "--results-dir", results, "--fail-above", "0.01")
     assert status == 1
@@ -83,7 +85,7 @@ def test_threshold_decides_what_fails(tmp_path, capsys):
 def test_a_faster_op_is_not_a_regression(tmp_path, capsys):
     results = two_runs(tmp_path, factor_read=0.5)
     status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
-    assert status == 0 and "0.50 ▼" in out
+    assert status == 0 and "0.50 ▼" in without_intervals(out)
 
 
 def test_two_files_of_one_run_are_compared_directly(tmp_path):
@@ -193,7 +195,7 @@ def test_unknown_option_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         compare.main(["A", "B", "--bogus"])
     assert exc.value.code == 2
-    assert "valid options: --results-dir, --label, --fail-above, --out" in capsys.readouterr().err
+    assert "valid options: --fail-above, --help, --json, --label, --out, --results-dir" in capsys.readouterr().err
 
 
 def test_names_cannot_break_the_tables(tmp_path, capsys):
@@ -225,3 +227,22 @@ def test_long_comparisons_are_shortened_to_fit_a_comment(tmp_path, monkeypatch):
     shortest, status = compare.compare("A", "B", results)
     assert status == 1 and "per-op tables are left out" in shortest
     assert "#### Regressions" in shortest
+
+
+def test_json_output_carries_every_interval(tmp_path, capsys):
+    results = two_runs(tmp_path, factor_read=1.5)
+    out_json = tmp_path / "pr" / "compare.json"
+    status, _, _ = run_main(capsys, "A", "B", "--results-dir", results, "--json", out_json)
+    assert status == 1
+    data = json.loads(out_json.read_text())
+    read = next(c for c in data["comparisons"] if c["op"] == READ)
+    assert read["low"] <= read["ratio"] <= read["high"] and read["low"] > 1
+    assert read["significant"] is True and read["regression"] is True
+    assert "Hodges-Lehmann" in data["method"] and data["confidence"] == 0.95
+
+
+def test_a_bad_fail_above_is_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["A", "B", "--fail-above", "-1"])
+    assert exc.value.code == 2
+    assert "--fail-above is a fraction" in capsys.readouterr().err

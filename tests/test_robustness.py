@@ -18,7 +18,7 @@ from iomatrix import discovery
 from iomatrix import environments
 import _fixtures
 from iomatrix import runner
-import report
+from iomatrix import analysis, pages
 from iomatrix import store
 from iomatrix.profiles import PROFILES
 from conftest import ROOT, need, run_nox
@@ -127,7 +127,7 @@ def test_crashing_and_hanging_interpreters_do_not_stop_the_matrix(tmp_path, mach
     assert "timed out after 3 s" in entries["hang"]["error_tail"]
     assert entries["nomodule"]["status"] == "failed"
     assert "No module named 'no_such_module'" in entries["nomodule"]["error_tail"]
-    text = report.build_report(report.load_run(store.Run(tmp_path / "results", "F")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path / "results", "F")))
     assert "## Failed interpreters and ops" in text and "SIGSEGV" in text
 
 

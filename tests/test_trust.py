@@ -9,7 +9,7 @@ import pytest
 import _fixtures
 from iomatrix import planning, runner
 from iomatrix import native
-import report
+from iomatrix import analysis, pages
 from iomatrix import store
 from iomatrix.profiles import PROFILES
 from conftest import need
@@ -30,7 +30,7 @@ def test_cold_cache_is_recorded_and_shown(tmp_path, machine_interpreters):
     assert manifest["cache"] == "cold"
     rows = store.load_series(tmp_path / "T" / "3.13.json")
     assert {row["cache"] for row in rows} == {"cold"}
-    text = report.build_report(report.load_run(store.Run(tmp_path, "T")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "T")))
     assert "page cache **cold**" in text
 
 
@@ -53,7 +53,7 @@ def test_the_native_ceiling_is_measured_and_shown(tmp_path, machine_interpreters
     assert manifest["native"]["status"] == "ok"
     rows = store.load_series(tmp_path / "T" / "native.json")
     assert {r["op"] for r in rows} >= {"read_byBlocks_binaryMode", "write_byBlocks_binaryMode"}
-    text = report.build_report(report.load_run(store.Run(tmp_path, "T")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "T")))
     assert "## Throughput as a share of the native ceiling" in text
 
 
@@ -66,7 +66,7 @@ def test_a_missing_native_tool_is_reported_and_the_run_goes_on(tmp_path, monkeyp
     assert manifest["interpreters"]["3.13"]["status"] == "ok"
     assert not (tmp_path / "T" / "native.json").exists()
     assert any("no C compiler" in line for line in lines)
-    text = report.build_report(report.load_run(store.Run(tmp_path, "T")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "T")))
     assert "Not measured: no C compiler" in text
 
 
@@ -105,7 +105,7 @@ def test_aa_section_reports_the_share_flagged_and_the_geometric_mean(tmp_path):
     interp = {"implementation": "cpython", "version_info": [3, 13, 0], "status": "ok"}
     (run_dir / "manifest.json").write_text(json.dumps({
         "run_id": "AA", "interpreters": {"3.13": interp, "3.13-aa": {**interp, "aa_of": "3.13"}}}))
-    text = report.build_report(report.load_run(store.Run(tmp_path, "AA")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "AA")))
     assert "## A/A check: `3.13` against itself" in text
     assert "0 of 1 (0.0%)" in text and re.search(r"\|\s*meets\s*\|", text)
 
@@ -117,7 +117,7 @@ def test_the_pyio_axis_is_a_series_of_its_own(tmp_path, machine_interpreters):
     for series in ("2.7", "2.7+pyio", "3.13", "3.13+pyio"):
         assert manifest["interpreters"][series]["status"] == "ok", series
     assert {r["io"] for r in store.load_series(tmp_path / "P" / "3.13+pyio.json")} == {"pyio"}
-    text = report.build_report(report.load_run(store.Run(tmp_path, "P")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "P")))
     assert "today, pure-Python io: `3.13+pyio` / `2.7`" in text
 
 
@@ -127,7 +127,7 @@ def test_skipped_ops_are_recorded_with_their_reason_and_shown(tmp_path, machine_
                                  results_dir=tmp_path, run_id="S", log=lambda *a: None)
     skipped = manifest["interpreters"]["2.7"]["skipped_ops"]
     assert "copies_os_copy_file_range" in skipped and "manyfiles_write_asyncio_to_thread" in skipped
-    text = report.build_report(report.load_run(store.Run(tmp_path, "S")))
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "S")))
     assert "## Skipped ops" in text and "`copies_os_copy_file_range`" in text
 
 

@@ -77,6 +77,14 @@ def _threshold(text: str) -> float:
     return value
 
 
+def _fail_above(text: str) -> float:
+    value = finite_float(text)
+    if not 0 <= value < MAX_THRESHOLD:
+        raise BadInput(f"{text!r}: --fail-above is a fraction from 0 to below "
+                       f"{MAX_THRESHOLD:g} (0.05 = 5%; 0: any significant slowdown fails)")
+    return value
+
+
 def _positive_seconds(text: str) -> float:
     value = finite_float(text)
     if value <= 0:
@@ -107,6 +115,7 @@ def _label_list(text: str) -> list[str]:
 
 
 threshold = _argparse_type(_threshold, "threshold")
+fail_above = _argparse_type(_fail_above, "fraction")
 positive_seconds = _argparse_type(_positive_seconds, "seconds")
 positive_int = _argparse_type(_positive_int, "count")
 run_id = _argparse_type(_run_id, "run id")

@@ -23,6 +23,8 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
+from iomatrix import stats  # noqa: E402
+
 DPI = 120
 SLOWER, FASTER = "▲", "▼"            # the report's markers (DejaVu Sans has both)
 MISSING_COLOUR = "#d9d9d9"
@@ -92,6 +94,29 @@ def _series_colours(n: int):
 
 
 MARKERS = "osD^vP*Xhp<>"
+
+
+# -- data for the figures ----------------------------------------------------------
+
+def ratio_frames(comparisons: dict, ops: list, series: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Ops x series of ratios (NaN: not measured) and of significance, from
+    ``{(op, series): stats.Comparison}``."""
+    ratios = pd.DataFrame(math.nan, index=list(ops), columns=list(series), dtype=float)
+    significant = pd.DataFrame(False, index=list(ops), columns=list(series), dtype=bool)
+    for (op, name), comparison in comparisons.items():
+        if op in ratios.index and name in ratios.columns:
+            ratios.at[op, name] = comparison.ratio
+            significant.at[op, name] = bool(comparison.significant)
+    return ratios, significant
+
+
+def category_geomeans(comparisons: dict, category_of: dict, categories: list,
+                      series: list) -> pd.DataFrame:
+    """Categories x series of the geometric mean of the ratios of the category's ops."""
+    return pd.DataFrame(
+        [[stats.geometric_mean(c.ratio for (op, s), c in comparisons.items()
+                               if s == name and category_of[op] == category) for name in series]
+         for category in categories], index=categories, columns=series)
 
 
 # -- ratio heatmap ---------------------------------------------------------------------
@@ -257,7 +282,7 @@ def chunk_curve(frame: pd.DataFrame, path: Path, order: list | None = None,
                 title: str = "Throughput by chunk size (chunks suite)") -> Path | None:
     """Throughput (MB/s) against the chunk size of f.read(N) (and readinto), one line per series.
 
-    ``frame`` is report.RunData.frame; ``order`` the series in version order
+    ``frame`` is analysis.RunData.frame; ``order`` the series in version order
     (default: as they appear). None when the frame has no chunks ops.
     """
     data = chunk_sizes(frame)

@@ -1,20 +1,27 @@
-"""The arithmetic of comparisons: ratios, their significance, geometric means, noise.
+"""The arithmetic of comparisons: ratios with their intervals, geometric means, noise.
 
 The unit of evidence is one worker process (pyperf's "run"): its mean over its
 values. Values inside one process are not independent samples of the machine
-(they share its state of the moment), so tests count processes, not values.
+(they share its state of the moment), so every estimate and test counts
+processes, not values.
 
 Measured here: the per-process means of one op are often bimodal (the same
 interpreter reads a file in 7 ms in one process and 14 ms in the next, and a
 whole-file read in 0.5 ms or 5 ms), independently from process to process.
-Means and t-tests are at the mercy of how many slow processes each side drew.
-So:
+Means and t-tests are at the mercy of how many slow processes each side drew,
+so the method is rank-based. In one sentence:
 
-- ratio(A -> B) = median(B's process means) / median(A's process means);
-- significant = a two-sided Mann-Whitney U test on the process means at
-  p < 0.01 (exact distribution for up to 25 processes a side, normal
-  approximation with tie correction beyond): rank-based, so a few processes
-  in a slow mode cannot make a difference out of nothing.
+    The ratio B/A is exp of the Hodges-Lehmann shift of the log per-process
+    means (the median of all pairwise log b_j - log a_i), its 95% interval is
+    the distribution-free Moses interval built from the Mann-Whitney U
+    distribution (exact up to 25 processes a side, normal approximation
+    beyond), and a change is significant when that interval excludes 1.
+
+Interval and test are one method: the interval is the set of ratios r for
+which the two-sided Mann-Whitney test of A against B/r does not reject at 5%,
+so "significant" and "the interval excludes 1" cannot disagree. With too few
+processes no outcome could reach 5% (fewer than 4 a side when equal); then
+there is no interval and no verdict, never a made-up one.
 """
 from __future__ import annotations
 
@@ -22,7 +29,11 @@ import functools
 import math
 from dataclasses import dataclass
 
-CONFIDENCE = 0.99
+CONFIDENCE = 0.95
+# The method in one sentence, for every page that shows a ratio.
+METHOD = ("Ratio: exp of the Hodges-Lehmann shift of the log per-process means; [low, high]: "
+          "its 95% Moses interval (the Mann-Whitney U test inverted); ▲/▼: significantly slower/faster, i.e. the "
+          "interval excludes 1.")
 ALPHA = 1 - CONFIDENCE
 EXACT_LIMIT = 25
 
@@ -90,15 +101,24 @@ def mann_whitney_p(a: list[float], b: list[float]) -> float:
 
 @dataclass
 class Comparison:
-    ratio: float               # > 1: B is slower than A
-    significant: bool | None   # None: too few processes to test at this confidence
-    p: float | None
+    ratio: float               # B/A; > 1: B is slower than A
+    low: float | None          # the 95% interval of the ratio; None: too few processes
+    high: float | None
+    significant: bool | None   # the interval excludes 1; None: too few processes to tell
     n_a: int
     n_b: int
 
     @property
     def slower(self) -> bool:
         return self.ratio > 1
+
+    def beyond(self, threshold: float) -> bool:
+        """The estimate is slower than 1 + threshold (0.05: 5% slower)."""
+        return self.ratio > 1 + threshold
+
+    def regression(self, threshold: float) -> bool:
+        """A regression verdict: significant AND the estimate beyond the threshold."""
+        return bool(self.significant) and self.beyond(threshold)
 
 
 def min_processes_for_significance() -> int:
@@ -109,15 +129,72 @@ def min_processes_for_significance() -> int:
     return n
 
 
+def critical_u(n: int, m: int, alpha: float = ALPHA) -> int:
+    """The largest k with P(U <= k) < alpha/2 under the null (-1: none, too few processes).
+
+    The two-sided test rejects when U <= k or U >= n*m - k.
+    """
+    if n <= EXACT_LIMIT and m <= EXACT_LIMIT:
+        counts, total = _u_counts(n, m), math.comb(n + m, n)
+        k, cumulative = -1, 0
+        for u, c in enumerate(counts):
+            cumulative += c
+            if cumulative / total >= alpha / 2:
+                break
+            k = u
+        return k
+    # Normal approximation with the continuity correction of mann_whitney_p.
+    sigma = math.sqrt(n * m * (n + m + 1) / 12)
+    z = _normal_quantile(1 - alpha / 2)
+    return max(math.ceil(n * m / 2 - 0.5 - z * sigma) - 1, -1)
+
+
+def _normal_quantile(p: float) -> float:
+    """The standard normal quantile by bisection on erfc (no scipy in the host venv)."""
+    low, high = -10.0, 10.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        if 0.5 * math.erfc(-mid / math.sqrt(2)) < p:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def hodges_lehmann(a: list[float], b: list[float]) -> tuple[float, float | None, float | None]:
+    """(ratio, low, high): exp of the HL shift of log b over log a and its Moses interval.
+
+    The interval is the (k+1)-th smallest and (k+1)-th largest of the n*m pairwise
+    log differences, k = critical_u(n, m); (ratio, None, None) when k < 0.
+    """
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    diffs = sorted(y - x for x in la for y in lb)
+    shift = median(diffs)
+    k = critical_u(len(a), len(b))
+    if k < 0:
+        return math.exp(shift), None, None
+    return math.exp(shift), math.exp(diffs[k]), math.exp(diffs[len(diffs) - 1 - k])
+
+
 def compare(a: dict, b: dict) -> Comparison:
     """Compare the per-process means of A and B (dicts keyed by round or any process id)."""
     va = [v for v in a.values() if v > 0]
     vb = [v for v in b.values() if v > 0]
-    ratio = median(vb) / median(va)
-    if 2 / math.comb(len(va) + len(vb), len(va)) >= ALPHA:
-        return Comparison(ratio, None, None, len(va), len(vb))  # no outcome could reach ALPHA
-    p = mann_whitney_p(va, vb)
-    return Comparison(ratio, p < ALPHA and ratio != 1.0, p, len(va), len(vb))
+    if not va or not vb:
+        raise ValueError("a comparison needs at least one positive process mean a side")
+    ratio, low, high = hodges_lehmann(va, vb)
+    if low is None:
+        return Comparison(ratio, None, None, None, len(va), len(vb))
+    return Comparison(ratio, low, high, low > 1 or high < 1, len(va), len(vb))
+
+
+def location(values) -> float:
+    """One series' time, by the ratios' estimator in its one-sample form: exp of the
+    Hodges-Lehmann location of the log per-process means (median of pairwise averages)."""
+    logs = [math.log(v) for v in values if v > 0]
+    if not logs:
+        return math.nan
+    return math.exp(median([(x + y) / 2 for i, x in enumerate(logs) for y in logs[i:]]))
 
 
 def geometric_mean(values) -> float:

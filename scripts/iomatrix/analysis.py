@@ -1,0 +1,136 @@
+"""The run data model: one run (or one result file) as a table of worker processes.
+
+``load_run`` reads a run directory into ``RunData`` (one row per worker
+process, the files it could not read listed as problems, never raised);
+``process_means`` gives each (series, op) its per-process means, the unit of
+evidence of ``stats``; ``compare_all`` compares series with ``stats.compare``.
+The report, compare and history all read runs through this module.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from iomatrix import native, stats, store, study
+
+COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
+           "mean", "values", "mem_max_rss", "peak_rss"]
+
+
+@dataclasses.dataclass
+class RunData:
+    run: store.Run | None
+    manifest: dict
+    frame: pd.DataFrame            # one row per worker process
+    problems: list                 # (file, message) for files that could not be read
+
+
+def load_run(run: store.Run) -> RunData:
+    """Every series file of ``run``; a file that cannot be read is a problem, not an error."""
+    manifest = run.read_manifest()
+    rows, problems = [], []
+    for path in run.series_files():
+        try:
+            series_rows = store.load_series(path)
+        except (store.ResultFileError, OSError) as exc:
+            problems.append((path.name, str(exc)))
+            continue
+        for row in series_rows:
+            row["series"] = path.stem
+        rows += series_rows
+    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), problems)
+
+
+def load_file(path: Path, run: store.Run | None, manifest: dict, series: str | None = None) \
+        -> RunData:
+    """One result file as a run of one series (named ``series``, default the file's stem).
+
+    Raises store.ResultFileError (or OSError) when the file cannot be read.
+    """
+    rows = store.load_series(path)
+    for row in rows:
+        row["series"] = series or path.stem
+    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), [])
+
+
+# -- series and ops in order ---------------------------------------------------------
+
+def series_info(data: RunData, series: str) -> dict:
+    return data.manifest.get("interpreters", {}).get(series, {})
+
+
+def series_sort_key(data: RunData, series: str):
+    info = series_info(data, series)
+    label, io_stack = store.split_series(series)
+    implementation = info.get("implementation", "cpython")
+    return (0 if implementation == "cpython" else 1, tuple(info.get("version_info", (99,))),
+            bool(info.get("free_threaded")), label.endswith("-aa"), io_stack == "pyio", series)
+
+
+def ordered_series(data: RunData) -> list[str]:
+    """The interpreters' series in version order (the native reference has its own section)."""
+    present = set(data.frame["series"].unique()) - {native.SERIES}
+    return sorted(present, key=lambda s: series_sort_key(data, s))
+
+
+def default_baseline(data: RunData, order: list[str]) -> str | None:
+    for series in order:
+        info = series_info(data, series)
+        if info.get("implementation", "cpython") == "cpython" and not series.endswith("+pyio") \
+                and not info.get("aa_of"):
+            return series
+    return order[0] if order else None
+
+
+def process_means(frame: pd.DataFrame) -> dict:
+    """{(series, op): {round: mean}}"""
+    out: dict = {}
+    for (series, op), group in frame.groupby(["series", "op"], sort=False):
+        out[(series, op)] = dict(zip(group["round"], group["mean"]))
+    return out
+
+
+def ordered_ops(data: RunData) -> list[str]:
+    """Ops in suite order as the suites define them (first appearance in the results)."""
+    frame = data.frame
+    suite_rank = {s: i for i, s in enumerate(data.manifest.get("suites", []))}
+    firsts = frame.drop_duplicates("op")[["op", "suite"]]
+    suite_of = dict(zip(firsts["op"], firsts["suite"]))
+    return sorted(firsts["op"], key=lambda op: (
+        suite_rank.get(suite_of[op], 99), study.op_rank(op), op))
+
+
+def compare_all(means: dict, ops: list[str], base: str, others: list[str]) -> dict:
+    """{(op, series): Comparison} of every series against ``base``."""
+    out = {}
+    for op in ops:
+        if (base, op) not in means:
+            continue
+        for series in others:
+            if series != base and (series, op) in means:
+                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)])
+    return out
+
+
+# -- what a run was measured under -----------------------------------------------------
+
+CONTEXT_FIELDS = (("profile", "profile"), ("cache", "page cache"), ("host", "host"),
+                  ("fixture_filesystem", "file system"))
+
+
+def context(manifest: dict, frame: pd.DataFrame | None = None) -> dict:
+    """profile, cache, host and file system of a run; the files' own metadata without a manifest."""
+    out = {}
+    for field, _ in CONTEXT_FIELDS:
+        value = manifest.get(field)
+        if field == "fixture_filesystem" and isinstance(value, dict):
+            value = f"{value.get('type', '?')} on {value.get('mount', '?')}"
+        if value is None and frame is not None and field in ("profile", "cache") \
+                and field in frame and len(frame):
+            values = sorted(set(frame[field].dropna()) - {""})
+            value = ", ".join(values) or None
+        if value is not None:
+            out[field] = str(value)
+    return out
