@@ -1,7 +1,6 @@
 """Shared fixtures: the real interpreters of this machine, and small pyperf-format files."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
