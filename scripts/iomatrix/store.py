@@ -199,7 +199,10 @@ def check_manifest(manifest, path) -> None:
         raise ResultFileError(f"{path}: a manifest is a JSON object, not "
                               f"{type(manifest).__name__}")
     for key in MANIFEST_DICTS:
-        if key in manifest and manifest[key] is not None and not isinstance(manifest[key], dict):
+        # null is allowed where a fact may be unknown, never for the interpreters table
+        nullable = key != "interpreters"
+        if key in manifest and not isinstance(manifest[key], dict) and not (
+                nullable and manifest[key] is None):
             raise ResultFileError(f"{path}: field {key!r} must be an object")
     for key in MANIFEST_LISTS:
         if key in manifest and not isinstance(manifest[key], list):
