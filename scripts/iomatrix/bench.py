@@ -10,7 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
-from iomatrix import cli, contract, discovery, environments, runner, store
+from iomatrix import cli, contract, counters, discovery, environments, runner, store
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.profiles import PROFILES
 
@@ -44,6 +44,9 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
     p.add_argument("--keep-fixtures", action="store_true")
     p.add_argument("--timeout", type=cli.positive_seconds, default=600.0,
                    help="seconds one worker process may take per op (default: %(default)s)")
+    p.add_argument("--counters", default=(), type=counters.parse_counters,
+                   help="the counting pass after timing: on, off (default), or some of "
+                        + ",".join(counters.COUNTERS))
     p.add_argument("--list", action="store_true", help="print the suites and their ops")
     if matrix:
         p.add_argument("--pythons", default=None, type=cli.label_list,
@@ -114,7 +117,8 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
     options = dict(suites=suites, profile=PROFILES[args.profile], results_dir=args.results_dir,
                    io_stacks=args.io, cache=args.cache, allocator=args.allocator,
                    output=args.output, seed=args.seed, work_dir=args.work_dir,
-                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of, log=log)
+                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
+                   counting=args.counters, log=log)
     try:
         try:
             manifest = runner.run_matrix(selected, run_id=args.run_id, **options)

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import cli, contract, environments, machine, native, procs, store
+from iomatrix import cli, contract, counters, environments, machine, native, procs, store
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import SUITES_DIR
 from iomatrix.profiles import PROFILES, Profile  # noqa: F401  (re-exported for callers)
@@ -131,7 +131,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                allocator: str = "steady", output: str = "new",
                seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
                timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
-               aa_of: dict | None = None, log=print) -> dict:
+               aa_of: dict | None = None, counting: tuple = (), log=print) -> dict:
     """Run every suite op under every interpreter; return the run's manifest.
 
     Interpreters that fail (no environment, crashes, timeouts) are recorded as
@@ -167,6 +167,10 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                      seed, log)
             for plan in plans.values():
                 _merge_series(run, plan, profile, log)
+            # After all timing work: counting never runs beside a timed worker.
+            counters.count_run(run, plans, manifest, counting, profile=profile.name,
+                               conditions=conditions, work_root=work_root, timeout=timeout,
+                               log=log)
         except KeyboardInterrupt:
             session["interrupted"] = store.utc_now()
             log(f"iomatrix: interrupted; finished worker results are kept in {run.path}; "
