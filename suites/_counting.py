@@ -95,8 +95,9 @@ class ValgrindSwitch(object):
     function ``size_t request(size_t args[6])`` (x86-64 System V), put into an
     executable page with mmap and called through ctypes. With it the host runs
     callgrind with ``--instr-atstart=no``: start-up, fixture checks, setup and
-    warm-up calls run at the speed of valgrind's null tool, and only the
-    counted windows are instrumented (2-4x faster than instrumenting all).
+    warm-up calls run at close to the speed of valgrind's null tool, and only the
+    counted windows are instrumented: the pass takes about half the time (lutz2009
+    at full size under 3.13: 55 s instead of 114 s).
     Only x86-64; elsewhere the host instruments everything.
     """
 

@@ -704,6 +704,10 @@ def _fmt(value) -> str:
     return f"{value:,.2f}"
 
 
+def _fmt_rel(value) -> str:
+    return "0 on one side only" if value == math.inf else f"{value:.3%}"
+
+
 def steps(rows, pairs=None, counters=("syscalls", "instructions")) -> list:
     """Changes between series pairs per op, biggest first.
 
@@ -814,7 +818,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
         lines += ["How exact (A/A twin: the same interpreter counted twice):", ""]
         lines += _table(["counter", "pair", "ops identical", "largest difference"],
                         [[e["counter"], f"{e['original']} / {e['twin']}",
-                          f"{e['identical']}/{e['ops']}", f"{e['max_rel_diff']:.3%}"]
+                          f"{e['identical']}/{e['ops']}", _fmt_rel(e["max_rel_diff"])]
                          for e in exact])
         lines.append("")
     ops = sorted({(r["suite"], r["op"], r["bytes_per_call"]) for r in rows})
