@@ -270,12 +270,14 @@ def worker_command(python: str, suite: str, ops: list, fixtures: Path, scratch: 
             "--output", str(output)] + (["--valgrind-switch"] if switch else [])
 
 
-def tool_prefix(kind: str, attempt_dir: Path, switch: bool) -> list:
+def tool_prefix(kind: str, switch: bool) -> list:
+    """strace or valgrind before the worker; their files go to the attempt dir (the parent of
+    the worker's working directory)."""
     if kind == "strace":
-        return ["strace", "-f", "-qq", "-o", str(attempt_dir / "strace.txt")]
+        return ["strace", "-f", "-qq", "-o", "../strace.txt"]
     if kind == "valgrind":
         return ["setarch", platform.machine(), "-R", "valgrind", "--tool=callgrind",
-                "--vgdb=no", f"--callgrind-out-file={attempt_dir}/callgrind.%p",
+                "--vgdb=no", "--callgrind-out-file=../callgrind.%p",
                 f"--dump-before={MARKER_FUNCTION}",
                 f"--instr-atstart={'no' if switch else 'yes'}"]
     return []
@@ -377,7 +379,7 @@ PASS_OF = {"syscalls": "strace", "rusage": "plain", "instructions": "valgrind"}
 
 
 def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path,
-             work: Path, profile: str, conditions, timeout: float, log) -> dict:
+             work: Path, tmp_dir: Path, profile: str, conditions, timeout: float, log) -> dict:
     """Count ``ops`` of one suite with one tool; {op: ("ok", value) | ("failed", why)}.
 
     An op that crashes or hangs the worker is failed (for counting only) with the
@@ -392,10 +394,15 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
         scratch = attempt_dir / "scratch"
         scratch.mkdir(parents=True)
         output = attempt_dir / "counts.jsonl"
-        cmd = tool_prefix(kind, attempt_dir, switch) + worker_command(
-            series.interpreter["executable"], suite, remaining, fixtures, scratch, output,
+        # Paths relative to the worker's directory (scratch), the same for every series:
+        # the arguments and environment are then identical for an A/A twin, and with
+        # them the stack and heap addresses under setarch -R, which memcpy's instruction
+        # count depends on (0.2% apart with absolute paths that differ by series).
+        cmd = tool_prefix(kind, switch) + worker_command(
+            series.interpreter["executable"], suite, remaining,
+            Path(os.path.relpath(fixtures, scratch)), Path("."), Path("..", output.name),
             profile, series.io_stack, conditions.output, first_index, switch)
-        env = worker_environment(conditions.allocator, attempt_dir)
+        env = worker_environment(conditions.allocator, tmp_dir)
         culprit, fatal = procs.supervise(cmd, env, timeout, cwd=scratch,
                                          stderr_dir=attempt_dir)
         rows = _read_rows(output)
@@ -419,8 +426,14 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
 
 def count_series(run: store.Run, series: Series, counters, problems: dict, fixtures: Path,
                  work_root: Path, profile: str, conditions, timeout: float, tool_methods: dict,
-                 log=print) -> dict:
-    """Count one series, resuming from its counters file; the manifest's entry for it."""
+                 slot: int = 0, log=print) -> dict:
+    """Count one series, resuming from its counters file; the manifest's entry for it.
+
+    The series works in ``<work_root>/s<slot>``: a name of the same length for every
+    series, because the length of the worker's working directory moves valgrind's
+    instruction counts (by 0.005% to 2% per op on 3.13: buffer addresses, and with them
+    memcpy's path, shift). Give series counted at the same time different slots.
+    """
     started = time.monotonic()
     path = run.counters_file(series.series)
     try:
@@ -435,8 +448,9 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             skipped[counter] = ("not counted for PyPy: what its JIT runs in a counted call "
                                 "depends on what it has compiled by then")
     document["skipped"] = skipped
-    work = work_root / series.series
+    work = work_root / f"s{slot:04d}"
     work.mkdir(parents=True, exist_ok=True)
+    (work_root / "tmp").mkdir(exist_ok=True)
     failed = {}
     for counter in counters:
         if counter in skipped:
@@ -448,7 +462,8 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             if not todo:
                 continue
             results = run_pass(PASS_OF[counter], series, suite, todo, fixtures=fixtures,
-                               work=work, profile=profile, conditions=conditions,
+                               work=work, tmp_dir=work_root / "tmp", profile=profile,
+                               conditions=conditions,
                                timeout=timeout, log=log)
             for op in todo:
                 entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
@@ -551,11 +566,12 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
     log(f"iomatrix: counting {', '.join(counters)} for {len(all_series)} series "
         f"({JOBS} at a time)")
 
-    def one(series):
+    def one(slot_and_series):
+        slot, series = slot_and_series
         return series.series, count_series(run, series, counters, problems, fixtures, work_root,
-                                           profile, conditions, timeout, tool_methods, log)
+                                           profile, conditions, timeout, tool_methods, slot, log)
     with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
-        for name, entry in pool.map(one, all_series):
+        for name, entry in pool.map(one, enumerate(all_series)):
             manifest["interpreters"][name]["counters"] = entry
     manifest["counters"] = {"counters": list(counters), "calls": COUNT_CALLS,
                             "seconds": round(time.monotonic() - started, 1),
