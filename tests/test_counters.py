@@ -41,14 +41,16 @@ def series_of(interp, ops, label=None):
     return counters.Series(label or interp.label, info, "c", [("lutz2009", op) for op in ops])
 
 
-def count(tmp_path, interp, ops, which, fixtures, timeout=120.0, label=None, run_id="R"):
+def count(tmp_path, interp, ops, which, fixtures, timeout=120.0, label=None, run_id="R",
+          slot=0):
     run = store.Run(tmp_path / "results", run_id)
     run.make_directory()
     series = series_of(interp, ops, label)
     work = tmp_path / "work"
     problems = counters.tool_problems(which, work)
     entry = counters.count_series(run, series, which, problems, fixtures, work, "smoke",
-                                  CONDITIONS, timeout, counters.methods(which), log=lambda m: None)
+                                  CONDITIONS, timeout, counters.methods(which), slot,
+                                  log=lambda m: None)
     return run, series, entry
 
 
@@ -86,8 +88,8 @@ def test_every_counter_of_two_ops(tmp_path, machine_interpreters, fixtures, labe
     assert "getppid" not in whole["syscalls"]
     assert whole["instructions"] > 0
     assert set(whole["rusage"]) == set(counters.RUSAGE_FIELDS)
-    # a 4 KiB block loop reads the file in many calls
-    assert document["ops"][BLOCKS]["syscalls"]["read"] > 10
+    # a 4 KiB block loop over 358 KiB reads in several calls, even with 3.14's 128 KiB buffer
+    assert document["ops"][BLOCKS]["syscalls"]["read"] >= 3
     # nothing was written outside the work and results directories' files we know
     assert sorted(p.name for p in run.path.iterdir()) == [f"{label}.counters.json"]
 
@@ -108,7 +110,8 @@ def test_pypy_counts_syscalls_not_instructions(tmp_path, machine_interpreters, f
 def test_aa_twin_counts_identical_syscalls(tmp_path, machine_interpreters, fixtures):
     interp = need(machine_interpreters, "3.13")
     run, _, _ = count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], ("syscalls",), fixtures)
-    count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], ("syscalls",), fixtures, label="3.13-aa")
+    count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], ("syscalls",), fixtures, label="3.13-aa",
+          slot=1)
     a = store.read_json(run.counters_file("3.13"))["ops"]
     b = store.read_json(run.counters_file("3.13-aa"))["ops"]
     assert {op: e["syscalls"] for op, e in a.items()} == {op: e["syscalls"] for op, e in b.items()}
@@ -180,6 +183,7 @@ def test_matrix_without_strace_skips_syscalls_and_times(tmp_path, machine_interp
             if name != "strace" and not os.path.lexists(target):
                 target.symlink_to(os.path.join(directory, name))
     monkeypatch.setenv("PATH", str(bin_dir))
+    (tmp_path / "work").mkdir()
     manifest = runner.run_matrix([interp], suites=["lutz2009"], profile=PROFILES["smoke"],
                                  results_dir=tmp_path / "results", run_id="R",
                                  work_dir=tmp_path / "work", counting=("syscalls", "rusage"),
@@ -200,7 +204,7 @@ def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, fixtu
     old, new = need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")
     ops = [WHOLE_TEXT, BLOCKS]
     run, _, _ = count(tmp_path, old, ops, ("syscalls", "instructions"), fixtures)
-    count(tmp_path, new, ops, ("syscalls", "instructions"), fixtures)
+    count(tmp_path, new, ops, ("syscalls", "instructions"), fixtures, slot=1)
     rows = counters.load_counts(run.path)
     assert {r["series"] for r in rows} == {"2.7", "3.13"}
     assert all(r["per_MiB"] > 0 for r in rows if r["counter"] == "instructions")

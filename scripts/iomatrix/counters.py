@@ -391,6 +391,7 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
     while remaining:
         attempt += 1
         attempt_dir = work / f"{suite}-{kind}-{attempt}"
+        shutil.rmtree(attempt_dir, ignore_errors=True)   # an earlier call's, in our work dir
         scratch = attempt_dir / "scratch"
         scratch.mkdir(parents=True)
         output = attempt_dir / "counts.jsonl"
