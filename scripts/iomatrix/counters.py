@@ -676,31 +676,44 @@ def series_order(rows) -> list:
 
 
 def step_pairs(rows) -> list:
-    """(before, after, kind) series pairs: successive CPython versions (default builds from
-    pyenv or provisioned, per io stack), each free-threaded build against the default
-    build of its version, and each A/A twin against its original."""
+    """(before, after, kind) series pairs: successive CPython versions (one default build
+    per minor version, pyenv's or a provisioned one first, per io stack), every other
+    default build of a version against that one ("build"), each free-threaded build
+    ("free-threaded") and other implementation of the same language version
+    ("implementation": PyPy) against it, and each A/A twin against its original ("A/A")."""
     info = _series_info(rows)
     order = series_order(rows)
+
+    def minor(name):
+        return tuple(info[name].get("version_info") or ())[:2]
+
+    def plain(name):
+        r = info[name]
+        return r.get("implementation") == "cpython" and not r.get("free_threaded") \
+            and not r.get("aa_of")
+
+    chains = {}   # io stack -> {minor version: series}
+    for name in sorted((n for n in order if plain(n)),
+                       key=lambda n: (info[n].get("source") not in ("pyenv", "provisioned"),
+                                      order.index(n))):
+        chains.setdefault(store.split_series(name)[1], {}).setdefault(minor(name), name)
     pairs = []
-    chains = {}
-    for name in order:
-        r = info[name]
-        if r.get("implementation") == "cpython" and not r.get("free_threaded") \
-                and not r.get("aa_of") and r.get("source") in ("pyenv", "provisioned"):
-            chains.setdefault(store.split_series(name)[1], []).append(name)
     for chain in chains.values():
-        pairs += [(a, b, "version") for a, b in zip(chain, chain[1:])]
+        names = [chain[v] for v in sorted(chain)]
+        pairs += [(a, b, "version") for a, b in zip(names, names[1:])]
     for name in order:
         r = info[name]
-        if r.get("free_threaded"):
-            twin = next((n for n in order if not info[n].get("free_threaded")
-                         and not info[n].get("aa_of") and info[n].get("implementation") == "cpython"
-                         and tuple(info[n].get("version_info") or ())[:2]
-                         == tuple(r.get("version_info") or ())[:2]), None)
-            if twin:
-                pairs.append((twin, name, "free-threaded"))
-        if r.get("aa_of") in info:
-            pairs.append((r["aa_of"], name, "A/A"))
+        base = chains.get(store.split_series(name)[1], {}).get(minor(name))
+        if base is None or base == name:
+            continue
+        if r.get("aa_of"):
+            continue
+        kind = "free-threaded" if r.get("free_threaded") else \
+            "build" if r.get("implementation") == "cpython" else "implementation"
+        pairs.append((base, name, kind))
+    for name in order:
+        if info[name].get("aa_of") in info:
+            pairs.append((info[name]["aa_of"], name, "A/A"))
     return pairs
 
 
@@ -858,7 +871,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
         lines += [f"### {title}", ""]
         lines += _table(["op", "bytes/call"] + columns, body)
         lines.append("")
-    found = [s for s in steps(rows) if s["kind"] != "A/A"]
+    found = [s for s in steps(rows) if s["kind"] == "version"]
     lines += ["### Biggest changes between versions", ""]
     if found:
         lines += [f"- {describe_step(s)}" for s in found[:top]]
@@ -867,6 +880,13 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
     else:
         lines.append("No count changed between successive versions.")
     lines.append("")
+    builds = [s for s in steps(rows) if s["kind"] in ("free-threaded", "build", "implementation")]
+    if builds:
+        lines += ["### Other builds and implementations of the same version", ""]
+        lines += [f"- {describe_step(s)}" for s in builds[:top]]
+        if len(builds) > top:
+            lines.append(f"- ... {len(builds) - top} more changes")
+        lines.append("")
     if skipped:
         lines += ["Not counted:", ""]
         for series, reasons in sorted(skipped.items()):
