@@ -187,10 +187,11 @@ def count_op(op, ctx, suite_name, index, calls, checked, switch=None):
         loop = range(calls)
         gc.collect()
         before = _rusage()
+        # Set before the window, not inside it: nothing between the markers but the calls.
+        row["markers"] = 1
         switch.start()
         _stat_marker(begin)
         getppid()
-        row["markers"] = 1
         try:
             for _ in loop:
                 append(run())
@@ -233,7 +234,8 @@ def run_count(argv):
                         help="counting is warm-cache only: eviction would add its own syscalls")
     parser.add_argument("--output-state", dest="output_state", default="new",
                         choices=OUTPUT_STATES)
-    parser.add_argument("--calls", type=int, default=1, help="counted calls per op (after 1 warm-up)")
+    parser.add_argument("--calls", type=int, default=1,
+                        help="counted calls per op (after 1 warm-up)")
     parser.add_argument("--first-index", type=int, default=0,
                         help="index of the first op in the marker names (a rerun continues)")
     parser.add_argument("--output", required=True, help="JSON lines, one per op, appended")

@@ -139,7 +139,8 @@ def _probe(cmd, cwd, env=None) -> str | None:
     except OSError as exc:
         return f"cannot run {cmd[0]}: {exc.strerror or exc}"
     if proc.returncode != 0:
-        return (f"{' '.join(map(str, cmd[:3]))} ... failed ({procs.describe_exit(proc.returncode)}): "
+        return (f"{' '.join(map(str, cmd[:3]))} ... failed "
+                f"({procs.describe_exit(proc.returncode)}): "
                 + procs.tail(proc.stderr or proc.stdout, 3, " / "))
     return None
 
