@@ -507,7 +507,8 @@ def _fill_bytes(document: dict, work: Path, suite: str) -> None:
 def make_fixtures(suites, profile: str, directory: Path) -> None:
     """The counting pass's fixtures (COUNT_DIVISOR sizes), with the host's Python."""
     proc = procs.run([sys.executable, str(HARNESS), "--make-fixtures", ",".join(suites),
-                      profile, str(directory), "counting"], timeout=3600)
+                      profile, str(directory), "counting"], timeout=3600,
+                     env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     if proc.returncode != 0:
         raise RuntimeError(f"cannot make the counting fixtures in {directory}: "
                            + procs.tail(proc.stderr or proc.stdout, 3, " / "))
@@ -851,7 +852,8 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
                         [[e["counter"], f"{e['original']} / {e['twin']}",
                           f"{e['identical']}/{e['ops']}", _fmt_rel(e["max_rel_diff"])]
                          for e in exact])
-        lines.append("")
+        lines += ["", "Context switches count what else the machine ran meanwhile (two series "
+                      "are counted at a time); they are shown for completeness, not compared.", ""]
     ops = sorted({(r["suite"], r["op"], r["bytes_per_call"]) for r in rows})
     for counter, title, field in (("syscalls", "System calls per call", "per_call"),
                                   ("instructions", "Instructions per call (millions)",
