@@ -34,9 +34,9 @@ Valgrind's instrumentation is switched on in the windows only (callgrind
 ``_counting.ValgrindSwitch``, x86-64 only): start-up, fixture checks and warm-up
 calls then run at the speed of valgrind's core, about half the pass's time
 saved. Elsewhere the whole process is instrumented. The two ways count
-slightly different numbers for the same call (0.2% apart on 3.13's
-read_byLines_textMode); the file records which was used, and counts are only
-compared when it is the same.
+different numbers for the same call (on 3.13: 0.2% apart for
+read_byLines_textMode, 2% for write_byBlocks_textMode); the file records which
+was used, and compare_counts compares instructions only when it is the same.
 
 How exact (A/A: the same interpreter counted twice): see ``aa_exactness``. System
 calls repeat exactly; instructions repeat within a fraction of a percent; page
@@ -397,9 +397,8 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
         scratch.mkdir(parents=True)
         output = attempt_dir / "counts.jsonl"
         # Paths relative to the worker's directory (scratch), the same for every series:
-        # the arguments and environment are then identical for an A/A twin, and with
-        # them the stack and heap addresses under setarch -R, which memcpy's instruction
-        # count depends on (0.2% apart with absolute paths that differ by series).
+        # the arguments and environment are then identical for an A/A twin. With absolute
+        # paths that differed by series, an A/A twin's instructions differed by up to 2%.
         cmd = tool_prefix(kind, switch) + worker_command(
             series.interpreter["executable"], suite, remaining,
             Path(os.path.relpath(fixtures, scratch)), Path("."), Path("..", output.name),
@@ -433,8 +432,9 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
 
     The series works in ``<work_root>/s<slot>``: a name of the same length for every
     series, because the length of the worker's working directory moves valgrind's
-    instruction counts (by 0.005% to 2% per op on 3.13: buffer addresses, and with them
-    memcpy's path, shift). Give series counted at the same time different slots.
+    instruction counts (measured on 3.13: 59 instructions of 1.29 million for 26 more
+    characters; presumably addresses move, and code whose path depends on alignment,
+    such as memcpy's, with them). Give series counted at the same time different slots.
     """
     started = time.monotonic()
     path = run.counters_file(series.series)
