@@ -838,9 +838,10 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
     method = {r["counter"]: r["method"] for r in rows}
     lines += [f"Counted apart from timing: one warm-up call, then {COUNT_CALLS} counted call(s) "
               "between markers, per op and interpreter (`scripts/iomatrix/counters.py`). "
-              "Counts per call are for the counting pass's sizes (lutz2009's files and writes "
-              "are 8x smaller than in the timing pass; bytes per call in the first column); "
-              "per MiB they compare across sizes.", ""]
+              "Counts per call are for the counting pass's sizes (a suite with a "
+              "`COUNT_DIVISOR` makes its files and writes that many times smaller than in "
+              "the timing pass: lutz2009 8x; see the bytes/call column); per MiB they "
+              "compare across sizes.", ""]
     for counter in ("syscalls", "instructions", "minflt"):
         if counter in method:
             lines.append(f"- {counter}: {method[counter]}")
