@@ -87,6 +87,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -427,8 +428,10 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
 
 def count_series(run: store.Run, series: Series, counters, problems: dict, fixtures: Path,
                  work_root: Path, profile: str, conditions, timeout: float, tool_methods: dict,
-                 slot: int = 0, log=print) -> dict:
+                 slot: int = 0, log=print, stopping=None) -> dict:
     """Count one series, resuming from its counters file; the manifest's entry for it.
+
+    ``stopping``: a threading.Event; once set, no further pass is started.
 
     The series works in ``<work_root>/s<slot>``: a name of the same length for every
     series, because the length of the worker's working directory moves valgrind's
@@ -461,7 +464,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
         for suite in sorted({s for s, _ in series.ops}):
             wanted = [op for s, op in series.ops if s == suite]
             todo = [op for op in wanted if counter not in document["ops"].get(op, {})]
-            if not todo:
+            if not todo or (stopping is not None and stopping.is_set()):
                 continue
             results = run_pass(PASS_OF[counter], series, suite, todo, fixtures=fixtures,
                                work=work, tmp_dir=work_root / "tmp", profile=profile,
@@ -569,13 +572,24 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
     log(f"iomatrix: counting {', '.join(counters)} for {len(all_series)} series "
         f"({JOBS} at a time)")
 
+    stopping = threading.Event()
+
     def one(slot_and_series):
         slot, series = slot_and_series
         return series.series, count_series(run, series, counters, problems, fixtures, work_root,
-                                           profile, conditions, timeout, tool_methods, slot, log)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
+                                           profile, conditions, timeout, tool_methods, slot, log,
+                                           stopping)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=JOBS)
+    try:
         for name, entry in pool.map(one, enumerate(all_series)):
             manifest["interpreters"][name]["counters"] = entry
+    except BaseException:
+        # Ctrl-C: no new pass starts; the passes running now finish (their worker is in
+        # its own process group, away from the terminal's SIGINT), their counts are kept.
+        stopping.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     manifest["counters"] = {"counters": list(counters), "calls": COUNT_CALLS,
                             "seconds": round(time.monotonic() - started, 1),
                             "skipped": problems}
