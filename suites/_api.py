@@ -135,6 +135,9 @@ class Context(object):
     """What an op may use: fixture paths and facts, a scratch dir, the io stack.
 
     ``cache`` and ``output`` are the run's stated conditions (see _results.py).
+    ``counting`` is true when the fixtures were made for the counting pass
+    (``fixtures.json`` says so): a suite with ``COUNT_DIVISOR`` then makes its
+    files and writes that many times smaller (see _counting.py).
     """
 
     def __init__(self, fixtures_dir, scratch_dir, profile="quick", io_stack="c",
@@ -147,6 +150,7 @@ class Context(object):
         self.output = output
         self.clock = None   # set by the worker: "cpu", "wall" or None (the conditions' default)
         self.manifest = manifest or {"files": {}}
+        self.counting = bool(self.manifest.get("counting", False))
         self.open = builtin_open_for(io_stack)
         self.io_module = io_module_for(io_stack)
 

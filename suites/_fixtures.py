@@ -19,8 +19,12 @@ def count_newlines(path):
 
 # -- making fixtures -----------------------------------------------------------
 
-def make_fixtures(suite_names, profile, directory):
+def make_fixtures(suite_names, profile, directory, counting=False):
     """Make every fixture the suites need in ``directory`` and describe them in fixtures.json.
+
+    ``counting``: the counting pass's fixtures; a suite that defines
+    ``COUNT_DIVISOR`` makes them smaller (``fixtures(profile, counting=True)``),
+    and fixtures.json records it so the ops size their writes to match.
 
     Returns the manifest dict. Files are written under temporary names and
     renamed, so an interrupted call never leaves a file that looks complete.
@@ -28,10 +32,14 @@ def make_fixtures(suite_names, profile, directory):
     """
     if not os.path.isdir(directory):
         os.makedirs(directory)
-    manifest = {"profile": profile, "files": {}}
+    manifest = {"profile": profile, "counting": bool(counting), "files": {}}
     for suite_name in suite_names:
         suite = load_suite(suite_name)
-        for fixture in suite.fixtures(profile):
+        if counting and hasattr(suite, "COUNT_DIVISOR"):
+            made = suite.fixtures(profile, counting=True)
+        else:
+            made = suite.fixtures(profile)
+        for fixture in made:
             if fixture.name in manifest["files"]:
                 continue  # shared between suites, made once
             path = os.path.join(directory, fixture.name)

@@ -7,7 +7,8 @@ Like every file in this directory it runs under every interpreter, from Python
     harness.py --list-suites                             the suites (JSON)
     harness.py --list-ops SUITE[,SUITE] [IO] [PROFILE]   what this interpreter can run (JSON)
     harness.py --plan SUITE[,SUITE] PROFILE              disk the fixtures need (JSON)
-    harness.py --make-fixtures SUITE[,SUITE] PROFILE DIR make the fixtures (host side)
+    harness.py --make-fixtures SUITE[,SUITE] PROFILE DIR [counting]
+                                                         make the fixtures (host side)
     harness.py --batch ...                               the matrix's worker (below)
     harness.py --count ...                               the counting pass (_counting.py)
     harness.py --suite S --op OP ... [pyperf options]    one op as an ordinary pyperf script
@@ -410,7 +411,8 @@ def main(argv=None):
         return 0
     if mode == "--make-fixtures":
         try:
-            manifest = make_fixtures(_suites_arg(argv[1]), argv[2], argv[3])
+            counting = len(argv) > 4 and argv[4] == "counting"
+            manifest = make_fixtures(_suites_arg(argv[1]), argv[2], argv[3], counting)
         except (IOError, OSError) as exc:  # ENOSPC, EACCES: one line the host can show
             sys.stderr.write("cannot write fixtures: %s\n" % exc)
             return 1

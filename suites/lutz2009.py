@@ -26,6 +26,15 @@ WRITE_BYTES = 25 * 1024 * 1024      # each write test produces a 25 MiB file
 BLOCK_SIZE = 4096
 WRITE_LINE = "x" * 63 + "\n"        # 64 bytes; 409600 lines make 25 MiB
 WRITE_BLOCK = ("y" * 4095 + "\n")
+# The counting pass runs every op under valgrind, 20-50x slower than natively: there the
+# files and writes are this many times smaller (2.8 MiB -> 358 KiB, 12.6 MiB -> 1.6 MiB,
+# 25 MiB -> 3.1 MiB: still a whole number of the 4 KiB blocks and 64-byte lines written).
+# Its counts are stored with the bytes per call, so per-MiB figures compare across sizes.
+COUNT_DIVISOR = 8
+
+
+def _divisor(counting):
+    return COUNT_DIVISOR if counting else 1
 
 
 def FIXTURE_BYTES(profile):
@@ -36,12 +45,14 @@ def scratch_bytes(profile):
     return WRITE_BYTES
 
 
-def fixtures(profile):
+def fixtures(profile, counting=False):
+    divisor = _divisor(counting)
+
     def make_text(path):
-        write_bytes(path, ascii_text(TEXT_FILE_BYTES, seed=2009).encode("ascii"))
+        write_bytes(path, ascii_text(TEXT_FILE_BYTES // divisor, seed=2009).encode("ascii"))
 
     def make_binary(path):
-        write_bytes(path, DeterministicBytes(1230).block(BINARY_FILE_BYTES))
+        write_bytes(path, DeterministicBytes(1230).block(BINARY_FILE_BYTES // divisor))
     return [Fixture(TEXT_FILE, make_text), Fixture(BINARY_FILE, make_binary)]
 
 
@@ -98,8 +109,9 @@ def _read_ops(ctx, filename, suffix, modes):
 def _write_ops(ctx):
     out_path = ctx.scratch_path("testIO.out")
     open_ = ctx.open
-    lines = WRITE_BYTES // len(WRITE_LINE)
-    blocks = WRITE_BYTES // len(WRITE_BLOCK)
+    write_bytes_ = WRITE_BYTES // _divisor(ctx.counting)
+    lines = write_bytes_ // len(WRITE_LINE)
+    blocks = write_bytes_ // len(WRITE_BLOCK)
     text_line, text_block = WRITE_LINE, WRITE_BLOCK
     if ctx.io_stack != "c" and not isinstance(text_line, type(u"")):
         # 2.x: the io stacks' text files take unicode; the builtin file object takes str
@@ -138,7 +150,8 @@ def _write_ops(ctx):
 
     def verify(expected_tail):
         def check(_):
-            expect_equal("bytes written to %s" % out_path, os.path.getsize(out_path), WRITE_BYTES)
+            expect_equal("bytes written to %s" % out_path, os.path.getsize(out_path),
+                         write_bytes_)
             with open(out_path, "rb") as f:
                 f.seek(-len(expected_tail), 2)
                 expect_equal("tail of %s" % out_path, f.read(), expected_tail)
@@ -160,7 +173,7 @@ def _write_ops(ctx):
             native = {"byLines": None, "byBlocks": ("write", WRITE_BYTES, len(WRITE_BLOCK)),
                       "allAtOnce": ("write", WRITE_BYTES, 0)}[kind]
             ops.append(Op("write_%s_%sMode" % (kind, mode_name), "write-%s" % mode_name,
-                          WRITE_BYTES, run, verify(expected_tail), setup=setup,
+                          write_bytes_, run, verify(expected_tail), setup=setup,
                           teardown=teardown, native=native, outputs=(out_path,)))
     return ops
 

@@ -10,7 +10,8 @@ import argparse
 import os
 from pathlib import Path
 
-from iomatrix import cli, contract, discovery, environments, runner, sampling, store, workdirs
+from iomatrix import (cli, contract, counters, discovery, environments, runner, sampling, store,
+                      workdirs)
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.profiles import PROFILES
 
@@ -56,6 +57,9 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                         "this on either side (default: %(default)s = 2%%)")
     p.add_argument("--budget", type=cli.positive_seconds, default=None,
                    help="seconds after which no extra round starts (default: the profile's)")
+    p.add_argument("--counters", default=(), type=counters.parse_counters,
+                   help="the counting pass after timing: on, off (default), or some of "
+                        + ",".join(counters.COUNTERS))
     p.add_argument("--list", action="store_true", help="print the suites and their ops")
     if matrix:
         p.add_argument("--pythons", default=None, type=cli.label_list,
@@ -127,7 +131,7 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
                    io_stacks=args.io, cache=args.cache, allocator=args.allocator,
                    output=args.output, clock=args.clock, seed=args.seed, work_dir=args.work_dir,
                    keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
-                   target=args.target, budget=args.budget, log=log)
+                   target=args.target, budget=args.budget, counting=args.counters, log=log)
     try:
         try:
             manifest = runner.run_matrix(selected, run_id=args.run_id, **options)

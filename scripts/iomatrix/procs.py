@@ -94,12 +94,14 @@ def describe_exit(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-def supervise(cmd, env, timeout: float, cwd=None) -> tuple[str | None, str | None]:
+def supervise(cmd, env, timeout: float, cwd=None,
+              stderr_dir=None) -> tuple[str | None, str | None]:
     """Run a worker that prints "START <name>" before each task: (None, None) on success,
     else (the task it was in, why it failed, with its output tail).
 
     Each task gets ``timeout`` seconds of its own. A thread reads the heartbeat lines
-    (portable, unlike select() on pipes).
+    (portable, unlike select() on pipes). The worker's stderr is kept in an unnamed
+    temporary file in ``stderr_dir`` (default: the system's temp dir).
     """
     state = {"task": None, "started": time.monotonic()}
 
@@ -109,7 +111,7 @@ def supervise(cmd, env, timeout: float, cwd=None) -> tuple[str | None, str | Non
                 state["task"] = line[6:].decode("utf-8", "replace").strip()
                 state["started"] = time.monotonic()
 
-    with tempfile.TemporaryFile() as stderr:
+    with tempfile.TemporaryFile(dir=stderr_dir) as stderr:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env,
                                 stdin=subprocess.DEVNULL, cwd=cwd, **new_group_kwargs())
         reader = threading.Thread(target=follow, args=(proc.stdout,), daemon=True)

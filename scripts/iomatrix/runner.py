@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import (contract, environments, machine, native, planning, procs, sampling, store,
-                      workdirs)
+from iomatrix import (contract, counters, environments, machine, native, planning, procs,
+                      sampling, store, workdirs)
 from iomatrix.planning import SeriesPlan, Task
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import SUITES_DIR
@@ -105,7 +105,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
                timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
                aa_of: dict | None = None, target: float = sampling.DEFAULT_TARGET,
-               budget: float | None = None, log=print) -> dict:
+               budget: float | None = None, counting: tuple = (), log=print) -> dict:
     """Run every suite op under every interpreter; return the run's manifest.
 
     Interpreters that fail (no environment, crashes, timeouts) are recorded as
@@ -147,6 +147,10 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
                                                fixtures_dir, scratch_dir, timeout, seed, log))
             for plan in plans.values():
                 _merge_series(run, plan, profile, log)
+            # After all timing work: counting never runs beside a timed worker.
+            counters.count_run(run, plans, manifest, counting, profile=profile.name,
+                               conditions=conditions, work_root=work_root, timeout=timeout,
+                               log=log)
         except KeyboardInterrupt:
             session["interrupted"] = store.utc_now()
             log(f"iomatrix: interrupted; finished worker results are kept in {run.path}; "

@@ -1,0 +1,231 @@
+"""The counting pass (iomatrix/counters.py, suites/_counting.py) with real interpreters,
+real strace and valgrind runs on the counting pass's small fixtures, one or two ops each.
+
+Counts are asserted where they are exact by construction (one open and one close per
+whole-file read); timings never.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import need
+from iomatrix import contract, counters, runner, store
+from iomatrix.profiles import PROFILES
+
+WHOLE_TEXT = "read_allAtOnce_textMode"
+WHOLE_BIN = "read_allAtOnce_binaryMode[large.bin]"
+BLOCKS = "read_byBlocks_binaryMode"
+CONDITIONS = runner.Conditions()
+
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or
+                                    shutil.which("setarch") is None,
+                                    reason="valgrind or setarch not installed")
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("count-fixtures") / "fixtures"
+    counters.make_fixtures(["lutz2009"], "smoke", directory)
+    return directory
+
+
+def series_of(interp, ops, label=None):
+    info = interp.as_manifest()
+    return counters.Series(label or interp.label, info, "c", [("lutz2009", op) for op in ops])
+
+
+def count(tmp_path, interp, ops, which, fixtures, timeout=120.0, label=None, run_id="R",
+          slot=0):
+    run = store.Run(tmp_path / "results", run_id)
+    run.make_directory()
+    series = series_of(interp, ops, label)
+    work = tmp_path / "work"
+    problems = counters.tool_problems(which, work)
+    entry = counters.count_series(run, series, which, problems, fixtures, work, "smoke",
+                                  CONDITIONS, timeout, counters.methods(which), slot,
+                                  log=lambda m: None)
+    return run, series, entry
+
+
+def test_parse_counters():
+    assert counters.parse_counters("on") == counters.COUNTERS
+    assert counters.parse_counters("off") == ()
+    assert counters.parse_counters("instructions,syscalls") == ("syscalls", "instructions")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown counter.*cycles"):
+        counters.parse_counters("syscalls,cycles")
+
+
+def test_counting_fixtures_are_smaller_and_say_so(fixtures):
+    manifest = json.loads((fixtures / "fixtures.json").read_text())
+    assert manifest["counting"] is True
+    import lutz2009
+    assert manifest["files"]["large.txt"]["bytes"] == \
+        lutz2009.TEXT_FILE_BYTES // lutz2009.COUNT_DIVISOR
+
+
+@needs_strace
+@needs_valgrind
+@pytest.mark.parametrize("label", ["2.7", "3.13", "3.14t"])
+def test_every_counter_of_two_ops(tmp_path, machine_interpreters, fixtures, label):
+    interp = need(machine_interpreters, label)
+    run, _, entry = count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], counters.COUNTERS, fixtures)
+    assert entry["status"] == "ok", entry
+    document = store.read_json(run.counters_file(label))
+    assert document["iomatrix_counters_version"] == 1
+    whole = document["ops"][WHOLE_TEXT]
+    assert whole["bytes_per_call"] == json.loads(
+        (fixtures / "fixtures.json").read_text())["files"]["large.txt"]["bytes"]
+    # one whole-file read: one open, one close, and the markers' getppid() not counted
+    assert whole["syscalls"].get("openat", 0) + whole["syscalls"].get("open", 0) == 1
+    assert whole["syscalls"]["close"] == 1
+    assert "getppid" not in whole["syscalls"]
+    assert whole["instructions"] > 0
+    assert set(whole["rusage"]) == set(counters.RUSAGE_FIELDS)
+    # a 4 KiB block loop over 358 KiB reads in several calls, even with 3.14's 128 KiB buffer
+    assert document["ops"][BLOCKS]["syscalls"]["read"] >= 3
+    # nothing was written outside the work and results directories' files we know
+    assert sorted(p.name for p in run.path.iterdir()) == [f"{label}.counters.json"]
+
+
+@needs_strace
+def test_pypy_counts_syscalls_not_instructions(tmp_path, machine_interpreters, fixtures):
+    interp = next((i for i in machine_interpreters.values() if i.implementation == "pypy"), None)
+    if interp is None:
+        pytest.skip("no PyPy here")
+    run, _, entry = count(tmp_path, interp, [WHOLE_TEXT], ("syscalls", "instructions"), fixtures)
+    assert "PyPy" in entry["skipped"]["instructions"]
+    document = store.read_json(run.counters_file(interp.label))
+    assert document["ops"][WHOLE_TEXT]["syscalls"]["close"] == 1
+    assert "instructions" not in document["ops"][WHOLE_TEXT]
+
+
+@needs_strace
+def test_aa_twin_counts_identical_syscalls(tmp_path, machine_interpreters, fixtures):
+    interp = need(machine_interpreters, "3.13")
+    run, _, _ = count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], ("syscalls",), fixtures)
+    count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], ("syscalls",), fixtures, label="3.13-aa",
+          slot=1)
+    a = store.read_json(run.counters_file("3.13"))["ops"]
+    b = store.read_json(run.counters_file("3.13-aa"))["ops"]
+    assert {op: e["syscalls"] for op, e in a.items()} == {op: e["syscalls"] for op, e in b.items()}
+
+
+def test_hanging_op_fails_for_counting_only(tmp_path, machine_interpreters, fixtures):
+    """A fixture that is a FIFO blocks the op's first read: a real hang, cut by the timeout."""
+    interp = need(machine_interpreters, "3.13")
+    hanging = tmp_path / "fixtures"
+    shutil.copytree(fixtures, hanging)
+    os.remove(hanging / "large.txt")
+    os.mkfifo(hanging / "large.txt")
+    run, _, entry = count(tmp_path, interp, [WHOLE_TEXT, WHOLE_BIN], ("rusage",), hanging,
+                          timeout=5.0)
+    assert entry["status"] == "partial"
+    assert "timed out after 5 s" in entry["failed_ops"][WHOLE_TEXT]["rusage"]
+    document = store.read_json(run.counters_file("3.13"))
+    assert "rusage" in document["ops"][WHOLE_BIN]          # the op after it was counted
+    assert "rusage" not in document["ops"][WHOLE_TEXT]
+
+
+def test_resume_keeps_counted_ops(tmp_path, machine_interpreters, fixtures):
+    interp = need(machine_interpreters, "3.13")
+    run, _, _ = count(tmp_path, interp, [WHOLE_TEXT], ("rusage",), fixtures)
+    path = run.counters_file("3.13")
+    document = store.read_json(path)
+    # A value no real count has: if the op were counted again, it would be gone.
+    document["ops"][WHOLE_TEXT]["rusage"]["minflt"] = 123456789
+    contract.atomic_write_json(str(path), document)
+    _, _, entry = count(tmp_path, interp, [WHOLE_TEXT, WHOLE_BIN], ("rusage",), fixtures)
+    assert entry["status"] == "ok"
+    document = store.read_json(path)
+    assert document["ops"][WHOLE_TEXT]["rusage"]["minflt"] == 123456789
+    assert "rusage" in document["ops"][WHOLE_BIN]
+
+
+def test_a_broken_counters_file_is_not_replaced(tmp_path, machine_interpreters, fixtures):
+    interp = need(machine_interpreters, "3.13")
+    run = store.Run(tmp_path / "results", "R")
+    run.make_directory()
+    run.counters_file("3.13").write_text("{not json")
+    _, _, entry = count(tmp_path, interp, [WHOLE_TEXT], ("rusage",), fixtures)
+    assert entry["status"] == "failed" and "not valid JSON" in entry["reason"]
+    assert run.counters_file("3.13").read_text() == "{not json"
+
+
+def test_tools_missing_from_path(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    problems = counters.tool_problems(counters.COUNTERS, tmp_path / "work",
+                                      environ={**os.environ, "PATH": str(empty)})
+    assert "strace is not installed" in problems["syscalls"]
+    assert "valgrind is not installed" in problems["instructions"]
+    assert "rusage" not in problems
+
+
+@needs_strace
+def test_matrix_without_strace_skips_syscalls_and_times(tmp_path, machine_interpreters,
+                                                        monkeypatch):
+    """PATH without strace: the run's timing completes, syscalls are skipped with why."""
+    interp = need(machine_interpreters, "3.13")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for name in os.listdir(directory):
+            target = bin_dir / name
+            if name != "strace" and not os.path.lexists(target):
+                target.symlink_to(os.path.join(directory, name))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    (tmp_path / "work").mkdir()
+    manifest = runner.run_matrix([interp], suites=["lutz2009"], profile=PROFILES["smoke"],
+                                 results_dir=tmp_path / "results", run_id="R",
+                                 work_dir=tmp_path / "work", counting=("syscalls", "rusage"),
+                                 log=lambda m: None)
+    entry = manifest["interpreters"]["3.13"]
+    assert entry["status"] == "ok"
+    assert "strace is not installed" in entry["counters"]["skipped"]["syscalls"]
+    assert entry["counters"]["counters"] == ["rusage"]
+    run = store.Run(tmp_path / "results", "R")
+    assert run.series_file("3.13").exists() and run.counters_file("3.13").exists()
+    assert "strace is not installed" in counters.skipped_counts(run.path)["3.13"]["syscalls"]
+    assert not list((tmp_path / "work").iterdir())    # the work dir went with the run
+
+
+@needs_strace
+@needs_valgrind
+def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, fixtures):
+    old, new = need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")
+    ops = [WHOLE_TEXT, BLOCKS]
+    run, _, _ = count(tmp_path, old, ops, ("syscalls", "instructions"), fixtures)
+    count(tmp_path, new, ops, ("syscalls", "instructions"), fixtures, slot=1)
+    rows = counters.load_counts(run.path)
+    assert {r["series"] for r in rows} == {"2.7", "3.13"}
+    assert all(r["per_MiB"] > 0 for r in rows if r["counter"] == "instructions")
+    found = counters.steps(rows)
+    assert found and found[0]["before"] == "2.7" and found[0]["after"] == "3.13"
+    text = "\n".join(counters.markdown_section(rows))
+    assert "### Biggest changes between versions" in text
+    assert "calls per call:" in text
+    # 3.x's io stack runs more instructions per whole-file text read than 2.7's stdio:
+    # the gate fails on it, and not the other way round
+    result, fails = counters.compare_counts(run.series_file("2.7"), run.series_file("3.13"), 0.05)
+    assert fails and any(r["op"] == WHOLE_TEXT and r["counter"] == "instructions" and r["fails"]
+                         for r in result)
+    _, fails_back = counters.compare_counts(run.counters_file("3.13"), run.counters_file("2.7"),
+                                            10.0)
+    assert not fails_back
+    assert "### Counts" in "\n".join(counters.compare_markdown(result, 0.05))
+    # a side without counts: nothing to compare, nothing fails
+    assert counters.compare_counts(tmp_path / "nowhere.json", run.series_file("2.7"), 0.05) \
+        == ([], False)
+
+
+def test_markdown_without_counts_says_why():
+    lines = counters.markdown_section([], {"3.13": {"syscalls": "strace is not installed"}})
+    assert any("strace is not installed" in line for line in lines)
