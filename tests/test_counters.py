@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from conftest import need
-from iomatrix import contract, counters, runner, store
+from iomatrix import contract, counters, counts, counttools, runner, store
 from iomatrix.profiles import PROFILES
 
 WHOLE_TEXT = "read_allAtOnce_textMode"
@@ -46,9 +46,9 @@ def count(tmp_path, interp, ops, which, fixtures, timeout=120.0, label=None, run
     run.make_directory()
     series = series_of(interp, ops, label)
     work = tmp_path / "work"
-    problems = counters.tool_problems(which, work)
+    problems = counttools.tool_problems(which, work)
     entry = counters.count_series(run, series, which, problems, fixtures, work, "smoke",
-                                  CONDITIONS, timeout, counters.methods(which), slot,
+                                  CONDITIONS, timeout, counttools.methods(which), slot,
                                   log=lambda m: None)
     return run, series, entry
 
@@ -160,7 +160,7 @@ def test_a_broken_counters_file_is_not_replaced(tmp_path, machine_interpreters, 
 def test_tools_missing_from_path(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
-    problems = counters.tool_problems(counters.COUNTERS, tmp_path / "work",
+    problems = counttools.tool_problems(counters.COUNTERS, tmp_path / "work",
                                       environ={**os.environ, "PATH": str(empty)})
     assert "strace is not installed" in problems["syscalls"]
     assert "valgrind is not installed" in problems["instructions"]
@@ -193,7 +193,7 @@ def test_matrix_without_strace_skips_syscalls_and_times(tmp_path, machine_interp
     assert entry["counters"]["counters"] == ["rusage"]
     run = store.Run(tmp_path / "results", "R")
     assert run.series_file("3.13").exists() and run.counters_file("3.13").exists()
-    assert "strace is not installed" in counters.skipped_counts(run.path)["3.13"]["syscalls"]
+    assert "strace is not installed" in counts.skipped_counts(run.path)["3.13"]["syscalls"]
     assert not list((tmp_path / "work").iterdir())    # the work dir went with the run
 
 
@@ -204,28 +204,28 @@ def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, fixtu
     ops = [WHOLE_TEXT, BLOCKS]
     run, _, _ = count(tmp_path, old, ops, ("syscalls", "instructions"), fixtures)
     count(tmp_path, new, ops, ("syscalls", "instructions"), fixtures, slot=1)
-    rows = counters.load_counts(run.path)
+    rows = counts.load_counts(run.path)
     assert {r["series"] for r in rows} == {"2.7", "3.13"}
     assert all(r["per_MiB"] > 0 for r in rows if r["counter"] == "instructions")
-    found = counters.steps(rows)
+    found = counts.steps(rows)
     assert found and found[0]["before"] == "2.7" and found[0]["after"] == "3.13"
-    text = "\n".join(counters.markdown_section(rows))
+    text = "\n".join(counts.markdown_section(rows))
     assert "### Biggest changes between versions" in text
     assert "calls per call:" in text
     # 3.x's io stack runs more instructions per whole-file text read than 2.7's stdio:
     # the gate fails on it, and not the other way round
-    result, fails = counters.compare_counts(run.series_file("2.7"), run.series_file("3.13"), 0.05)
+    result, fails = counts.compare_counts(run.series_file("2.7"), run.series_file("3.13"), 0.05)
     assert fails and any(r["op"] == WHOLE_TEXT and r["counter"] == "instructions" and r["fails"]
                          for r in result)
-    _, fails_back = counters.compare_counts(run.counters_file("3.13"), run.counters_file("2.7"),
+    _, fails_back = counts.compare_counts(run.counters_file("3.13"), run.counters_file("2.7"),
                                             10.0)
     assert not fails_back
-    assert "### Counts" in "\n".join(counters.compare_markdown(result, 0.05))
+    assert "### Counts" in "\n".join(counts.compare_markdown(result, 0.05))
     # a side without counts: nothing to compare, nothing fails
-    assert counters.compare_counts(tmp_path / "nowhere.json", run.series_file("2.7"), 0.05) \
+    assert counts.compare_counts(tmp_path / "nowhere.json", run.series_file("2.7"), 0.05) \
         == ([], False)
 
 
 def test_markdown_without_counts_says_why():
-    lines = counters.markdown_section([], {"3.13": {"syscalls": "strace is not installed"}})
+    lines = counts.markdown_section([], {"3.13": {"syscalls": "strace is not installed"}})
     assert any("strace is not installed" in line for line in lines)

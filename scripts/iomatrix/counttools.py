@@ -1,0 +1,177 @@
+"""The tools of the counting pass: whether each is usable here, how it is run, what it wrote.
+
+``strace`` counts system calls by name, ``valgrind``'s callgrind counts
+instructions (``setarch -R`` and ``PYTHONHASHSEED=0`` make a count repeat). A tool
+that is missing, or that ptrace restrictions stop (containers), is found here by
+a short probe run in the work dir, and its counter is skipped with the reason.
+The worker's markers (``suites/_counting.py``) cut the counted window out of the
+tools' whole-process output: a stat() of a marker path for strace, a getppid()
+call for callgrind's ``--dump-before``.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from iomatrix import procs
+
+PROBE_TIMEOUT_SECONDS = 60
+# callgrind's --dump-before matches this libc function: the worker's window markers.
+MARKER_FUNCTION = "getppid"
+MARKER_RE = re.compile(r'"iomatrix-count-(begin|end)-(\d+)"')
+# "1234  read(3, ..." or "[pid 1234] read(..." or "read(..."; "<... read resumed>" is the
+# second half of a call already counted at its "<unfinished ...>" line.
+SYSCALL_RE = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+)?([a-z_][a-z0-9_]*)\(")
+DUMP_RE = re.compile(r"\.(\d+)$")
+
+
+def _probe(cmd, cwd, env=None) -> str | None:
+    """None when ``cmd`` runs and exits 0, else why not (one line or a short tail)."""
+    try:
+        proc = procs.run(cmd, timeout=PROBE_TIMEOUT_SECONDS, cwd=cwd, env=env)
+    except subprocess.TimeoutExpired:
+        return f"{cmd[0]} did not finish within {PROBE_TIMEOUT_SECONDS} s"
+    except OSError as exc:
+        return f"cannot run {cmd[0]}: {exc.strerror or exc}"
+    if proc.returncode != 0:
+        return (f"{' '.join(map(str, cmd[:3]))} ... failed "
+                f"({procs.describe_exit(proc.returncode)}): "
+                + procs.tail(proc.stderr or proc.stdout, 3, " / "))
+    return None
+
+
+def tool_problems(counters, work_dir: Path, environ=None) -> dict:
+    """{counter: why it cannot run here} for the requested counters whose tools fail.
+
+    strace must be on PATH and allowed to trace (ptrace is often forbidden in
+    containers); valgrind and setarch must be on PATH and setarch -R must work.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    path = environ.get("PATH", "")
+    problems = {}
+    probe_dir = Path(work_dir) / "probe"
+    probe_dir.mkdir(parents=True, exist_ok=True)
+    if "syscalls" in counters:
+        strace = shutil.which("strace", path=path)
+        if strace is None:
+            problems["syscalls"] = ("strace is not installed (not on PATH); install it "
+                                    "(Debian/Ubuntu: apt-get install strace)")
+        else:
+            why = _probe([strace, "-f", "-qq", "-o", str(probe_dir / "strace.txt"),
+                          sys.executable, "-c", "pass"], probe_dir, environ)
+            if why:
+                problems["syscalls"] = f"strace cannot trace here (ptrace not permitted?): {why}"
+    if "instructions" in counters:
+        valgrind = shutil.which("valgrind", path=path)
+        setarch = shutil.which("setarch", path=path)
+        if valgrind is None:
+            problems["instructions"] = ("valgrind is not installed (not on PATH); install it "
+                                        "(Debian/Ubuntu: apt-get install valgrind)")
+        elif setarch is None:
+            problems["instructions"] = ("setarch is not on PATH (util-linux): without it "
+                                        "address-space randomisation stays on")
+        else:
+            why = _probe([setarch, platform.machine(), "-R", valgrind, "--tool=none",
+                          "--vgdb=no", sys.executable, "-c", "pass"], probe_dir,
+                         {**environ, "TMPDIR": str(probe_dir)})
+            if why:
+                problems["instructions"] = f"valgrind cannot run here: {why}"
+    return problems
+
+
+def _tool_version(cmd) -> str:
+    try:
+        proc = procs.run(cmd, timeout=PROBE_TIMEOUT_SECONDS)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown version"
+    return (proc.stdout or proc.stderr).strip().splitlines()[0] if (proc.stdout or proc.stderr) \
+        else "unknown version"
+
+
+def use_valgrind_switch() -> bool:
+    """The worker's client requests are x86-64 machine code."""
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def methods(counters, environ=None) -> dict:
+    path = dict(os.environ if environ is None else environ).get("PATH", "")
+    found = {}
+    if "syscalls" in counters and shutil.which("strace", path=path):
+        found["syscalls"] = (f"{_tool_version([shutil.which('strace', path=path), '-V'])}, "
+                             "strace -f -qq: every call of every thread between the markers")
+    if "rusage" in counters:
+        found["rusage"] = "getrusage(RUSAGE_SELF) deltas around the calls, in a plain process"
+    if "instructions" in counters and shutil.which("valgrind", path=path):
+        where = ("instrumentation on in the window only (--instr-atstart=no, client requests)"
+                 if use_valgrind_switch() else "whole process instrumented")
+        found["instructions"] = (
+            f"{_tool_version([shutil.which('valgrind', path=path), '--version'])} callgrind, "
+            f"setarch -R, PYTHONHASHSEED=0, --dump-before={MARKER_FUNCTION}; {where}")
+    return found
+
+
+# -- one series ----------------------------------------------------------------------
+
+
+def tool_prefix(kind: str, switch: bool) -> list:
+    """strace or valgrind before the worker; their files go to the attempt dir (the parent of
+    the worker's working directory)."""
+    if kind == "strace":
+        return ["strace", "-f", "-qq", "-o", "../strace.txt"]
+    if kind == "valgrind":
+        return ["setarch", platform.machine(), "-R", "valgrind", "--tool=callgrind",
+                "--vgdb=no", "--callgrind-out-file=../callgrind.%p",
+                f"--dump-before={MARKER_FUNCTION}",
+                f"--instr-atstart={'no' if switch else 'yes'}"]
+    return []
+
+
+def syscall_windows(strace_file: Path) -> dict:
+    """{marker index: {syscall name: calls}} for every complete window of a strace -f file.
+
+    A window runs from the stat of ``iomatrix-count-begin-N`` to that of
+    ``...-end-N``; the two getppid() calls just inside the markers are not counted.
+    """
+    windows, current, counts = {}, None, None
+    with open(strace_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            marker = MARKER_RE.search(line)
+            if marker and SYSCALL_RE.match(line):
+                kind, index = marker.group(1), int(marker.group(2))
+                if kind == "begin":
+                    current, counts = index, {}
+                elif current == index:
+                    if counts.get(MARKER_FUNCTION, 0) >= 2:
+                        counts[MARKER_FUNCTION] -= 2
+                        windows[index] = {k: v for k, v in counts.items() if v}
+                    current, counts = None, None
+                continue
+            match = SYSCALL_RE.match(line)
+            if current is not None and match:
+                name = match.group(1)
+                counts[name] = counts.get(name, 0) + 1
+    return windows
+
+
+def callgrind_dumps(attempt_dir: Path) -> list:
+    """The instruction totals of callgrind's numbered dumps, in order (None: unreadable)."""
+    dumps = []
+    for path in attempt_dir.glob("callgrind.*"):
+        match = DUMP_RE.search(path.name)
+        if match and path.name.count(".") == 2:   # callgrind.<pid>.<n>; the final dump has no n
+            dumps.append((int(match.group(1)), path))
+    totals = []
+    for _, path in sorted(dumps):
+        value = None
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("summary:", "totals:")):
+                    value = int(line.split()[1])
+                    break
+        totals.append(value)
+    return totals
