@@ -34,7 +34,7 @@ NICE_RATIOS = (1 / 16, 1 / 8, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 0.8, 0.9, 1, 1.1, 1.25
 # means the same ratio in every figure.
 SHARED_COLOUR_LIMIT = 8.0
 # No figure taller than a screen: the report splits a suite's ops into heatmaps of this many.
-MAX_HEATMAP_ROWS = 28
+MAX_HEATMAP_ROWS = 24
 STRIPS_PER_FIGURE = 6
 ANNOTATE_MAX_ROWS, ANNOTATE_MAX_CELLS = 150, 1200
 POINTS_PER_CHAR = 0.6                  # average glyph width of DejaVu Sans, in font sizes

@@ -457,8 +457,9 @@ def draw_figures(an: Analysis, figures_dir: Path, draw: bool) -> tuple[dict, lis
     heatmaps: dict = {}
     for suite in an.suites:
         suite_ops = [op for op in an.ops if an.suite_of[op] == suite]
-        parts = [suite_ops[i:i + figures.MAX_HEATMAP_ROWS]
-                 for i in range(0, len(suite_ops), figures.MAX_HEATMAP_ROWS)]
+        # As few parts as keep each under the row limit, of even size (33 ops: 17 + 16).
+        size = math.ceil(len(suite_ops) / math.ceil(len(suite_ops) / figures.MAX_HEATMAP_ROWS))
+        parts = [suite_ops[i:i + size] for i in range(0, len(suite_ops), size)]
         for k, part in enumerate(parts, 1):
             ratios, significant = figures.ratio_frames(an.oldest_cmp, part, others)
             measured = ratios.columns[ratios.notna().any()]
