@@ -3,8 +3,11 @@
     python scripts/report.py [--results-dir results] [--run-id ID] [--baseline LABEL]
                              [--out FILE] [--threshold 0.05] [--no-figures]
 
-Defaults: the newest run, the oldest CPython of the run as baseline, and
-``reports/latest.md`` plus a kept copy ``reports/<run-id>.md``. The report is a
+Defaults: the newest run, the oldest release of the run's lineage as base, and
+``reports/latest.md`` plus a kept copy ``reports/<run-id>.md``. Next to each
+main page ``DIR/NAME.md``, its suite pages and tidy CSV go in ``DIR/NAME/``
+(``<suite>.md``, ``data.csv``), its figures in ``DIR/figures/<run-id>/``; a
+report is only ever written there, never over a run's results. The report is a
 generated file: regenerate it, never edit it. The work is in the library
 (iomatrix.analysis, iomatrix.pages); this file is the command line.
 """
@@ -21,6 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 def write_report(text: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     store.atomic_write_text(out, text)
+
+
+def write_pages(result: pages.Pages, out: Path) -> list[Path]:
+    """The main page at ``out``, its suite pages and CSV in ``out``'s stem directory."""
+    detail = out.parent / out.stem
+    written = [out]
+    write_report(result.main, out)
+    for suite, text in result.suites.items():
+        write_report(text, detail / f"{suite}.md")
+        written.append(detail / f"{suite}.md")
+    if result.csv:
+        write_report(result.csv, detail / "data.csv")
+        written.append(detail / "data.csv")
+    return written
 
 
 def find_runs(results_dir: Path, run_ids: list[str] | None):
@@ -59,18 +76,25 @@ def main(argv=None) -> int:
     figures_root = None if args.no_figures else out_dir / "figures"
     if len(loaded) == 1:
         run = runs[0]
+        outs = [args.out] if args.out else [ROOT / "reports" / "latest.md",
+                                            ROOT / "reports" / f"{run.run_id}.md"]
         figures_dir = figures_root / run.run_id if figures_root else None
-        text = pages.build_report(loaded[0], args.baseline, args.threshold, figures_dir,
-                                  f"figures/{run.run_id}")
-        kept = f"{run.run_id}.md"
+        for k, out in enumerate(outs):
+            # One set of PNGs serves every copy: drawn for the first, linked by the others.
+            result = pages.build_pages(loaded[0], args.baseline, args.threshold, figures_dir,
+                                       f"figures/{run.run_id}", out.stem, out.name,
+                                       draw=k == 0)
+            for path in write_pages(result, out):
+                print(f"report: wrote {path}")
     else:
         text = pages.build_merged_report(loaded, missing, args.baseline, args.threshold,
                                          figures_root)
         kept = f"merged-{runs[0].run_id}-and-{len(runs) - 1}-more.md"
-    outs = [args.out] if args.out else [ROOT / "reports" / "latest.md", ROOT / "reports" / kept]
-    for out in outs:
-        write_report(text, out)
-        print(f"report: wrote {out}")
+        outs = [args.out] if args.out else [ROOT / "reports" / "latest.md",
+                                            ROOT / "reports" / kept]
+        for out in outs:
+            write_report(text, out)
+            print(f"report: wrote {out}")
     for data in loaded:
         for name, message in data.problems:
             print(f"report: skipped {data.run.run_id}/{name}: {message}", file=sys.stderr)

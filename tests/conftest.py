@@ -56,3 +56,11 @@ def without_intervals(text: str) -> str:
     For tests about markers and bold; the intervals have tests of their own."""
     import re
     return re.sub(r" \[(?:[0-9.]+, [0-9.]+|n/a)\]", "", text)
+
+
+def all_pages(data, **options) -> str:
+    """A run's main page and its suite pages as one text, for tests about what a report says
+    wherever it says it (iomatrix.pages.build_pages)."""
+    from iomatrix import pages
+    built = pages.build_pages(data, **options)
+    return "\n".join([built.main, *built.suites.values()])

@@ -134,3 +134,91 @@ def context(manifest: dict, frame: pd.DataFrame | None = None) -> dict:
         if value is not None:
             out[field] = str(value)
     return out
+
+
+# -- lineages and variants -------------------------------------------------------------
+
+# The kinds of twin comparison, in the order the report shows them.
+VARIANT_KINDS = {
+    "free-threaded": "Free-threaded builds against the default build of the same version",
+    "build": "Other builds of a version against the plain build (same version, another "
+             "builder or other build flags)",
+    "pypy": "PyPy against the CPython of its language version",
+    "pyio": "The pure-Python io stack (`_pyio`) against the C io of the same interpreter",
+    "aa": "A/A twins: the same interpreter run twice",
+}
+
+
+@dataclasses.dataclass
+class Variant:
+    kind: str            # a key of VARIANT_KINDS
+    series: str
+    twin: str | None     # the series it is compared with; None: no twin in this run
+
+
+@dataclasses.dataclass
+class Lineage:
+    releases: list[str]          # plain CPython builds, one per minor version, oldest first
+    variants: list[Variant]
+
+
+def _minor(info: dict) -> tuple:
+    return tuple(info.get("version_info", (0, 0))[:2])
+
+
+def lineage(data: RunData, order: list[str]) -> Lineage:
+    """Split the run's series into the release lineage and the variants with their twins.
+
+    The lineage is the plain CPython builds (default build, C io, not an A/A twin), one
+    per minor version: the one labelled ``X.Y`` when there is one, else one not built by
+    a distribution, else the first. Every other series is a variant of one kind.
+    """
+    plain: dict = {}
+    for series in order:
+        info = series_info(data, series)
+        label, io_stack = store.split_series(series)
+        if (info.get("implementation", "cpython") == "cpython" and io_stack == "c"
+                and not info.get("free_threaded") and not info.get("aa_of")):
+            plain.setdefault(_minor(info), []).append(series)
+    releases = {}
+    for minor, candidates in plain.items():
+        exact = [s for s in candidates if s == ".".join(map(str, minor))]
+        undistributed = [s for s in candidates
+                         if series_info(data, s).get("source") not in ("debian", "system")]
+        releases[minor] = (exact or undistributed or candidates)[0]
+    chosen = sorted(releases.values(), key=lambda s: series_sort_key(data, s))
+    variants = []
+    for series in order:
+        if series in chosen:
+            continue
+        info = series_info(data, series)
+        label, io_stack = store.split_series(series)
+        if info.get("aa_of"):
+            kind, twin = "aa", store.series_name(info["aa_of"], io_stack)
+        elif io_stack == "pyio":
+            kind, twin = "pyio", label
+        elif info.get("implementation", "cpython") != "cpython":
+            kind, twin = "pypy", releases.get(_minor(info))
+        elif info.get("free_threaded"):
+            kind, twin = "free-threaded", releases.get(_minor(info))
+        else:
+            kind, twin = "build", releases.get(_minor(info))
+        variants.append(Variant(kind, series, twin if twin in order else None))
+    return Lineage(chosen, variants)
+
+
+def build_flag_differences(data: RunData, series: str, twin: str) -> tuple[list, list]:
+    """Configure arguments only ``series`` has and only ``twin`` has (paths left out)."""
+    import shlex
+
+    def flags(name):
+        text = series_info(data, name).get("configure_args") or ""
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        # Install paths differ between any two builds and say nothing about speed.
+        return {w for w in words if not w.startswith(("--prefix", "--libdir", "LDFLAGS=-Wl,-rpath",
+                                                      "--with-ensurepip", "PKG_CONFIG"))}
+    mine, theirs = flags(series), flags(twin)
+    return sorted(mine - theirs), sorted(theirs - mine)

@@ -30,8 +30,12 @@ SLOWER, FASTER = "▲", "▼"            # the report's markers (DejaVu Sans has
 MISSING_COLOUR = "#d9d9d9"
 NICE_RATIOS = (1 / 16, 1 / 8, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4,
                8, 16)
-# The colour scale saturates at these ratios: a 1.25x change must stay visible next to 20x.
-MIN_COLOUR_LIMIT, MAX_COLOUR_LIMIT = 1.25, 8.0
+# One colour scale for every heatmap of every report, saturating at 1/8x and 8x, so a colour
+# means the same ratio in every figure.
+SHARED_COLOUR_LIMIT = 8.0
+# No figure taller than a screen: the report splits a suite's ops into heatmaps of this many.
+MAX_HEATMAP_ROWS = 24
+STRIPS_PER_FIGURE = 6
 ANNOTATE_MAX_ROWS, ANNOTATE_MAX_CELLS = 150, 1200
 POINTS_PER_CHAR = 0.6                  # average glyph width of DejaVu Sans, in font sizes
 CHUNK_OP = re.compile(r"^chunks_(read|readinto)_(\d+)(KiB|MiB)$")
@@ -88,9 +92,13 @@ def symmetric_ticks(limit: float) -> list[float]:
 
 
 def _series_colours(n: int):
-    if n <= 10:
-        return [plt.get_cmap("tab10")(i) for i in range(n)]
-    return [plt.get_cmap("viridis")(i / max(n - 1, 1) * 0.92) for i in range(n)]
+    """Distinct colours: tab10, or tab20 for up to 20 series (never a gradient, whose
+    neighbours cannot be told apart); beyond 20 the line styles differ too."""
+    palette = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [palette(i % palette.N) for i in range(n)]
+
+
+LINE_STYLES = ("-", "--", ":", "-.")
 
 
 MARKERS = "osD^vP*Xhp<>"
@@ -135,9 +143,7 @@ def heatmap(ratios: pd.DataFrame, significant: pd.DataFrame, path: Path, title: 
     n_rows, n_cols = max(len(rows), 1), max(len(cols), 1)
     logs = np.log2(ratios.where(ratios > 0).to_numpy(dtype=float)) if len(rows) and len(cols) \
         else np.full((n_rows, n_cols), np.nan)
-    finite = np.abs(logs[np.isfinite(logs)])
-    limit = float(np.clip(finite.max() if finite.size else 0, math.log2(MIN_COLOUR_LIMIT),
-                          math.log2(MAX_COLOUR_LIMIT)))
+    limit = math.log2(SHARED_COLOUR_LIMIT)
 
     annotate = n_rows <= ANNOTATE_MAX_ROWS and n_rows * n_cols <= ANNOTATE_MAX_CELLS
     font = 8.0 if n_rows <= 30 else 7.0 if n_rows <= 60 else 6.5
@@ -303,7 +309,7 @@ def chunk_curve(frame: pd.DataFrame, path: Path, order: list | None = None,
                 continue
             native = series == "native"
             ax.plot(rows["size"], rows["mbps"], marker=MARKERS[k % len(MARKERS)], markersize=4,
-                    linewidth=1.5, linestyle="--" if native else "-",
+                    linewidth=1.5, linestyle="--" if native else LINE_STYLES[k // 20 % 4],
                     color="black" if native else colours[k], label=series)
         sizes = sorted(set(data.loc[data["kind"] == kind, "size"]))
         ax.set_xscale("log", base=2)
@@ -318,6 +324,39 @@ def chunk_curve(frame: pd.DataFrame, path: Path, order: list | None = None,
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False,
                        title="series", title_fontsize=8)
     fig.suptitle(title, x=0.01, ha="left", fontsize=11)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+# -- per-process values of a finding -----------------------------------------------
+
+def strips(panels: list[dict], path: Path, title: str) -> Path:
+    """Small multiples, one per finding: each side's per-process means as points.
+
+    ``panels``: dicts with ``title``, ``a``/``b`` (names) and ``a_values``/``b_values``
+    (seconds). A bimodal side shows as two clusters, which a ratio alone hides.
+    """
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.6 * rows + 0.5), squeeze=False)
+    rng = np.random.default_rng(0)   # fixed jitter: the same figure for the same data
+    for ax, panel in zip(axes.flat, panels):
+        for x, (name, values) in enumerate(((panel["a"], panel["a_values"]),
+                                            (panel["b"], panel["b_values"]))):
+            values = np.asarray(values, dtype=float) * 1e3
+            ax.plot(x + rng.uniform(-0.12, 0.12, len(values)), values, "o", markersize=4,
+                    alpha=0.75, color=plt.get_cmap("tab10")(x))
+        ax.set_xticks([0, 1])
+        ax.set_xticklabels([panel["a"], panel["b"]], fontsize=8)
+        ax.set_xlim(-0.5, 1.5)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("ms per call (one point per process)", fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.set_title(panel["title"], fontsize=7.5, loc="left")
+        ax.grid(axis="y", color="#e5e5e5")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from iomatrix import native, stats, store, study
+from iomatrix import native, stats, study
 from iomatrix.analysis import RunData, compare_all, series_info, series_sort_key
-from iomatrix.markdown import FASTER, SLOWER, code, fmt_ratio, fmt_time, md, table
+from iomatrix.markdown import code, fmt_ratio, md, table
 
 HIGH_LOAD_PER_CPU = 0.5
 
@@ -98,67 +98,10 @@ def section_warnings(data: RunData) -> list[str]:
     return ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
 
 
-def section_ratio_matrix(data, ops, order, baseline, comparisons, threshold) -> list[str]:
-    others = [s for s in order if s != baseline]
-    rows = []
-    for op in ops:
-        rows.append([code(op)] + [fmt_ratio(comparisons.get((op, s))) for s in others])
-    rows.append(["**geometric mean**"] + [
-        f"**{stats.geometric_mean(c.ratio for (o, s), c in comparisons.items() if s == series):.2f}**"
-        for series in others])
-    return [f"## Slowdown ratios against {code(baseline)}", "",
-            f"Each interpreter's time over that of {code(baseline)} (> 1: slower). "
-            f"{stats.METHOD} No marker: not significant; [n/a]: too few processes for an "
-            "interval; —: not measured.", "",
-            table(rows, ["op"] + [column_title(data, s) for s in others]), ""]
 
 
-def section_steps(data, ops, order, means, threshold) -> list[str]:
-    steps = [(a, b) for a, b in zip(order, order[1:])]
-    if not steps:
-        return []
-    rows, regressions = [], []
-    step_cmp = {}
-    for a, b in steps:
-        for op, comparison in compare_all(means, ops, a, [b]).items():
-            step_cmp[(op[0], a, b)] = comparison
-    for op in ops:
-        row = [code(op)]
-        for a, b in steps:
-            comparison = step_cmp.get((op, a, b))
-            row.append(fmt_ratio(comparison, threshold))
-            if comparison and comparison.significant and comparison.ratio > 1 + threshold:
-                regressions.append((op, a, b, comparison.ratio))
-        rows.append(row)
-    rows.append(["**geometric mean**"] + [
-        f"**{stats.geometric_mean(c.ratio for (o, x, y), c in step_cmp.items() if (x, y) == step):.2f}**"
-        for step in steps])
-    lines = ["## Version steps", "",
-             "Each interpreter against the one before it, so the release that brought a change "
-             f"stands out. **Bold**: significantly slower by more than {threshold:.0%}.", "",
-             table(rows, ["op"] + [f"{code(a)} → {code(b)}" for a, b in steps]), ""]
-    if regressions:
-        lines += ["Regressions above the threshold:", ""]
-        lines += [f"- {code(op)}: {code(b)} is {r:.2f} times slower than {code(a)}"
-                  for op, a, b, r in regressions]
-        lines.append("")
-    return lines
 
 
-def section_categories(data, ops, order, baseline, comparisons) -> list[str]:
-    others = [s for s in order if s != baseline]
-    category_of = dict(zip(data.frame["op"], data.frame["category"]))
-    categories = sorted({category_of[op] for op in ops})
-    rows = []
-    for category in categories:
-        rows.append([md(category)] + [
-            f"{stats.geometric_mean(c.ratio for (o, s), c in comparisons.items() if s == series and category_of[o] == category):.2f}"
-            for series in others])
-    rows.append(["**all ops**"] + [
-        f"**{stats.geometric_mean(c.ratio for (o, s), c in comparisons.items() if s == series):.2f}**"
-        for series in others])
-    return [f"## Geometric means per category, against {code(baseline)}", "",
-            table(rows, ["category"] + [column_title(data, s) for s in others]), ""]
 
 
 def section_sentences(ops, order, baseline, comparisons) -> list[str]:
@@ -202,53 +145,14 @@ def section_then_and_now(data, means, order, baseline) -> list[str]:
         rows.append(row)
     return ["## Then and now", "",
             "The study's published 2.6 → 3.0 ratios (Windows Vista laptop, January 2009) beside "
-            f"this run's oldest → newest CPython. A `+pyio` column runs the modern interpreter on "
-            "the pure-Python io stack (`_pyio`), the design 3.0 shipped with.", "",
+            "this run's oldest → newest CPython."
+            + (" The last column runs the modern interpreter on the pure-Python io stack "
+               "(`_pyio`), the design 3.0 shipped with." if newest_pyio else ""), "",
             table(rows, headers), ""]
 
 
-def section_absolute(data, ops, order) -> list[str]:
-    agg = data.frame.groupby(["op", "series"]).agg(
-        time=("values", lambda vs: stats.mean([v for values in vs for v in values])),
-        nbytes=("bytes", "first"))
-    times = agg["time"].unstack("series")
-    throughput = (agg["nbytes"] / agg["time"] / 1e6).unstack("series")
-    time_rows = [[code(op)] + [fmt_time(times.at[op, s]) if s in times.columns else "—"
-                               for s in order] for op in ops]
-    mbps_rows = [[code(op)] + [f"{throughput.at[op, s]:.0f}"
-                               if s in throughput.columns and not math.isnan(throughput.at[op, s])
-                               and agg.at[(op, s), "nbytes"] else "—" for s in order]
-                 for op in ops if (agg.xs(op, level="op")["nbytes"] > 0).any()]
-    headers = ["op"] + [column_title(data, s) for s in order]
-    return ["## Absolute times", "", "Mean time of one operation (all values of all processes).",
-            "", table(time_rows, headers), "",
-            "## Throughput (MB/s)", "", "Bytes the op reads or writes per second (10^6 bytes).",
-            "", table(mbps_rows, headers), ""]
 
 
-def section_native(data, ops, order, means) -> list[str]:
-    info = data.manifest.get("native")
-    if not info:
-        return []
-    if info.get("status") != "ok" and not any((native.SERIES, op) in means for op in ops):
-        return ["## Native ceiling", "", f"Not measured: {md(info.get('tool', 'unknown reason'))}.", ""]
-    rows = []
-    for op in ops:
-        if (native.SERIES, op) not in means:
-            continue
-        ceiling = stats.mean(list(means[(native.SERIES, op)].values()))
-        row = [code(op), fmt_time(ceiling)]
-        for series in order:
-            python = means.get((series, op))
-            row.append(f"{ceiling / stats.mean(list(python.values())):.0%}" if python else "—")
-        rows.append(row)
-    if not rows:
-        return []
-    return ["## Throughput as a share of the native ceiling", "",
-            "The same reads and writes (same file, same block size, open to close) done by a C "
-            f"program in the same run ({md(info.get('tool', ''))}); 100% means the interpreter "
-            "adds nothing to the system calls.", "",
-            table(rows, ["op", "native time"] + [column_title(data, s) for s in order]), ""]
 
 
 def section_memory(data, ops, order) -> list[str]:
@@ -273,25 +177,6 @@ def section_memory(data, ops, order) -> list[str]:
                   + ["holds the file"]), ""]
 
 
-def section_noise(data, ops, order, means, threshold) -> list[str]:
-    rows, noisy = [], 0
-    for op in ops:
-        row = [code(op)]
-        for series in order:
-            rsd = stats.relative_stdev((means.get((series, op)) or {}).values())
-            if math.isnan(rsd):
-                row.append("—")
-            else:
-                flag = " ⚠" if rsd > threshold else ""
-                noisy += bool(flag)
-                row.append(f"{rsd:.1%}{flag}")
-        rows.append(row)
-    return ["## Noise per op", "",
-            "Relative standard deviation of the per-process means. ⚠: noisier than the "
-            f"{threshold:.0%} regression threshold, so a change of that size in this op cannot be "
-            f"told from noise by one process; the rank test above counts processes, so it "
-            f"accounts for this spread ({noisy} cells).",
-            "", table(rows, ["op"] + [column_title(data, s) for s in order]), ""]
 
 
 def section_aa(data, ops, means) -> list[str]:

@@ -1,0 +1,143 @@
+"""The report's pages on small real runs: findings first, lineage and variants, pages that fit,
+the CSV beside the main page, and bad input as exit 2."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+import report
+from iomatrix import analysis, pages
+from conftest import all_pages
+from test_report import make_run, processes
+
+READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"
+
+
+def cpython(minor, **extra):
+    return {"implementation": "cpython", "version_info": [3, minor, 0],
+            "version": f"3.{minor}.0", "source": "pyenv", **extra}
+
+
+def lineage_run(tmp_path):
+    """Three releases, 3.14 slower on READ; a free-threaded, a Debian, a PyPy, a pyio and an
+    A/A series, each a variant of one release."""
+    series = {
+        "3.12": {READ: processes(0.010, 1.0), WRITE: processes(0.100, 1.0)},
+        "3.13": {READ: processes(0.010, 1.0), WRITE: processes(0.100, 1.0)},
+        "3.14": {READ: processes(0.010, 1.5), WRITE: processes(0.100, 1.0)},
+        "3.14t": {READ: processes(0.010, 2.0), WRITE: processes(0.100, 1.0)},
+        "3.13-debian": {READ: processes(0.010, 0.8), WRITE: processes(0.100, 1.0)},
+        "pypy3.13": {READ: processes(0.010, 0.5), WRITE: processes(0.100, 1.0)},
+        "3.14+pyio": {READ: processes(0.010, 6.0)},
+        "3.14-aa": {READ: processes(0.010, 1.5), WRITE: processes(0.100, 1.0)},
+    }
+    interpreters = {
+        "3.12": cpython(12), "3.13": cpython(13, configure_args="'--prefix=/a' '--enable-shared'"),
+        "3.14": cpython(14), "3.14t": cpython(14, free_threaded=True),
+        "3.13-debian": cpython(13, source="debian",
+                               configure_args="'--prefix=/usr' '--enable-shared' '--with-lto'"),
+        "pypy3.13": {**cpython(13), "implementation": "pypy"},
+        "3.14+pyio": cpython(14), "3.14-aa": cpython(14, aa_of="3.14", source="aa"),
+    }
+    return make_run(tmp_path, series, interpreters=interpreters)
+
+
+def test_the_lineage_is_the_plain_releases_and_every_other_series_has_its_twin(tmp_path):
+    data = analysis.load_run(lineage_run(tmp_path))
+    lin = analysis.lineage(data, analysis.ordered_series(data))
+    assert lin.releases == ["3.12", "3.13", "3.14"]
+    twins = {v.series: (v.kind, v.twin) for v in lin.variants}
+    assert twins == {"3.14t": ("free-threaded", "3.14"), "3.13-debian": ("build", "3.13"),
+                     "pypy3.13": ("pypy", "3.13"), "3.14+pyio": ("pyio", "3.14"),
+                     "3.14-aa": ("aa", "3.14")}
+
+
+def test_findings_come_first_and_follow_the_lineage(tmp_path):
+    built = pages.build_pages(analysis.load_run(lineage_run(tmp_path)))
+    main = built.main
+    assert main.index("## Findings") < main.index("## Geometric means")
+    findings = main.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    assert "`3.13` → `3.14`" in findings and f"`{READ}`" in findings
+    assert "**1.50 [" in findings                  # the ratio with its interval, a regression
+    assert "(latest/lutz2009.md#release-steps)" in findings
+    assert "3.14t" not in findings and "pypy" not in findings   # variants are not steps
+    assert "Build flags only `3.13-debian` has: `--with-lto`" in main
+    assert "### `3.14t` against `3.14`" in main and "### `pypy3.13` against `3.13`" in main
+    assert "## A/A check: `3.14` against itself" in main
+    assert "nan" not in all_pages(analysis.load_run(lineage_run(tmp_path / "again")))
+    assert set(built.suites) == {"lutz2009"}
+
+
+def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
+    built = pages.build_pages(analysis.load_run(lineage_run(tmp_path)))
+    rows = list(csv.DictReader(io.StringIO(built.csv)))
+    assert set(rows[0]) == set(pages.CSV_FIELDS)
+    step = next(r for r in rows if r["statistic"] == "ratio_to_previous_release"
+                and r["series"] == "3.14" and r["op"] == READ)
+    assert step["against"] == "3.13"
+    assert float(step["low"]) <= float(step["value"]) <= float(step["high"])
+    assert step["significant"] == "true"
+    assert {r["statistic"] for r in rows} >= {"time_s", "ratio_to_oldest", "ratio_to_twin"}
+
+
+def test_a_run_of_variants_only_says_it_has_no_lineage(tmp_path):
+    run = make_run(tmp_path, {"3.14": {READ: processes(0.010, 1.0)},
+                              "3.14t": {READ: processes(0.010, 1.2)}},
+                   interpreters={"3.14": cpython(14), "3.14t": cpython(14, free_threaded=True)})
+    text = all_pages(analysis.load_run(run))
+    assert "This run has no release lineage" in text
+    assert "### `3.14t` against `3.14`" in text
+    assert "nan" not in text and "## Release steps" not in text
+
+
+def test_too_few_processes_say_so_instead_of_an_interval(tmp_path):
+    run = make_run(tmp_path, {"3.12": {READ: processes(0.010, 1.0, n=2)},
+                              "3.13": {READ: processes(0.010, 2.0, n=2)}},
+                   interpreters={"3.12": cpython(12), "3.13": cpython(13)})
+    data = analysis.load_run(run)
+    assert "too few worker processes for an interval" in pages.build_report(data)
+    assert "2.00 [n/a]" in all_pages(data)
+
+
+def test_pages_and_csv_are_written_next_to_the_main_page_only(tmp_path, capsys):
+    lineage_run(tmp_path / "results")
+    out = tmp_path / "reports" / "page.md"
+    assert report.main(["--results-dir", str(tmp_path / "results"), "--run-id", "T",
+                        "--out", str(out), "--no-figures"]) == 0
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
+                     if p.is_file() and "results" not in p.parts)
+    assert written == ["reports/page.md", "reports/page/data.csv", "reports/page/lutz2009.md"]
+    assert "(page/lutz2009.md)" in out.read_text()
+    assert "(../page.md)" in (tmp_path / "reports" / "page" / "lutz2009.md").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--threshold", "-0.1"], "a threshold is a fraction above 0"),
+    (["--threshold", "lots"], "is not a number"),
+    (["--baseline", "9.9"], "unknown baseline '9.9'; valid: 3.12, 3.13"),
+    (["--run-id", "../x"], "run id '../x'"),
+])
+def test_bad_input_is_exit_2_with_a_clear_message(tmp_path, capsys, argv, message):
+    lineage_run(tmp_path / "results")
+    argv = ["--results-dir", str(tmp_path / "results"), "--out", str(tmp_path / "r.md"),
+            "--no-figures"] + argv
+    try:
+        status = report.main(argv)
+    except SystemExit as exc:     # argparse's own errors
+        status = exc.code
+    assert status == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "r.md").exists()      # nothing written
+
+
+def test_the_main_page_of_a_wide_run_keeps_its_tables_narrow(tmp_path):
+    many = {f"3.{minor}": {READ: processes(0.010, 1 + minor / 100)} for minor in range(4, 16)}
+    run = make_run(tmp_path, many,
+                   interpreters={f"3.{m}": cpython(m) for m in range(4, 16)})
+    built = pages.build_pages(analysis.load_run(run))
+    for text in [built.main, *built.suites.values()]:
+        for line in text.splitlines():
+            if line.startswith("|"):
+                assert line.count("|") - 1 <= pages.MAX_COLUMNS + 3, line
