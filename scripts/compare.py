@@ -29,7 +29,7 @@ import json
 import sys
 from pathlib import Path
 
-from iomatrix import analysis, cli, native, stats, store
+from iomatrix import analysis, cli, counts, native, stats, store
 from iomatrix.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
                                names, table)
 
@@ -223,7 +223,8 @@ def side_title(side: Side) -> str:
     return code(side.run.run_id)
 
 
-def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float) -> str:
+def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
+                   count_lines: list[str] = ()) -> str:
     regressions = [(s, r) for s in sections for r in s.results if r.regression(fail_above)]
     lines = [MARKER, f"### iomatrix: {side_title(a)} → {side_title(b)}", ""]
     if regressions:
@@ -260,6 +261,7 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float)
         if len(ranked) > MAX_REGRESSION_ROWS:
             lines += [f"The {MAX_REGRESSION_ROWS} largest are listed; "
                       f"{len(ranked) - MAX_REGRESSION_ROWS} more are in the tables below.", ""]
+    lines += list(count_lines)
     head = "\n".join(lines)
     # A PR comment has a size limit: shorten the per-op tables before they break it.
     for significant_only in (False, True):
@@ -306,7 +308,33 @@ def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = 
     load_side(b, label)
     sections = compare_sides(a, b, label)
     regressions = any(r.regression(fail_above) for s in sections for r in s.results)
-    return build_markdown(a, b, sections, fail_above), int(regressions), sections
+    count_rows, count_fails = compare_side_counts(a, b, label, fail_above)
+    count_lines = counts.compare_markdown(count_rows, fail_above) if count_rows is not None else []
+    text = build_markdown(a, b, sections, fail_above, count_lines)
+    return text, int(regressions or count_fails), sections
+
+
+def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
+    """(rows, gate fails) of the counting pass's files on both sides, or (None, False) when
+    a side has none. Counts compare exactly; an instruction increase beyond ``fail_above``
+    fails the gate like a timing regression."""
+    paths = [side.file if side.file is not None else side.run.path for side in (a, b)]
+
+    def has_counts(path: Path) -> bool:
+        if path.is_dir():
+            return any(path.glob("*" + store.COUNTERS_SUFFIX))
+        return path.name.endswith(store.COUNTERS_SUFFIX) or \
+            path.with_name(path.stem + store.COUNTERS_SUFFIX).exists()
+    try:
+        if not all(has_counts(Path(path)) for path in paths):
+            return None, False
+        rows, fails = counts.compare_counts(paths[0], paths[1], fail_above)
+    except store.ResultFileError as exc:
+        raise CompareError(str(exc))
+    if label is not None:
+        rows = [r for r in rows if r["series_b"] == label]
+        fails = any(r["fails"] for r in rows)
+    return rows, fails
 
 
 def as_json(sections: list[Section], fail_above: float) -> dict:

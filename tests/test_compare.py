@@ -6,7 +6,7 @@ import json
 import pytest
 
 import compare
-from iomatrix import store
+from iomatrix import contract, store
 from conftest import without_intervals, write_pyperf_file
 
 READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"
@@ -246,3 +246,26 @@ def test_a_bad_fail_above_is_exit_2(tmp_path, capsys):
         compare.main(["A", "B", "--fail-above", "-1"])
     assert exc.value.code == 2
     assert "--fail-above is a fraction" in capsys.readouterr().err
+
+
+def _counters_file(path, instructions, reads):
+    contract.atomic_write_json(str(path), {
+        "iomatrix_counters_version": 1, "series": path.name.split(".counters")[0],
+        "interpreter": {"implementation": "cpython"}, "calls": 1, "fixtures": "counting",
+        "methods": {"instructions": "callgrind"}, "skipped": {},
+        "ops": {"read_byLines_textMode": {"suite": "lutz2009", "bytes_per_call": 1 << 20,
+                                          "calls": 1, "instructions": instructions,
+                                          "syscalls": {"read": reads, "close": 1}}}})
+
+
+def test_more_instructions_fail_the_gate_and_more_syscalls_are_listed(tmp_path, capsys):
+    run = make_run(tmp_path, "R", {"3.0": {"read_byLines_textMode": processes(0.010)},
+                                   "3.1": {"read_byLines_textMode": processes(0.010)}})
+    _counters_file(run.path / "3.0.counters.json", 1_000_000, 4)
+    _counters_file(run.path / "3.1.counters.json", 1_100_000, 91)
+    status = compare.main([str(run.path / "3.0.json"), str(run.path / "3.1.json")])
+    out = capsys.readouterr().out
+    assert status == 1                      # no timing regression, but 10% more instructions
+    assert "+10.00%" in out and "`read` calls per call 4 -> 91" in out
+    _counters_file(run.path / "3.1.counters.json", 1_000_000, 4)
+    assert compare.main([str(run.path / "3.0.json"), str(run.path / "3.1.json")]) == 0

@@ -227,6 +227,19 @@ def steps(rows, pairs=None, counters=("syscalls", "instructions")) -> list:
     return out
 
 
+def change_of(rows, op: str, before: str, after: str, max_syscalls: int = 2) -> str:
+    """What changed in one op's counts between two series, briefly ("`read` 91 -> 4;
+    instructions -3.2%"), for a finding's row; "" when nothing was counted or changed."""
+    found = [s for s in steps(rows, pairs=[(before, after, "finding")]) if s["op"] == op]
+    if not found:
+        return ""
+    step = found[0]
+    parts = [f"`{name}` {_fmt(a)} → {_fmt(b)}" for name, a, b in step["syscalls"][:max_syscalls]]
+    parts += [f"instructions {(b - a) / a:+.1%}" for counter, a, b in step["changes"]
+              if counter == "instructions" and a]
+    return "; ".join(parts)
+
+
 def describe_step(step: dict, max_syscalls: int = 4) -> str:
     """One line: "`read_byBlocks_binaryMode` 3.13 -> 3.14: syscalls per call 47 -> 7 ..."."""
     parts = []

@@ -15,7 +15,7 @@ import io
 import math
 from pathlib import Path
 
-from iomatrix import cli, native, stats, store
+from iomatrix import cli, counts, native, stats, store
 from iomatrix.analysis import (VARIANT_KINDS, Lineage, RunData, build_flag_differences,
                                compare_all, default_baseline, lineage, ordered_ops,
                                ordered_series, process_means)
@@ -142,10 +142,13 @@ def timer_notes(data: RunData) -> list[str]:
 
 
 def section_counters(data: RunData, findings: list[Finding]) -> list[str]:
-    """Hook for the counting pass (``<series>.counters.json`` beside the series files): what
-    changed in syscalls and instructions per op for each finding. Until the counting pass
-    lands this shows nothing, so a report without counts has no empty section."""
-    return []
+    """The counting pass (``<series>.counters.json`` beside the series files): counts per op,
+    version steps on counts, how exact each counter is. Nothing for a run that did not
+    count (``--counters off``), so such a report has no empty section."""
+    rows, skipped = counts.load_counts(data.run.path), counts.skipped_counts(data.run.path)
+    if not rows and not skipped:
+        return []
+    return counts.markdown_section(rows, skipped)
 
 
 # -- the main page ---------------------------------------------------------------------
@@ -176,6 +179,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str]) -> list[
         return lines + [f"None: no step of the lineage changed an op significantly by more "
                         f"than {an.threshold:.0%}.", ""]
     slower, faster = an.listed()
+    counted = counts.load_counts(an.data.run.path)  # what the counting pass saw, if it ran
     rank = 0
     for title, listed in (("Slower", slower), ("Faster", faster)):
         if not listed:
@@ -186,10 +190,14 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str]) -> list[
             suite = an.suite_of[f.op]
             detail = f"[{md(suite)}]({link}/{suite}.md#{anchor('Release steps')})"
             rows.append([str(rank), code(f.op), step_title(f.a, f.b),
-                         fmt_ratio(f.comparison, an.threshold), detail])
-        lines += [f"### {title}", "",
-                  table(rows, ["#", "op", "step", "ratio [95% interval]", "detail"],
-                        ["right", "left", "left", "right", "left"]), ""]
+                         fmt_ratio(f.comparison, an.threshold), detail]
+                        + ([counts.change_of(counted, f.op, f.a, f.b) or "no change"]
+                           if counted else []))
+        headers = ["#", "op", "step", "ratio [95% interval]", "detail"]
+        align = ["right", "left", "left", "right", "left"]
+        if counted:
+            headers, align = headers + ["counts per call"], align + ["left"]
+        lines += [f"### {title}", "", table(rows, headers, align), ""]
     more = len(findings) - len(slower) - len(faster)
     if more:
         lines += [f"{more} more findings are on the suite pages (the largest "
