@@ -57,9 +57,11 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                         "this on either side (default: %(default)s = 2%%)")
     p.add_argument("--budget", type=cli.positive_seconds, default=None,
                    help="seconds after which no extra round starts (default: the profile's)")
-    p.add_argument("--counters", default=(), type=counters.parse_counters,
-                   help="the counting pass after timing: on, off (default), or some of "
-                        + ",".join(counters.COUNTERS))
+    p.add_argument("--counters", default=None, type=counters.parse_counters,
+                   help="the counting pass after timing: on, off, or some of "
+                        + ",".join(counters.COUNTERS) + " (default: on for the matrix "
+                        "session's quick and full profiles, which keeps the main command "
+                        "within 10 minutes here; off for smoke runs and bench sessions)")
     p.add_argument("--list", action="store_true", help="print the suites and their ops")
     if matrix:
         p.add_argument("--pythons", default=None, type=cli.label_list,
@@ -103,6 +105,13 @@ def list_ops(interp: discovery.Interpreter, suites: list[str], profile: str, log
     print(f"total: {len(rows)} ops in {len(suites)} suites")
 
 
+def counting_of(args: argparse.Namespace, matrix: bool) -> tuple:
+    """The counters to count: --counters when given, else on for a matrix run beyond smoke."""
+    if args.counters is not None:
+        return args.counters
+    return counters.COUNTERS if matrix and args.profile != "smoke" else ()
+
+
 def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argparse.Namespace,
         aa: str | None = None, log=print) -> dict | None:
     """Run the matrix for ``labels`` (plus an A/A twin of ``aa``); the manifest, or None
@@ -131,7 +140,8 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
                    io_stacks=args.io, cache=args.cache, allocator=args.allocator,
                    output=args.output, clock=args.clock, seed=args.seed, work_dir=args.work_dir,
                    keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
-                   target=args.target, budget=args.budget, counting=args.counters, log=log)
+                   target=args.target, budget=args.budget, counting=counting_of(args, matrix=hasattr(args, "pythons")),
+                   log=log)
     try:
         try:
             manifest = runner.run_matrix(selected, run_id=args.run_id, **options)
