@@ -8,7 +8,7 @@ import io
 import pytest
 
 import report
-from iomatrix import analysis, pages
+from iomatrix import analysis, markdown, pages, suite_pages
 from conftest import all_pages
 from test_report import make_run, processes
 
@@ -73,7 +73,7 @@ def test_findings_come_first_and_follow_the_lineage(tmp_path):
 def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
     built = pages.build_pages(analysis.load_run(lineage_run(tmp_path)))
     rows = list(csv.DictReader(io.StringIO(built.csv)))
-    assert set(rows[0]) == set(pages.CSV_FIELDS)
+    assert set(rows[0]) == set(suite_pages.CSV_FIELDS)
     step = next(r for r in rows if r["statistic"] == "ratio_to_previous_release"
                 and r["series"] == "3.14" and r["op"] == READ)
     assert step["against"] == "3.13"
@@ -140,4 +140,4 @@ def test_the_main_page_of_a_wide_run_keeps_its_tables_narrow(tmp_path):
     for text in [built.main, *built.suites.values()]:
         for line in text.splitlines():
             if line.startswith("|"):
-                assert line.count("|") - 1 <= pages.MAX_COLUMNS + 3, line
+                assert line.count("|") - 1 <= markdown.MAX_COLUMNS + 3, line
