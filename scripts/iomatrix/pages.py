@@ -85,6 +85,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str]) -> list[
                   f"{stats.min_processes_for_significance()} a side are needed at "
                   f"{stats.CONFIDENCE:.0%}): no finding can come from those, and their ratios "
                   "show [n/a].", ""]
+    if not findings and len(untested) == len(an.step_cmp):
+        return lines
     if not findings:
         return lines + [f"None: no step of the lineage changed an op significantly by more "
                         f"than {an.threshold:.0%}.", ""]
