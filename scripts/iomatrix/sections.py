@@ -201,9 +201,14 @@ def section_aa(data, ops, means) -> list[str]:
         if not comparisons:
             continue
         flagged = [op for (op, _), c in comparisons.items() if c.significant]
+        untested = sum(c.significant is None for c in comparisons.values())
         gm = stats.geometric_mean(c.ratio for c in comparisons.values())
         verdict = "meets" if len(flagged) <= 0.05 * len(comparisons) and abs(gm - 1) <= 0.02 \
             else "misses"
+        if untested:
+            # Ops without an interval cannot be flagged: counting them as clean would
+            # flatter the false-positive rate.
+            verdict += f" ({untested} ops with too few processes to test)"
         lines += [f"## A/A check: {code(twin_of)} against itself", "",
                   f"The same interpreter ran twice in this run, as {code(twin_of)} and "
                   f"{code(series)}. Any difference is noise or bias of the harness.", "",
