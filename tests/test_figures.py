@@ -105,3 +105,38 @@ def test_history_trend_few_and_many_ops(tmp_path):
         times.iloc[0, 0] = math.nan    # an op new in the second run
         path = figures.history_trend(times, tmp_path / f"history{n_ops}.png", "title")
         assert is_png(path)
+
+
+def test_every_heatmap_shares_one_colour_scale(tmp_path):
+    """A 1.1x cell is the same colour whether the largest ratio beside it is 1.2x or 6x."""
+    from PIL import Image
+    small = pd.DataFrame({"a": [1.1, 1.2]}, index=["x", "y"])
+    large = pd.DataFrame({"a": [1.1, 6.0]}, index=["x", "y"])
+    flags = pd.DataFrame({"a": [False, False]}, index=["x", "y"])
+    colours = []
+    for name, frame in (("small", small), ("large", large)):
+        path = figures.heatmap(frame, flags, tmp_path / f"{name}.png", name)
+        image = Image.open(path).convert("RGB")
+        # the first cell's colour, away from its text: left edge of the grid, first row
+        colours.append(cell_colour(image))
+    assert colours[0] == colours[1]
+
+
+def cell_colour(image):
+    """The most common non-white, non-black colour of the image's upper half (the 1.1x cell
+    covers more pixels of the first row than any text)."""
+    width, height = image.size
+    counts = {}
+    for x in range(0, width, 2):
+        for y in range(0, height // 2, 2):
+            pixel = image.getpixel((x, y))
+            if min(pixel) < 245 and max(pixel) > 60:
+                counts[pixel] = counts.get(pixel, 0) + 1
+    return max(counts, key=counts.get)
+
+
+def test_strips_draw_one_panel_per_finding(tmp_path):
+    panels = [{"title": f"op{k}", "a": "3.13", "b": "3.14", "a_values": [0.01, 0.011, 0.012],
+               "b_values": [0.02, 0.021, 0.04]} for k in range(4)]
+    path = figures.strips(panels, tmp_path / "s.png", "findings")
+    assert path.read_bytes().startswith(b"\x89PNG")

@@ -8,7 +8,7 @@ import io
 import pytest
 
 import report
-from iomatrix import analysis, pages
+from iomatrix import analysis, markdown, pages, suite_pages
 from conftest import all_pages
 from test_report import make_run, processes
 
@@ -73,7 +73,7 @@ def test_findings_come_first_and_follow_the_lineage(tmp_path):
 def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
     built = pages.build_pages(analysis.load_run(lineage_run(tmp_path)))
     rows = list(csv.DictReader(io.StringIO(built.csv)))
-    assert set(rows[0]) == set(pages.CSV_FIELDS)
+    assert set(rows[0]) == set(suite_pages.CSV_FIELDS)
     step = next(r for r in rows if r["statistic"] == "ratio_to_previous_release"
                 and r["series"] == "3.14" and r["op"] == READ)
     assert step["against"] == "3.13"
@@ -140,4 +140,28 @@ def test_the_main_page_of_a_wide_run_keeps_its_tables_narrow(tmp_path):
     for text in [built.main, *built.suites.values()]:
         for line in text.splitlines():
             if line.startswith("|"):
-                assert line.count("|") - 1 <= pages.MAX_COLUMNS + 3, line
+                assert line.count("|") - 1 <= markdown.MAX_COLUMNS + 3, line
+
+
+def test_an_older_run_without_rounds_or_interpreter_metadata_stays_readable(tmp_path):
+    """Files without iomatrix_round and a manifest without interpreters: every process is
+    kept, versions come from the labels, and the lineage still forms."""
+    import json
+    run = make_run(tmp_path, {"3.9": {READ: processes(0.010, 1.0)},
+                              "3.10": {READ: processes(0.010, 2.0)}})
+    for name in ("3.9.json", "3.10.json"):
+        path = run.path / name
+        document = json.loads(path.read_text())
+        for bench in document["benchmarks"]:
+            for one in bench["runs"]:
+                one["metadata"].pop("iomatrix_round", None)
+        path.write_text(json.dumps(document))
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    del manifest["interpreters"]
+    (run.path / "manifest.json").write_text(json.dumps(manifest))
+    data = analysis.load_run(run)
+    means = analysis.process_means(data.frame)
+    assert len(means[("3.9", READ)]) == 6                 # no process lost
+    assert analysis.lineage(data, analysis.ordered_series(data)).releases == ["3.9", "3.10"]
+    main = pages.build_report(data)
+    assert "`3.9` → `3.10`" in main and "**2.00 [" in main and "nan" not in main

@@ -9,6 +9,7 @@ The report, compare and history all read runs through this module.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -65,7 +66,9 @@ def series_sort_key(data: RunData, series: str):
     info = series_info(data, series)
     label, io_stack = store.split_series(series)
     implementation = info.get("implementation", "cpython")
-    return (0 if implementation == "cpython" else 1, tuple(info.get("version_info", (99,))),
+    version = info.get("version_info") or _minor(info, series) or (99,)
+    return (0 if implementation == "cpython" and not label.startswith("pypy") else 1,
+            tuple(version),
             bool(info.get("free_threaded")), label.endswith("-aa"), io_stack == "pyio", series)
 
 
@@ -88,7 +91,12 @@ def process_means(frame: pd.DataFrame) -> dict:
     """{(series, op): {round: mean}}"""
     out: dict = {}
     for (series, op), group in frame.groupby(["series", "op"], sort=False):
-        out[(series, op)] = dict(zip(group["round"], group["mean"]))
+        rounds = list(group["round"])
+        if len(set(rounds)) < len(rounds):
+            # Files written before rounds were recorded give every process round 0: keep
+            # each process by its position rather than let them overwrite each other.
+            rounds = list(range(len(rounds)))
+        out[(series, op)] = dict(zip(rounds, group["mean"]))
     return out
 
 
@@ -146,6 +154,7 @@ VARIANT_KINDS = {
     "pypy": "PyPy against the CPython of its language version",
     "pyio": "The pure-Python io stack (`_pyio`) against the C io of the same interpreter",
     "aa": "A/A twins: the same interpreter run twice",
+    "unknown": "Series whose version the run's manifest does not give (an older run)",
 }
 
 
@@ -162,8 +171,13 @@ class Lineage:
     variants: list[Variant]
 
 
-def _minor(info: dict) -> tuple:
-    return tuple(info.get("version_info", (0, 0))[:2])
+def _minor(info: dict, series: str) -> tuple | None:
+    """(major, minor) from the manifest, else from a label such as ``3.13-debian``; None
+    when neither says (an older run without interpreter metadata)."""
+    if info.get("version_info"):
+        return tuple(info["version_info"][:2])
+    match = re.match(r"(?:pypy)?(\d+)\.(\d+)", series)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def lineage(data: RunData, order: list[str]) -> Lineage:
@@ -178,8 +192,9 @@ def lineage(data: RunData, order: list[str]) -> Lineage:
         info = series_info(data, series)
         label, io_stack = store.split_series(series)
         if (info.get("implementation", "cpython") == "cpython" and io_stack == "c"
-                and not info.get("free_threaded") and not info.get("aa_of")):
-            plain.setdefault(_minor(info), []).append(series)
+                and not info.get("free_threaded") and not info.get("aa_of")
+                and not label.startswith("pypy") and _minor(info, series) is not None):
+            plain.setdefault(_minor(info, series), []).append(series)
     releases = {}
     for minor, candidates in plain.items():
         exact = [s for s in candidates if s == ".".join(map(str, minor))]
@@ -195,14 +210,16 @@ def lineage(data: RunData, order: list[str]) -> Lineage:
         label, io_stack = store.split_series(series)
         if info.get("aa_of"):
             kind, twin = "aa", store.series_name(info["aa_of"], io_stack)
+        elif _minor(info, series) is None and io_stack == "c":
+            kind, twin = "unknown", None
         elif io_stack == "pyio":
             kind, twin = "pyio", label
-        elif info.get("implementation", "cpython") != "cpython":
-            kind, twin = "pypy", releases.get(_minor(info))
+        elif info.get("implementation", "cpython") != "cpython" or label.startswith("pypy"):
+            kind, twin = "pypy", releases.get(_minor(info, series))
         elif info.get("free_threaded"):
-            kind, twin = "free-threaded", releases.get(_minor(info))
+            kind, twin = "free-threaded", releases.get(_minor(info, series))
         else:
-            kind, twin = "build", releases.get(_minor(info))
+            kind, twin = "build", releases.get(_minor(info, series))
         variants.append(Variant(kind, series, twin if twin in order else None))
     return Lineage(chosen, variants)
 

@@ -14,6 +14,7 @@ from iomatrix import stats
 
 SLOWER, FASTER = "▲", "▼"
 LIST_AT_MOST = 8          # names listed inline before "and N more"
+MAX_COLUMNS = 6           # value columns per table: a ratio cell with its interval is ~24 chars
 
 
 def md(text) -> str:
@@ -76,6 +77,18 @@ def fmt_time(seconds: float) -> str:
 def table(rows, headers, align=None) -> str:
     align = align or ["left"] + ["right"] * (len(headers) - 1)
     return tabulate(rows, headers=headers, tablefmt="pipe", disable_numparse=True, colalign=align)
+
+
+def wide_table(rows: list, columns: list, first: str = "op", max_columns: int = MAX_COLUMNS) \
+        -> list[str]:
+    """``rows``: (title, key); ``columns``: (header, cell(key) -> str). Split into tables of
+    at most ``max_columns`` value columns, each with the row titles, so none is too wide."""
+    lines = []
+    for start in range(0, len(columns), max_columns):
+        part = columns[start:start + max_columns]
+        body = [[title] + [cell(key) for _, cell in part] for title, key in rows]
+        lines += [table(body, [first] + [header for header, _ in part]), ""]
+    return lines
 
 
 def names(items: list[str], style=code) -> str:

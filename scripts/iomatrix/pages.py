@@ -3,30 +3,28 @@
 The main page opens with the findings (consecutive releases of the lineage whose
 change is significant and beyond the threshold, largest first), then geometric
 means, the variants against their twins, and links to the suite pages, which
-hold the per-op tables. Tables have at most ``MAX_COLUMNS`` value columns, so
+hold the per-op tables. Tables have at most ``markdown.MAX_COLUMNS`` value columns, so
 they read at GitHub's page width. ``build_merged_report`` puts the main pages of
 runs on several hosts together. All are generated files: regenerate, never edit.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import math
 from pathlib import Path
 
-from iomatrix import cli, counts, native, stats, store
-from iomatrix.analysis import (VARIANT_KINDS, Lineage, RunData, build_flag_differences,
-                               compare_all, default_baseline, lineage, ordered_ops,
+from iomatrix import counts, native, stats, store
+from iomatrix.analysis import (VARIANT_KINDS, RunData, build_flag_differences, ordered_ops,
                                ordered_series, process_means)
-from iomatrix.markdown import (FASTER, SLOWER, anchor, code, fmt_ratio, fmt_time, md, table)
-from iomatrix.sections import (column_title, section_aa, section_header, section_memory,
-                               section_metadata, section_problems, section_sentences,
-                               section_skipped, section_then_and_now, section_warnings)
+from iomatrix.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
+from iomatrix.markdown import (FASTER, SLOWER, anchor, code, fmt_ratio, fmt_time,
+                               md, table, wide_table)
+from iomatrix.sections import (column_title, section_aa, section_header, section_metadata,
+                               section_problems, section_skipped, section_then_and_now,
+                               section_warnings)
+from iomatrix.suite_pages import step_title, suite_page, tidy_csv
 
 DEFAULT_THRESHOLD = 0.05
-MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
-MAX_COLUMNS = 6           # value columns per table: a ratio cell with its interval is ~24 chars
 TOP_PER_VARIANT = 5       # largest significant changes listed per variant on the main page
 
 
@@ -37,96 +35,11 @@ class Pages:
     csv: str              # the tidy table: one row per run, series, op and statistic
 
 
-@dataclasses.dataclass
-class Finding:
-    op: str
-    a: str
-    b: str
-    comparison: stats.Comparison
-
-
-@dataclasses.dataclass
-class Analysis:
-    """Everything the pages are built from, computed once."""
-    data: RunData
-    ops: list
-    order: list
-    means: dict
-    lin: Lineage
-    oldest: str
-    baseline: str | None          # the user's --baseline when it is not the oldest
-    threshold: float
-    suite_of: dict
-    category_of: dict
-    steps: list                   # (a, b) along the lineage
-    step_cmp: dict                # (op, a, b) -> Comparison
-    oldest_cmp: dict              # (op, series) -> Comparison against the oldest
-    twin_cmp: dict                # (op, series) -> Comparison of a variant against its twin
-    baseline_cmp: dict            # (op, series) -> Comparison against --baseline
-
-    @property
-    def suites(self) -> list:
-        return list(dict.fromkeys(self.suite_of[op] for op in self.ops))
-
-    def findings(self) -> list[Finding]:
-        """Steps that are significant and beyond the threshold either way, largest first."""
-        found = [Finding(op, a, b, c) for (op, a, b), c in self.step_cmp.items()
-                 if c.significant and (c.beyond(self.threshold)
-                                       or c.ratio < 1 / (1 + self.threshold))]
-        return sorted(found, key=lambda f: (-abs(math.log(f.comparison.ratio)), f.op))
-
-    def listed(self) -> tuple[list[Finding], list[Finding]]:
-        """The findings the main page lists: the largest slowdowns, then the largest speed-ups."""
-        found = self.findings()
-        return ([f for f in found if f.comparison.ratio > 1][:MAX_FINDINGS],
-                [f for f in found if f.comparison.ratio < 1][:MAX_FINDINGS])
-
-
-def analyse(data: RunData, baseline: str | None, threshold: float) -> Analysis:
-    order = ordered_series(data)
-    if baseline is not None and baseline not in order:
-        raise cli.BadInput(f"unknown baseline {baseline!r}; valid: {', '.join(order)}")
-    ops = [op for op in ordered_ops(data)
-           if (data.frame.loc[data.frame["op"] == op, "series"] != native.SERIES).any()]
-    means = process_means(data.frame)
-    lin = lineage(data, order)
-    oldest = lin.releases[0] if lin.releases else default_baseline(data, order)
-    steps = list(zip(lin.releases, lin.releases[1:]))
-    step_cmp = {(op, a, b): c for a, b in steps
-                for (op, _), c in compare_all(means, ops, a, [b]).items()}
-    twin_cmp = {}
-    for v in lin.variants:
-        if v.twin:
-            twin_cmp.update(compare_all(means, ops, v.twin, [v.series]))
-    chosen = baseline if baseline not in (None, oldest) else None
-    return Analysis(data, ops, order, means, lin, oldest, chosen, threshold,
-                    dict(zip(data.frame["op"], data.frame["suite"])),
-                    dict(zip(data.frame["op"], data.frame["category"])), steps, step_cmp,
-                    compare_all(means, ops, oldest, order), twin_cmp,
-                    compare_all(means, ops, chosen, order) if chosen else {})
-
-
 # -- shared pieces ---------------------------------------------------------------------
-
-def wide_table(rows: list, columns: list, first: str = "op", max_columns: int = MAX_COLUMNS) \
-        -> list[str]:
-    """``rows``: (title, key); ``columns``: (header, cell(key) -> str). Split into tables of
-    at most ``max_columns`` value columns, each with the row titles, so none is too wide."""
-    lines = []
-    for start in range(0, len(columns), max_columns):
-        part = columns[start:start + max_columns]
-        body = [[title] + [cell(key) for _, cell in part] for title, key in rows]
-        lines += [table(body, [first] + [header for header, _ in part]), ""]
-    return lines
-
 
 def geomean_cell(comparisons) -> str:
     ratios = [c.ratio for c in comparisons]
     return f"{stats.geometric_mean(ratios):.2f}" if ratios else "—"
-
-
-def step_title(a: str, b: str) -> str:
-    return f"{code(a)} → {code(b)}"
 
 
 def timer_notes(data: RunData) -> list[str]:
@@ -175,6 +88,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str]) -> list[
                   f"{stats.min_processes_for_significance()} a side are needed at "
                   f"{stats.CONFIDENCE:.0%}): no finding can come from those, and their ratios "
                   "show [n/a].", ""]
+    if not findings and len(untested) == len(an.step_cmp):
+        return lines
     if not findings:
         return lines + [f"None: no step of the lineage changed an op significantly by more "
                         f"than {an.threshold:.0%}.", ""]
@@ -318,140 +233,6 @@ def section_suite_links(an: Analysis, link: str) -> list[str]:
             "Every op's ratios with intervals, times, throughput, noise and the figures, one "
             f"page per suite; the full data as a tidy CSV: [{link}/data.csv]({link}/data.csv).",
             "", table(rows, ["suite", "ops", "findings"]), ""]
-
-
-# -- a suite's page --------------------------------------------------------------------
-
-def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) -> str:
-    ops = [op for op in an.ops if an.suite_of[op] == suite]
-    rows = [(code(op), op) for op in ops]
-    lines = ["<!-- generated by scripts/report.py: do not edit, regenerate -->",
-             f"# {md(suite)}: run {md(an.data.run.run_id if an.data.run else '?')}", "",
-             f"Back to the [main page](../{main_name}). {stats.METHOD} **Bold**: a regression "
-             f"(significant and slower by more than {an.threshold:.0%}); [n/a]: too few "
-             "processes for an interval; —: not measured.", ""]
-    if an.steps:
-        lines += ["## Release steps", ""] + wide_table(rows, [
-            (step_title(a, b), lambda op, a=a, b=b: fmt_ratio(an.step_cmp.get((op, a, b)),
-                                                              an.threshold))
-            for a, b in an.steps])
-    others = [s for s in an.order if s != an.oldest]
-    if others:
-        lines += [f"## Against {code(an.oldest)}", ""] + wide_table(rows, [
-            (column_title(an.data, s), lambda op, s=s: fmt_ratio(an.oldest_cmp.get((op, s))))
-            for s in others])
-    twinned = [v for v in an.lin.variants if v.twin]
-    if twinned:
-        lines += ["## Variants against their twins", ""] + wide_table(rows, [
-            (f"{code(v.series)} / {code(v.twin)}",
-             lambda op, v=v: fmt_ratio(an.twin_cmp.get((op, v.series)))) for v in twinned])
-    if an.baseline:
-        lines += [f"## Against {code(an.baseline)}", ""] + wide_table(rows, [
-            (column_title(an.data, s), lambda op, s=s: fmt_ratio(an.baseline_cmp.get((op, s))))
-            for s in an.order if s != an.baseline])
-    lines += section_times(an, ops, rows)
-    lines += section_reference(an, ops)
-    lines += section_noise(an, ops, rows)
-    memory = section_memory(an.data, ops, an.order)
-    lines += memory
-    if suite == "lutz2009" and others:
-        lines += section_sentences(ops, an.order, an.oldest, an.oldest_cmp)
-    if heatmaps:
-        lines += ["## Figures", "",
-                  f"Ratios against {code(an.oldest)} on one colour scale shared by every heatmap "
-                  f"(red slower, blue faster, saturating at 1/8× and 8×); "
-                  f"{SLOWER}/{FASTER} or a dot: significant.", ""]
-        lines += [f"![{md(suite)} heatmap]({path})" for path in heatmaps] + [""]
-    return "\n".join(lines)
-
-
-def section_times(an: Analysis, ops: list, rows: list) -> list[str]:
-    def time_of(op, s):
-        return stats.location((an.means.get((s, op)) or {}).values())
-    nbytes = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
-    lines = ["## Times", "", "Time of one operation: exp of the Hodges-Lehmann location of the "
-             "log per-process means (the one-sample form of the ratios' estimator).", ""]
-    lines += wide_table(rows, [(column_title(an.data, s),
-                                lambda op, s=s: fmt_time(time_of(op, s))) for s in an.order],
-                        max_columns=MAX_COLUMNS + 2)
-    moving = [(title, op) for title, op in rows if nbytes.get(op)]
-    if moving:
-        def mbps(op, s):
-            t = time_of(op, s)
-            return "—" if math.isnan(t) else f"{nbytes[op] / t / 1e6:.0f}"
-        lines += ["## Throughput (MB/s)", "", "Bytes the op reads or writes per second "
-                  "(10^6 bytes), from the times above.", ""]
-        lines += wide_table(moving, [(column_title(an.data, s), lambda op, s=s: mbps(op, s))
-                                     for s in an.order], max_columns=MAX_COLUMNS + 2)
-    return lines
-
-
-def section_reference(an: Analysis, ops: list) -> list[str]:
-    measured = [op for op in ops if (native.SERIES, op) in an.means]
-    if not measured:
-        return []
-    series = an.lin.releases or an.order
-
-    def share(op, s):
-        python = an.means.get((s, op))
-        if not python:
-            return "—"
-        return f"{stats.location(an.means[(native.SERIES, op)].values()) / stats.location(python.values()):.0%}"
-    rows = [(code(op), op) for op in measured]
-    return ["## Against the C program with the same call pattern", "",
-            "The C program's time over the interpreter's: 100% is as fast as one unbuffered "
-            "system call per block; above 100%, Python's buffering beats that pattern. Not a "
-            "ceiling.", ""] + wide_table(
-        rows, [("C time", lambda op: fmt_time(stats.location(an.means[(native.SERIES, op)]
-                                                               .values())))]
-        + [(column_title(an.data, s), lambda op, s=s: share(op, s)) for s in series],
-        max_columns=MAX_COLUMNS + 2)
-
-
-def section_noise(an: Analysis, ops: list, rows: list) -> list[str]:
-    def rsd(op, s):
-        value = stats.relative_stdev((an.means.get((s, op)) or {}).values())
-        return "—" if math.isnan(value) else f"{value:.1%}"
-    return ["## Noise per op", "",
-            "Relative standard deviation of the per-process means (—: fewer than two processes). "
-            "The intervals above already account for it: they come from the same processes.",
-            ""] + wide_table(rows, [(column_title(an.data, s), lambda op, s=s: rsd(op, s))
-                                    for s in an.order], max_columns=MAX_COLUMNS + 2)
-
-
-# -- the tidy CSV ------------------------------------------------------------------------
-
-CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "against", "value",
-              "low", "high", "significant", "processes"]
-
-
-def tidy_csv(an: Analysis) -> str:
-    """One row per run, series, op and statistic; ratio rows carry their interval bounds."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
-    run_id = an.data.run.run_id if an.data.run else ""
-
-    def ratio_rows(statistic, comparisons, against_of):
-        for (op, s), c in comparisons.items():
-            writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
-                             against_of(s), repr(c.ratio), "" if c.low is None else repr(c.low),
-                             "" if c.high is None else repr(c.high),
-                             "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b])
-    for (s, op), by_process in sorted(an.means.items()):
-        if op in an.suite_of:
-            writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], "time_s", "",
-                             repr(stats.location(by_process.values())), "", "", "",
-                             len(by_process)])
-    ratio_rows("ratio_to_oldest", an.oldest_cmp, lambda s: an.oldest)
-    for (op, a, b), c in an.step_cmp.items():
-        ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
-    twin_of = {v.series: v.twin for v in an.lin.variants}
-    ratio_rows("ratio_to_twin", an.twin_cmp, lambda s: twin_of[s])
-    if an.baseline:
-        ratio_rows("ratio_to_baseline", an.baseline_cmp, lambda s: an.baseline)
-    return out.getvalue()
 
 
 # -- figures -----------------------------------------------------------------------------
