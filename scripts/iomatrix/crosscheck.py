@@ -27,7 +27,6 @@ some do not, 2 on bad input (unknown label, a run without both series, ...).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math

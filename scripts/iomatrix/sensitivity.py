@@ -25,7 +25,6 @@ own standard library directory is on every venv's path.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import shutil
