@@ -19,6 +19,7 @@ COUNTERS = ("syscalls", "rusage", "instructions")
 RUSAGE_FIELDS = ("minflt", "majflt", "nvcsw", "nivcsw")
 MIB = 1024 * 1024
 COUNT_CALLS = 1  # counted calls per op, after one warm-up call
+MAX_SERIES_COLUMNS = 8
 
 
 def read_document(path: Path) -> dict | None:
@@ -328,16 +329,19 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
         if not columns:
             continue
         scale = 1e6 if counter == "instructions" else 1
-        body = []
-        for suite, op, nbytes in ops:
-            cells = []
-            for s in columns:
-                r = index.get((s, op, counter))
-                cells.append(_fmt(r[field] / scale) if r and r[field] is not None else "–")
-            body.append([f"`{op}`", f"{nbytes:,}"] + cells)
         lines += [f"### {title}", ""]
-        lines += _table(["op", "bytes/call"] + columns, body)
-        lines.append("")
+        # At most MAX_SERIES_COLUMNS series a table, so a page reads at GitHub's width.
+        for start in range(0, len(columns), MAX_SERIES_COLUMNS):
+            part = columns[start:start + MAX_SERIES_COLUMNS]
+            body = []
+            for suite, op, nbytes in ops:
+                cells = []
+                for s in part:
+                    r = index.get((s, op, counter))
+                    cells.append(_fmt(r[field] / scale) if r and r[field] is not None else "–")
+                body.append([f"`{op}`", f"{nbytes:,}"] + cells)
+            lines += _table(["op", "bytes/call"] + part, body)
+            lines.append("")
     found = [s for s in steps(rows) if s["kind"] == "version"]
     lines += ["### Biggest changes between versions", ""]
     if found:
