@@ -1,10 +1,12 @@
-"""The native ceiling: the same block reads, writes and copies done by a small C program.
+"""The C reference: the same block reads, writes and copies done by a small C program.
 
-The report shows each interpreter's throughput on those ops as a percentage of
-this ceiling, measured in the same run, interleaved with the interpreters. The
-program (suites/native_ceiling.c) is compiled into the run's work directory
-with the machine's C compiler; without one the run goes on and the manifest
-and report say that the ceiling is missing.
+It makes the same calls as the op (one unbuffered system call per block), so it is
+a reference for the call pattern, not a ceiling: a buffered Python can beat it.
+It is measured in the same run, interleaved with the interpreters, and the report
+shows its time beside theirs. The program (suites/native_ceiling.c; the file keeps
+its historical name) is compiled into the run's work directory with the machine's
+C compiler; without one the run goes on and the manifest and report say that the
+reference is missing.
 
 Its results are stored like an interpreter's, as ``native.json`` in pyperf's
 JSON format (one run per worker process, with the same iomatrix metadata), so
