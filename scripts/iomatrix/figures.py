@@ -72,6 +72,18 @@ def _ratio_limits(frame) -> tuple[float, float]:
     return min(finite.min() / 1.1, 0.8), max(finite.max() * 1.1, 1.25)
 
 
+def _log_ratio_lines_axes(ax, values, x, labels, rotate_beyond: int) -> None:
+    """A log ratio y axis fitted to ``values`` and x tick labels, slanted when there are many."""
+    low, high = _ratio_limits(values)
+    ax.set_yscale("log")
+    ax.set_ylim(low, high)
+    _log_ratio_axis(ax.yaxis, low, high)
+    ax.set_xticks(x)
+    many = len(labels) > rotate_beyond
+    ax.set_xticklabels(labels, rotation=45 if many else 0, ha="right" if many else "center",
+                       fontsize=8)
+
+
 def _log_ratio_axis(axis, low: float, high: float) -> None:
     """Ticks at readable ratios on a log axis between ``low`` and ``high``."""
     ticks = [r for r in NICE_RATIOS if low <= r <= high] or [1.0]
@@ -239,13 +251,7 @@ def category_trend(geomeans: pd.DataFrame, path: Path, title: str) -> Path:
     for k, (category, row) in enumerate(values.iterrows()):
         ax.plot(x, row.to_numpy(), marker=MARKERS[k % len(MARKERS)], markersize=5,
                 linewidth=1.6, color=colours(k % colours.N), label=str(category), zorder=2)
-    low, high = _ratio_limits(values)
-    ax.set_yscale("log")
-    ax.set_ylim(low, high)
-    _log_ratio_axis(ax.yaxis, low, high)
-    ax.set_xticks(x)
-    ax.set_xticklabels(series, rotation=45 if len(series) > 6 else 0,
-                       ha="right" if len(series) > 6 else "center", fontsize=8)
+    _log_ratio_lines_axes(ax, values, x, series, rotate_beyond=6)
     ax.set_xlim(-0.5, max(len(series) - 0.5, 0.5))
     ax.set_ylabel("geometric mean ratio (log scale)")
     ax.set_title(title, fontsize=11, loc="left")
@@ -397,13 +403,7 @@ def history_trend(times: pd.DataFrame, path: Path, title: str) -> Path:
         for k, op in enumerate(dict.fromkeys(extremes)):
             ax.plot(x, normalised.loc[op].to_numpy(), linewidth=1.3, color=palette(2 * k),
                     label=f"{op} ({last[op]:.2f}×)", zorder=3)
-    low, high = _ratio_limits(normalised)
-    ax.set_yscale("log")
-    ax.set_ylim(low, high)
-    _log_ratio_axis(ax.yaxis, low, high)
-    ax.set_xticks(x)
-    ax.set_xticklabels(runs, rotation=45 if len(runs) > 4 else 0,
-                       ha="right" if len(runs) > 4 else "center", fontsize=8)
+    _log_ratio_lines_axes(ax, normalised, x, runs, rotate_beyond=4)
     ax.set_xlim(-0.3, len(runs) - 0.7)
     ax.set_ylabel("time relative to the first run (log scale)")
     ax.set_title(title, fontsize=11, loc="left")
