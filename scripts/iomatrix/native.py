@@ -25,6 +25,11 @@ from iomatrix import contract, procs
 from iomatrix.paths import SUITES_DIR
 
 SERIES = "native"
+# The machine's best: the same files read, written and copied by the C program in
+# page-aligned 1 MiB blocks, fastest of BEST_REPEAT. Measured once per session, after the
+# timed work, so Python's throughput can be shown against what the machine does at best.
+BEST_BLOCK = 1 << 20
+BEST_REPEAT = 7
 SOURCE = SUITES_DIR / "native_ceiling.c"
 COMPILE_TIMEOUT_SECONDS = 120
 
@@ -93,3 +98,26 @@ def run_batch(tool: str, op_info: dict, suite: str, round_index: int, ops: list[
                                                                    times[profile.warmups:])]))
     contract.atomic_write_json(str(output), contract.pyperf_document(benchmarks))
     return None, None
+
+
+def measure_best(tool: str, op_info: dict, fixtures_dir: Path, scratch_dir: Path, cache: str,
+                 timeout: float) -> dict:
+    """{op: {"seconds", "block"}}: the op's reads, writes or copy done in BEST_BLOCK
+    page-aligned blocks, the fastest of BEST_REPEAT; an op the program fails on is left out
+    (with its error under "errors")."""
+    best, errors = {}, {}
+    for op, info in sorted(op_info.items()):
+        kind, target = info["native"][0], info["native"][1]
+        cmd = command(tool, [kind, target, BEST_BLOCK], fixtures_dir, scratch_dir, BEST_REPEAT,
+                      cache)
+        try:
+            proc = procs.run(cmd, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            errors[op] = f"timed out after {timeout:g} s"
+            continue
+        if proc.returncode != 0:
+            errors[op] = procs.tail(proc.stderr) or procs.describe_exit(proc.returncode)
+            continue
+        best[op] = {"seconds": min(float(line) for line in proc.stdout.split()),
+                    "block": BEST_BLOCK}
+    return {"ops": best, "errors": errors, "repeat": BEST_REPEAT}

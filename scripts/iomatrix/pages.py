@@ -217,12 +217,41 @@ def section_native_summary(an: Analysis) -> list[str]:
     if info.get("status") != "ok" and not measured:
         return ["## C reference", "", f"Not measured: {md(info.get('tool', 'unknown reason'))}.",
                 ""]
-    return ["## C reference", "",
-            f"A C program ({md(info.get('tool', ''))}) repeats {len(measured)} block reads, "
-            "writes and copies in the same run with the same call pattern: one unbuffered "
-            "system call per block. It is a reference for that pattern, not a limit: Python "
-            "buffers, and can be faster. The machine's best (large page-aligned reads) is not "
-            "measured by this run. Per-op tables are on the suite pages.", ""]
+    lines = ["## C reference", "",
+             f"A C program ({md(info.get('tool', ''))}) repeats {len(measured)} block reads, "
+             "writes and copies in the same run with the same call pattern: one unbuffered "
+             "system call per block. It is a reference for that pattern, not a limit: Python "
+             "buffers, and can be faster. Per-op tables are on the suite pages.", ""]
+    return lines + section_machines_best(an, info.get("best"))
+
+
+def section_machines_best(an: Analysis, best) -> list[str]:
+    """Python's throughput as a share of the machine's best (the same files read, written and
+    copied by the C program in page-aligned 1 MiB blocks, measured in the same run)."""
+    if not isinstance(best, dict) or not isinstance(best.get("ops"), dict):
+        return ["The machine's best (large page-aligned blocks) was not measured in this run "
+                "(runs made before it was).", ""]
+    ops = [op for op in an.ops if op in best["ops"]]
+    series = [s for s in an.lin.releases if any((s, op) in an.means for op in ops)]
+    if not ops or not series:
+        return []
+
+    def share(op):
+        def cell(s):
+            python = an.means.get((s, op))
+            if not python:
+                return "–"
+            return f"{best['ops'][op]['seconds'] / stats.location(python.values()):.0%}"
+        return cell
+    rows = [(code(op), op) for op in ops]
+    columns = [("best (C, 1 MiB blocks)", lambda op: fmt_time(best["ops"][op]["seconds"]))]
+    columns += [(code(s), lambda op, s=s: share(op)(s)) for s in series]
+    return (["### Against the machine's best", "",
+             "The same files read, written and copied by the C program in page-aligned 1 MiB "
+             f"blocks, the fastest of {best.get('repeat', '?')} calls, measured in this run "
+             "after the timed work; each release's throughput as a share of it (100% = as fast "
+             "as the machine's best).", ""]
+            + wide_table(rows, columns))
 
 
 def section_suite_links(an: Analysis, link: str) -> list[str]:

@@ -141,6 +141,8 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             _write_manifest(run, manifest, plans, profile)
             _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, timeout,
                      seed, log)
+            _measure_machines_best(plans.get(native.SERIES), manifest, conditions, fixtures_dir,
+                                   scratch_dir, timeout, log)
             session["sampling"] = sampling.sample_until_tight(
                 run, plans, profile, target=target, deadline=deadline, seed=seed, log=log,
                 execute=lambda extra: _execute(run, plans, extra, profile, conditions,
@@ -266,6 +268,16 @@ def _plan_native(run, plans, work_root, manifest, log):
     if plan.tool is None:
         plan.error = entry["tool"]
         log(f"iomatrix: {entry['tool']}; the run goes on without it")
+
+
+def _measure_machines_best(plan, manifest, conditions, fixtures_dir, scratch_dir, timeout, log):
+    """The machine's best for the C reference's ops (native.measure_best), into the manifest."""
+    if plan is None or plan.kept or plan.tool is None or plan.error is not None:
+        return
+    manifest["native"]["best"] = native.measure_best(
+        plan.tool, plan.op_info, fixtures_dir, scratch_dir, conditions.cache, timeout)
+    log(f"iomatrix: the machine's best measured for {len(manifest['native']['best']['ops'])} "
+        "ops (page-aligned 1 MiB blocks)")
 
 
 def _make_fixtures(suites, profile, fixtures_dir, log):
