@@ -201,7 +201,7 @@ def plain_times(interps, ops: list[str], calls: int, processes: int, conditions:
                 work: Path, seed: int, log) -> tuple[dict, list]:
     """({label: {op: median over processes of the best call}}, every process's result)."""
     fixtures, scratch = work / "fixtures", work / "scratch"
-    runner._harness("--make-fixtures", SUITE, "quick", str(fixtures), timeout=600)
+    runner.run_harness("--make-fixtures", SUITE, "quick", str(fixtures), timeout=600)
     scratch.mkdir()
     rng = random.Random(seed)
     best: dict = {i.label: {} for i in interps}

@@ -121,3 +121,14 @@ def measure_best(tool: str, op_info: dict, fixtures_dir: Path, scratch_dir: Path
         best[op] = {"seconds": min(float(line) for line in proc.stdout.split()),
                     "block": BEST_BLOCK}
     return {"ops": best, "errors": errors, "repeat": BEST_REPEAT}
+
+
+def record_best(plan, manifest: dict, cache: str, fixtures_dir: Path, scratch_dir: Path,
+                timeout: float, log) -> None:
+    """The machine's best for the C reference's ops of this session, into the manifest."""
+    if plan is None or plan.kept or plan.tool is None or plan.error is not None:
+        return
+    manifest["native"]["best"] = measure_best(plan.tool, plan.op_info, fixtures_dir,
+                                              scratch_dir, cache, timeout)
+    log(f"iomatrix: the machine's best measured for {len(manifest['native']['best']['ops'])} "
+        "ops (page-aligned 1 MiB blocks)")

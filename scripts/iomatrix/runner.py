@@ -50,7 +50,7 @@ class MatrixError(RuntimeError):
 
 # -- the worker side, as the host sees it -------------------------------------------
 
-def _harness(*args: str, timeout: float = LIST_TIMEOUT_SECONDS, python: str = sys.executable,
+def run_harness(*args: str, timeout: float = LIST_TIMEOUT_SECONDS, python: str = sys.executable,
              env=None) -> dict:
     """Run a host-side mode of harness.py (listing, planning, fixtures); its JSON answer."""
     try:
@@ -66,7 +66,7 @@ def _harness(*args: str, timeout: float = LIST_TIMEOUT_SECONDS, python: str = sy
 
 
 def available_suites() -> list[str]:
-    return _harness("--list-suites")["suites"]
+    return run_harness("--list-suites")["suites"]
 
 
 def parse_suites(value: str) -> list[str]:
@@ -84,7 +84,7 @@ def parse_suites(value: str) -> list[str]:
 def list_ops(env: environments.BenchEnvironment, suites: list[str], io_stack: str,
              profile: str) -> list[dict]:
     """What the interpreter of ``env`` can run: the rows of ``harness.py --list-ops``."""
-    return _harness("--list-ops", ",".join(suites), io_stack, profile, python=env.python,
+    return run_harness("--list-ops", ",".join(suites), io_stack, profile, python=env.python,
                     env=env.command_env())["ops"]
 
 
@@ -141,8 +141,8 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             _write_manifest(run, manifest, plans, profile)
             _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, timeout,
                      seed, log)
-            _measure_machines_best(plans.get(native.SERIES), manifest, conditions, fixtures_dir,
-                                   scratch_dir, timeout, log)
+            native.record_best(plans.get(native.SERIES), manifest, conditions.cache,
+                               fixtures_dir, scratch_dir, timeout, log)
             session["sampling"] = sampling.sample_until_tight(
                 run, plans, profile, target=target, deadline=deadline, seed=seed, log=log,
                 execute=lambda extra: _execute(run, plans, extra, profile, conditions,
@@ -270,18 +270,8 @@ def _plan_native(run, plans, work_root, manifest, log):
         log(f"iomatrix: {entry['tool']}; the run goes on without it")
 
 
-def _measure_machines_best(plan, manifest, conditions, fixtures_dir, scratch_dir, timeout, log):
-    """The machine's best for the C reference's ops (native.measure_best), into the manifest."""
-    if plan is None or plan.kept or plan.tool is None or plan.error is not None:
-        return
-    manifest["native"]["best"] = native.measure_best(
-        plan.tool, plan.op_info, fixtures_dir, scratch_dir, conditions.cache, timeout)
-    log(f"iomatrix: the machine's best measured for {len(manifest['native']['best']['ops'])} "
-        "ops (page-aligned 1 MiB blocks)")
-
-
 def _make_fixtures(suites, profile, fixtures_dir, log):
-    needed = _harness("--plan", ",".join(suites), profile.name)["bytes"]
+    needed = run_harness("--plan", ",".join(suites), profile.name)["bytes"]
     fixtures_dir.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(fixtures_dir.parent).free
     if needed * FREE_DISK_MARGIN > free:
@@ -290,7 +280,7 @@ def _make_fixtures(suites, profile, fixtures_dir, log):
                           "choose another --work-dir or fewer suites")
     started = time.monotonic()
     try:
-        _harness("--make-fixtures", ",".join(suites), profile.name, str(fixtures_dir),
+        run_harness("--make-fixtures", ",".join(suites), profile.name, str(fixtures_dir),
                  timeout=3600)
     except RuntimeError as exc:
         raise MatrixError(f"cannot write fixtures in {fixtures_dir}: {exc}")

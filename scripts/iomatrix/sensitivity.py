@@ -131,7 +131,7 @@ def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
     work = Path(tempfile.mkdtemp(prefix="iomatrix-sensitivity-"))
     try:
         fixtures, scratch = work / "fixtures", work / "scratch"
-        crosscheck.runner._harness("--make-fixtures", crosscheck.SUITE, "quick", str(fixtures),
+        crosscheck.runner.run_harness("--make-fixtures", crosscheck.SUITE, "quick", str(fixtures),
                                    timeout=600)
         scratch.mkdir()
         rng = random.Random(2009)
