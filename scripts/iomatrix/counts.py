@@ -20,6 +20,7 @@ RUSAGE_FIELDS = ("minflt", "majflt", "nvcsw", "nivcsw")
 MIB = 1024 * 1024
 COUNT_CALLS = 1  # counted calls per op, after one warm-up call
 MAX_SERIES_COLUMNS = 8
+MAX_COMPARE_ROWS = 40   # rows of each list in compare's comment
 
 
 def read_document(path: Path) -> dict | None:
@@ -438,16 +439,24 @@ def compare_markdown(rows, fail_above: float) -> list:
     if not instr and not more_calls:
         return lines + ["No count changed (or no counts on one side).", ""]
     if instr:
+        # The largest increases first; a pull-request comment has room for a limited list.
+        ranked = sorted(instr, key=lambda r: -r["change"])
         lines += _table(["op", "series", "instructions per call", "change"],
                         [[f"`{r['op']}`", f"{r['series_a']} -> {r['series_b']}",
                           f"{_fmt(r['a'])} -> {_fmt(r['b'])}",
                           (f"**{r['change']:+.2%}**" if r["fails"] else f"{r['change']:+.2%}")]
-                         for r in sorted(instr, key=lambda r: -r["change"])])
+                         for r in ranked[:MAX_COMPARE_ROWS]])
+        if len(ranked) > MAX_COMPARE_ROWS:
+            lines += ["", f"{len(ranked) - MAX_COMPARE_ROWS} smaller changes are left out."]
         lines += ["", f"**bold**: more instructions than {fail_above:.0%} above the baseline "
                       "(the gate fails).", ""]
     if more_calls:
         lines += ["More system calls per call:", ""]
-        for r in sorted(more_calls, key=lambda r: (r["op"], r["counter"])):
+        listed = sorted(more_calls, key=lambda r: (r["op"], r["counter"]))
+        if len(listed) > MAX_COMPARE_ROWS:
+            lines += [f"({len(listed) - MAX_COMPARE_ROWS} more are left out; `counts."
+                      "compare_counts` has them all.)"]
+        for r in listed[:MAX_COMPARE_ROWS]:
             name = "all syscalls" if r["counter"] == "syscalls" else f"`{r['counter'][8:]}` calls"
             lines.append(f"- `{r['op']}` {r['series_a']} -> {r['series_b']}: {name} per call "
                          f"{_fmt(r['a'])} -> {_fmt(r['b'])}")
