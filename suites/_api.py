@@ -195,6 +195,20 @@ def io_module_for(io_stack):
     return io
 
 
+def prepare_untimed(op, ctx, checked):
+    """What every worker does before an op's first call: SkipOp when the op is unavailable
+    here, each fixture it reads checked once per process (which also reads it once: the
+    warm cache; ``checked`` holds the names done), then the op's setup."""
+    if op.unavailable:
+        raise SkipOp(op.unavailable)
+    for name in op.evict:
+        if name not in checked:
+            ctx.check_fixture(name)
+            checked.add(name)
+    if op.setup is not None:
+        op.setup()
+
+
 def load_context(fixtures_dir, scratch_dir, profile, io_stack, cache, output="new"):
     manifest_path = os.path.join(fixtures_dir, FIXTURES_MANIFEST)
     with open(manifest_path) as f:

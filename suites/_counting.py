@@ -58,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from _api import SkipOp, load_context, load_suite  # noqa: E402
+from _api import SkipOp, load_context, load_suite, prepare_untimed  # noqa: E402
 from _results import CACHE_MODES, IO_STACKS, OUTPUT_STATES, PROFILES  # noqa: E402
 from harness import prepare_outputs  # noqa: E402
 
@@ -149,18 +149,6 @@ class _NoSwitch(object):
         pass
 
 
-def prepare(op, ctx, checked):
-    """Before the warm-up: what harness.prepare does, without a timer (no pyperf here)."""
-    if op.unavailable:
-        raise SkipOp(op.unavailable)
-    for name in op.evict:
-        if name not in checked:
-            ctx.check_fixture(name)  # also reads it once: the warm cache
-            checked.add(name)
-    if op.setup is not None:
-        op.setup()
-
-
 def count_op(op, ctx, suite_name, index, calls, checked, switch=None):
     """Warm up, then count ``calls`` calls of ``op`` between the markers; the op's JSON row.
 
@@ -177,7 +165,7 @@ def count_op(op, ctx, suite_name, index, calls, checked, switch=None):
     run = op.run
     getppid = os.getppid
     try:
-        prepare(op, ctx, checked)
+        prepare_untimed(op, ctx, checked)
         op.verify(run())  # the warm-up call
         # The run's output state, once before the window (the K calls then write over
         # each other, as the timing pass's values do in "overwrite").

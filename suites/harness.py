@@ -42,7 +42,8 @@ import os
 import sys
 
 import _results as results
-from _api import Context, SkipOp, available_suites, load_context, load_suite
+from _api import (Context, SkipOp, available_suites, load_context, load_suite,
+                  prepare_untimed)
 from _fixtures import (cold_cache_evictor, make_fixtures, peak_rss_delta,
                        planned_fixture_bytes)
 
@@ -176,18 +177,11 @@ def prepare(op, ctx, checked_fixtures, rusage_totals=None):
     Returns (timer, extra metadata). The caller runs ``op.teardown`` afterwards.
     Raises SkipOp, VerificationError, or EnvironmentError (ENOSPC named by the caller).
     """
-    if op.unavailable:
-        raise SkipOp(op.unavailable)
     evict, evict_paths = None, []
-    if ctx.cache == "cold" and op.evict:
-        evict = cold_cache_evictor()
+    if ctx.cache == "cold" and op.evict and not op.unavailable:
+        evict = cold_cache_evictor()  # before setup: a cold cache that cannot be made fails first
         evict_paths = [ctx.path(name) for name in op.evict]
-    for name in op.evict:
-        if name not in checked_fixtures:
-            ctx.check_fixture(name)  # also reads it once: the warm cache
-            checked_fixtures.add(name)
-    if op.setup is not None:
-        op.setup()
+    prepare_untimed(op, ctx, checked_fixtures)
     extra = {}
     if op.track_peak_rss:
         result, peak, method = peak_rss_delta(op.run)
