@@ -1,6 +1,6 @@
 """iomatrix: file-I/O benchmarks of many Python interpreters, side by side.
 
-    nox                      the main job: every interpreter, interleaved, then the report
+    nox                      the main job: every interpreter, in lockstep rounds, then the report
     nox -l                   the sessions: one bench-<label> per interpreter found here
     nox -s bench-3.13 -- --profile smoke --run-id R
     nox -s report -- --run-id R
@@ -28,7 +28,7 @@ from iomatrix import bench, discovery  # noqa: E402
 from iomatrix import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
-# `nox` alone runs the matrix session: every bench session's work, interleaved, then the
+# `nox` alone runs the matrix session: every bench session's work, in lockstep rounds, then the
 # report. nox applies default sessions before it filters by -p, so when the user selects
 # interpreters with -p we leave the defaults alone and `nox -p 3.13` runs bench-3.13.
 if not any(arg in ("-p", "--python", "--pythons") or arg.startswith(("--python=", "-p"))
@@ -88,7 +88,7 @@ for _interp in INTERPRETERS:
 
 @nox.session(python=False, default=False)
 def matrix(session: nox.Session) -> None:
-    """The main job: every interpreter, interleaved, with an A/A twin; then the report."""
+    """The main job: every interpreter, in lockstep rounds, with an A/A twin; then the report."""
     args = bench.parser("nox -s matrix --", matrix=True).parse_args(session.posargs)
     labels = args.pythons or list(LABELS)
     aa = bench.resolve_aa(args.aa, labels, INTERPRETERS)

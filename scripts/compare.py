@@ -16,9 +16,13 @@ Exit status: 0 when no op is significantly slower in B by more than
 bad input: a missing run or file, a series or op missing on one side, a file
 that is not an iomatrix pyperf result. Nothing is ever deleted or rewritten.
 
-Ratios, intervals and significance are the report's (stats.compare): the ratio
-B/A is exp of the Hodges-Lehmann shift of the log per-process means, with its
-95% Moses (Mann-Whitney) interval; significant means the interval excludes 1.
+Ratios, intervals and significance are the report's (stats.compare). Two series
+of one lockstep run are compared round by round: B/A is exp of the
+Hodges-Lehmann estimate of the per-round log ratios, with its 95% Wilcoxon
+signed-rank interval. Anything else (two runs, or a run made before lockstep
+rounds) is compared unpaired: exp of the Hodges-Lehmann shift of the log
+per-process means, with its 95% Moses (Mann-Whitney) interval. Significant
+means the interval excludes 1.
 ``--json FILE`` also writes every comparison with its interval as JSON.
 """
 from __future__ import annotations
@@ -168,6 +172,7 @@ class Section:
     results: list[OpResult]
     only_a: list[str]
     only_b: list[str]
+    paired: bool = False    # both series of one lockstep run: compared round by round
 
     @property
     def title(self) -> str:
@@ -192,14 +197,22 @@ def compare_series(a: Side, b: Side, series_a: str, series_b: str, means_a: dict
     ops_b = {op for (s, op) in means_b if s == series_b}
     order = list(dict.fromkeys(op for op in analysis.ordered_ops(a.data) + analysis.ordered_ops(b.data)
                                if op in ops_a | ops_b))
+    paired = same_lockstep_run(a, b)
     results = []
     for op in order:
         if op in ops_a and op in ops_b:
             pa, pb = means_a[(series_a, op)], means_b[(series_b, op)]
             results.append(OpResult(op, stats.location(pa.values()), stats.location(pb.values()),
-                                    stats.compare(pa, pb)))
+                                    stats.compare(pa, pb, paired=paired)))
     return Section(series_a, series_b, results, [op for op in order if op not in ops_b],
-                   [op for op in order if op not in ops_a])
+                   [op for op in order if op not in ops_a], paired)
+
+
+def same_lockstep_run(a: Side, b: Side) -> bool:
+    """Both sides are series of one lockstep run: their rounds were measured side by side,
+    so they are compared round by round. Different runs are compared unpaired."""
+    return (a.run is not None and b.run is not None and a.run.path.resolve() ==
+            b.run.path.resolve() and a.data is not None and a.data.paired)
 
 
 def compare_sides(a: Side, b: Side, label: str | None = None) -> list[Section]:
@@ -232,7 +245,8 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
                      f"above {fail_above:.0%}.**")
     else:
         lines.append(f"No significant regression above {fail_above:.0%}.")
-    lines += ["", f"B/A: B's time over A's (> 1: B is slower). {stats.METHOD} **Bold**: a "
+    lines += ["", f"B/A: B's time over A's (> 1: B is slower). "
+              f"{stats.method_sentence(any(s.paired for s in sections))} **Bold**: a "
                   f"regression, significant and slower by more than {fail_above:.0%}.", ""]
     differences = context_differences([analysis.context(a.manifest, a.data.frame),
                                        analysis.context(b.manifest, b.data.frame)])
@@ -339,7 +353,9 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
 
 def as_json(sections: list[Section], fail_above: float) -> dict:
     """Every comparison, machine-readable: null bounds and verdict mean too few processes."""
-    return {"method": stats.METHOD, "confidence": stats.CONFIDENCE, "fail_above": fail_above,
+    paired = any(s.paired for s in sections)
+    return {"method": stats.method_sentence(paired), "paired": paired,
+            "confidence": stats.CONFIDENCE, "fail_above": fail_above,
             "comparisons": [
                 {"series_a": s.series_a, "series_b": s.series_b, "op": r.op,
                  "time_a": r.time_a, "time_b": r.time_b, "ratio": r.comparison.ratio,

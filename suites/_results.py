@@ -84,6 +84,11 @@ KEY_CPU = "iomatrix_cpu"                  # the CPU(s) the worker was allowed to
 KEY_CLOCK = "iomatrix_clock"              # what the values measure: CLOCKS
 KEY_OTHER_CLOCK = "iomatrix_other_clock_per_value"  # the other clock's mean, for evidence
 KEY_RETAKES = "iomatrix_retakes_per_value"  # preempted calls taken again (harness.make_timer)
+# When the op ran in its worker, seconds since the epoch (time.time()), from the first
+# warm-up to the last value. In a lockstep round (harness.py --lockstep) the interpreters'
+# windows for one op follow each other; the windows show how closely.
+KEY_STARTED = "iomatrix_started"
+KEY_FINISHED = "iomatrix_finished"
 # Per process, summed over its timed values and divided by their number:
 KEY_MINFLT = "iomatrix_minflt_per_value"
 KEY_MAJFLT = "iomatrix_majflt_per_value"

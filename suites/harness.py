@@ -299,19 +299,24 @@ def run_pyperf(argv=None):
 def measure_in_batch(op, ctx, args, checked, system):
     """Warm-ups and values of one op, as a pyperf Benchmark with one Run."""
     import datetime
+    import time
     import pyperf
     rusage_totals = {}
     try:
         timer, extra = prepare(op, ctx, checked, rusage_totals)
         inner = op.inner_loops or 1
+        started = time.time()
         warmups = [(1, timer(1) / inner) for _ in range(args.warmups)]
         rusage_totals.clear()  # the counts describe the timed values only
         values = [timer(1) / inner for _ in range(args.values)]
+        finished = time.time()
     finally:
         if op.teardown is not None:
             op.teardown()
     metadata = base_metadata(op, args)
     metadata.update(extra)
+    metadata[results.KEY_STARTED] = started
+    metadata[results.KEY_FINISHED] = finished
     for key, total in rusage_totals.items():
         metadata[key] = total / len(values)
     metadata.update({"name": op.name, "loops": 1, "unit": "second"})
@@ -328,6 +333,16 @@ def measure_in_batch(op, ctx, args, checked, system):
     return pyperf.Benchmark([run])
 
 
+def take_control_channel():
+    """The host's "go" lines, on a private copy of stdin; fd 0 becomes /dev/null, so that
+    nothing an op starts (a child process, a thread) can read the host's lines."""
+    control = os.fdopen(os.dup(0), "r")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return control
+
+
 def run_batch(argv):
     """Several ops of one suite in one worker process, written as one pyperf file.
 
@@ -337,6 +352,13 @@ def run_batch(argv):
     each op it prints "START <op>" so the host can time out, or blame, the
     op that hangs or crashes. An op that raises (a verification failure, a
     missing API) is recorded in the --errors file and the batch goes on.
+
+    With --lockstep the worker prints "WAIT <op>" before each op and starts it
+    only when the host sends a line on stdin: the host (iomatrix.lockstep)
+    runs every interpreter's worker of a round side by side and lets them take
+    each op in turn, one at a time, so the two sides of every ratio are
+    measured within moments of each other. An empty line or end of input stops
+    the batch (the host gave up on it); its results are not written.
     """
     import argparse
     import traceback
@@ -350,7 +372,10 @@ def run_batch(argv):
     # result file's path the output state, so every write ran as "overwrite".
     parser.add_argument("--output", dest="result_file", required=True)
     parser.add_argument("--errors", required=True)
+    parser.add_argument("--lockstep", action="store_true",
+                        help="wait for a line on stdin before each op (iomatrix.lockstep)")
     args = parser.parse_args(argv)
+    control = take_control_channel() if args.lockstep else None
     ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
                        args.output)
     ctx.clock = args.clock
@@ -358,6 +383,11 @@ def run_batch(argv):
     benchmarks, errors, checked = [], {}, set()
     system = None  # pyperf's system metadata, from the first op's run
     for name in json.loads(args.ops):
+        if control is not None:
+            print("WAIT %s" % name)
+            sys.stdout.flush()
+            if control.readline().strip() != "go":
+                return 3  # the host stopped the round: nothing is written
         print("START %s" % name)
         sys.stdout.flush()
         op = by_name.get(name)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -85,3 +86,192 @@ def test_location_is_the_one_sample_form():
     assert stats.location([2.0, 2.0, 2.0]) == pytest.approx(2.0)
     assert stats.location([1.0, 4.0]) == pytest.approx(2.0)   # exp(median(0, log 2, log 4))
     assert math.isnan(stats.location([]))
+
+
+# The paired (lockstep) form: per-round log ratios, Hodges-Lehmann and the signed-rank test.
+
+def paired_diffs(a: dict, b: dict) -> list[float]:
+    """The per-round log ratios compare(paired=True) works on."""
+    return [math.log(b[r]) - math.log(a[r]) for r in a if r in b and a[r] > 0 and b[r] > 0]
+
+
+def test_signed_rank_critical_values_match_the_tables():
+    """Two-sided 5% critical values of T+ as printed in the usual tables (-1: none)."""
+    table = {5: -1, 6: 0, 7: 2, 8: 3, 9: 5, 10: 8, 15: 25, 20: 52, 25: 89, 30: 137}
+    assert {n: stats.critical_t(n) for n in table} == table
+
+
+def test_the_critical_value_grows_with_n_across_the_exact_limit():
+    ks = [stats.critical_t(n) for n in range(1, stats.EXACT_LIMIT_PAIRS + 30)]
+    assert ks == sorted(ks)
+    # The normal approximation just beyond the limit continues the exact values.
+    n = stats.EXACT_LIMIT_PAIRS
+    assert stats.critical_t(n) < stats.critical_t(n + 1) < stats.critical_t(n) + 2 * (n + 1)
+
+
+def test_six_pairs_are_the_fewest_that_can_be_significant():
+    assert stats.min_pairs_for_significance() == 6
+    assert stats.critical_t(5) < 0 <= stats.critical_t(6)
+    # All six rounds the same way: the best possible p, 2 / 2**6.
+    assert stats.wilcoxon_signed_rank_p([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == pytest.approx(2 / 64)
+    assert stats.wilcoxon_signed_rank_p([0.1, 0.2, 0.3, 0.4, 0.5]) == pytest.approx(2 / 32)
+
+
+def test_the_signed_rank_p_by_hand():
+    assert stats.wilcoxon_signed_rank_p([]) == 1.0
+    assert stats.wilcoxon_signed_rank_p([0.0, 0.0]) == 1.0          # zeros are dropped
+    # Ranks 1..4 with signs -, +, +, +: T+ = 9 of 10; P(T+ >= 9) = 2/16, two-sided 0.25.
+    assert stats.wilcoxon_signed_rank_p([-0.1, 0.2, 0.3, 0.4]) == pytest.approx(0.25)
+    assert stats.wilcoxon_signed_rank_p([0.0, -0.1, 0.2, 0.3, 0.4]) == pytest.approx(0.25)
+    d = [0.3, -0.1, 0.25, 0.4, -0.05, 0.2, 0.15]
+    assert stats.wilcoxon_signed_rank_p(d) == pytest.approx(stats.wilcoxon_signed_rank_p([-x for x in d]))
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_fewer_than_six_pairs_give_no_interval_and_no_verdict(n):
+    a = {r: 1.0 + r / 100 for r in range(n)}
+    b = {r: 2.0 * v for r, v in a.items()}          # twice as slow every round: still too few
+    c = stats.compare(a, b, paired=True)
+    assert c.ratio == pytest.approx(2.0)
+    assert c.low is None and c.high is None and c.significant is None
+    assert c.paired and c.n_a == c.n_b == n
+    assert not c.regression(0.05)
+
+
+def test_six_pairs_all_one_way_are_significant():
+    a = {r: 1.0 + r / 100 for r in range(6)}
+    b = {r: v * (1.10 + r / 1000) for r, v in a.items()}
+    c = stats.compare(a, b, paired=True)
+    assert c.significant is True and 1.0 < c.low <= c.ratio <= c.high
+    assert c.n_a == c.n_b == 6
+
+
+def test_the_paired_interval_is_tukeys_by_hand():
+    """n = 6: k = 0, so the interval runs from the smallest to the largest Walsh average,
+    which are the smallest and largest log ratio; the estimate is their Walsh median."""
+    d = [0.02, -0.01, 0.05, 0.03, 0.01, 0.04]
+    a = {r: 1.0 for r in range(6)}
+    b = {r: math.exp(x) for r, x in enumerate(d)}
+    c = stats.compare(a, b, paired=True)
+    walsh = sorted((x + y) / 2 for i, x in enumerate(d) for y in d[i:])
+    assert c.ratio == pytest.approx(math.exp(stats.median(walsh)))
+    assert c.low == pytest.approx(math.exp(min(d))) and c.high == pytest.approx(math.exp(max(d)))
+    assert c.significant is False                    # one round of six went the other way
+
+
+def test_only_the_rounds_both_sides_have_are_paired():
+    a = {r: 1.0 + (r % 3) / 10 for r in range(12)}            # rounds 0..11
+    b = {r: 1.07 * (1.0 + (r % 3) / 10) for r in range(3, 15)}  # rounds 3..14
+    a[5] = 0.0                                                 # a lost measurement: not a pair
+    common = [r for r in range(3, 12) if r != 5]
+    c = stats.compare(a, b, paired=True)
+    alone = stats.compare({r: a[r] for r in common}, {r: b[r] for r in common}, paired=True)
+    assert c == alone
+    assert c.n_a == c.n_b == len(common) == 8
+    assert c.ratio == pytest.approx(1.07)
+    # The pairs are by key, not by position: the order of the dicts does not matter.
+    assert stats.compare(dict(reversed(list(a.items()))), b, paired=True) == c
+
+
+def test_paired_without_a_common_round_is_an_error():
+    with pytest.raises(ValueError):
+        stats.compare({0: 1.0, 1: 1.0}, {2: 1.0, 3: 1.0}, paired=True)
+    with pytest.raises(ValueError):
+        stats.compare({0: 0.0}, {0: 1.0}, paired=True)
+
+
+def test_unpaired_is_the_default_and_unchanged():
+    a = as_processes([1.00, 1.01, 0.99, 1.02, 0.98, 1.00])
+    b = as_processes([1.30, 1.32, 1.29, 1.33, 1.31, 1.30])
+    c = stats.compare(a, b)
+    assert c == stats.compare(a, b, paired=False) and c.paired is False
+    assert c == stats.Comparison(*stats.hodges_lehmann(list(a.values()), list(b.values())),
+                                 True, 6, 6)
+
+
+def test_drift_between_rounds_cancels_when_paired():
+    """A lockstep run on a drifting machine: A's time doubles and halves from round to round,
+    B is 5% slower than A in every round give or take 0.5%. Paired by round the drift cancels;
+    unpaired it swamps the 5%."""
+    rng = random.Random(20240611)
+    a, b = {}, {}
+    for r in range(20):
+        phase = rng.uniform(1.0, 2.0)                          # the machine's state this round
+        a[r] = 0.010 * phase * rng.uniform(0.997, 1.003)
+        b[r] = 0.010 * phase * 1.05 * rng.uniform(0.997, 1.003)
+    paired = stats.compare(a, b, paired=True)
+    assert paired.paired and paired.significant is True and paired.regression(0.03)
+    assert paired.ratio == pytest.approx(1.05, abs=0.005)
+    assert 1.04 < paired.low <= paired.ratio <= paired.high < 1.06
+    unpaired = stats.compare(a, b)
+    assert unpaired.significant is False and unpaired.low < 1 < unpaired.high
+    assert unpaired.high - unpaired.low > 10 * (paired.high - paired.low)
+
+
+ROUNDS = st.lists(TIMES, min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ROUNDS, ROUNDS)
+def test_paired_interval_contains_the_estimate_and_decides_the_verdict(a, b):
+    a, b = as_processes(a), as_processes(b)
+    c = stats.compare(a, b, paired=True)
+    assert c.paired and c.n_a == c.n_b == min(len(a), len(b))
+    if c.n_a < stats.min_pairs_for_significance():
+        assert c.low is None and c.high is None and c.significant is None
+        return
+    assert c.low <= c.ratio * (1 + 1e-12) and c.ratio <= c.high * (1 + 1e-12)
+    # The verdict is read on the log scale; exp of a bound can only round onto 1, not across it.
+    if c.significant:
+        assert c.low >= 1 or c.high <= 1
+    else:
+        assert c.low <= 1 <= c.high
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=-0.5, max_value=0.5, allow_nan=False), min_size=6, max_size=40),
+       st.floats(min_value=1e-4, max_value=1.0))
+def test_without_ties_the_paired_verdict_is_the_signed_rank_test(log_ratios, base):
+    """The interval is the inverted test: excluding 1 is p < 5% (exact distribution)."""
+    a = {r: base * (1 + r / 7) for r in range(len(log_ratios))}
+    b = {r: a[r] * math.exp(x) for r, x in enumerate(log_ratios)}
+    d = paired_diffs(a, b)
+    if 0.0 in d or len({abs(x) for x in d}) < len(d):
+        return                                      # zeros or tied magnitudes: not this property
+    c = stats.compare(a, b, paired=True)
+    assert c.significant == (stats.wilcoxon_signed_rank_p(d) < stats.ALPHA)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_paired_verdict_is_the_signed_rank_test_at_any_size(seed):
+    """Seeded data around the 5% boundary, exact (up to 60 pairs) and normal (beyond)."""
+    rng = random.Random(seed)
+    n = rng.choice([6, 9, 14, 25, 40, 60, 61, 75, 120])
+    shift = rng.uniform(-1.0, 1.0) * 2.5 / math.sqrt(n)     # |z| up to ~2.5: both verdicts occur
+    a = {r: rng.uniform(0.005, 0.010) for r in range(n)}
+    b = {r: v * math.exp(shift + rng.gauss(0, 1.0)) for r, v in a.items()}
+    d = paired_diffs(a, b)
+    assert 0.0 not in d and len({abs(x) for x in d}) == n
+    c = stats.compare(a, b, paired=True)
+    assert c.significant == (stats.wilcoxon_signed_rank_p(d) < stats.ALPHA)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(TIMES, TIMES), min_size=1, max_size=20),
+       st.floats(min_value=0.01, max_value=100.0))
+def test_paired_scaling_b_by_c_scales_estimate_and_bounds_by_c(pairs, factor):
+    a = {r: x for r, (x, _) in enumerate(pairs)}
+    b = {r: y for r, (_, y) in enumerate(pairs)}
+    plain = stats.compare(a, b, paired=True)
+    scaled = stats.compare(a, {r: v * factor for r, v in b.items()}, paired=True)
+    assert scaled.ratio == pytest.approx(plain.ratio * factor, rel=1e-9)
+    assert (scaled.low is None) == (plain.low is None)
+    if plain.low is not None:
+        assert scaled.low == pytest.approx(plain.low * factor, rel=1e-9)
+        assert scaled.high == pytest.approx(plain.high * factor, rel=1e-9)
+
+
+def test_the_method_sentence_names_the_method_in_use():
+    assert stats.method_sentence(False) == stats.METHOD and "Mann-Whitney" in stats.METHOD
+    assert stats.method_sentence(True) == stats.METHOD_PAIRED
+    assert "per-round log ratios" in stats.METHOD_PAIRED and "signed-rank" in stats.METHOD_PAIRED

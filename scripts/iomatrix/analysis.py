@@ -27,6 +27,11 @@ class RunData:
     frame: pd.DataFrame            # one row per worker process
     problems: list                 # (file, message) for files that could not be read
 
+    @property
+    def paired(self) -> bool:
+        """A lockstep run: its series are compared round by round (stats.compare)."""
+        return store.paired_rounds(self.manifest)
+
 
 def load_run(run: store.Run) -> RunData:
     """Every series file of ``run``; a file that cannot be read is a problem, not an error."""
@@ -110,15 +115,18 @@ def ordered_ops(data: RunData) -> list[str]:
         suite_rank.get(suite_of[op], 99), study.op_rank(op), op))
 
 
-def compare_all(means: dict, ops: list[str], base: str, others: list[str]) -> dict:
-    """{(op, series): Comparison} of every series against ``base``."""
+def compare_all(means: dict, ops: list[str], base: str, others: list[str],
+                paired: bool = False) -> dict:
+    """{(op, series): Comparison} of every series against ``base``; ``paired``: round by
+    round (a lockstep run, ``RunData.paired``)."""
     out = {}
     for op in ops:
         if (base, op) not in means:
             continue
         for series in others:
             if series != base and (series, op) in means:
-                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)])
+                out[(op, series)] = stats.compare(means[(base, op)], means[(series, op)],
+                                                  paired=paired)
     return out
 
 

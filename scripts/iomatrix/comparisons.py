@@ -69,14 +69,14 @@ def analyse(data: RunData, baseline: str | None, threshold: float) -> Analysis:
     oldest = lin.releases[0] if lin.releases else default_baseline(data, order)
     steps = list(zip(lin.releases, lin.releases[1:]))
     step_cmp = {(op, a, b): c for a, b in steps
-                for (op, _), c in compare_all(means, ops, a, [b]).items()}
+                for (op, _), c in compare_all(means, ops, a, [b], data.paired).items()}
     twin_cmp = {}
     for v in lin.variants:
         if v.twin:
-            twin_cmp.update(compare_all(means, ops, v.twin, [v.series]))
+            twin_cmp.update(compare_all(means, ops, v.twin, [v.series], data.paired))
     chosen = baseline if baseline not in (None, oldest) else None
     return Analysis(data, ops, order, means, lin, oldest, chosen, threshold,
                     dict(zip(data.frame["op"], data.frame["suite"])),
                     dict(zip(data.frame["op"], data.frame["category"])), steps, step_cmp,
-                    compare_all(means, ops, oldest, order), twin_cmp,
-                    compare_all(means, ops, chosen, order) if chosen else {})
+                    compare_all(means, ops, oldest, order, data.paired), twin_cmp,
+                    compare_all(means, ops, chosen, order, data.paired) if chosen else {})

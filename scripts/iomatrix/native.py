@@ -2,7 +2,7 @@
 
 It makes the same calls as the op (one unbuffered system call per block), so it is
 a reference for the call pattern, not a ceiling: a buffered Python can beat it.
-It is measured in the same run, interleaved with the interpreters, and the report
+It is measured in the same run, in each round after the interpreters, and the report
 shows its time beside theirs. The program (suites/native_ceiling.c; the file keeps
 its historical name) is compiled into the run's work directory with the machine's
 C compiler; without one the run goes on and the manifest and report say that the

@@ -79,7 +79,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str]) -> list[
     chain = " → ".join(code(s) for s in an.lin.releases)
     lines += [f"Changes between consecutive releases of the lineage {chain} that are "
               f"significant and beyond {an.threshold:.0%} either way, largest first. "
-              f"{stats.METHOD}", ""]
+              f"{stats.method_sentence(an.data.paired)}", ""]
     untested = [c for c in an.step_cmp.values() if c.significant is None]
     if untested:
         fewest = min(min(c.n_a, c.n_b) for c in untested)

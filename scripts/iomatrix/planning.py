@@ -101,16 +101,37 @@ def schedule(run, plans, profile, seed) -> list[Task]:
     return tasks
 
 
-def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
-    """The ops of one batch, in an order shuffled per round and suite.
+def round_order(ops, seed: int, round_index: int, suite: str) -> list[str]:
+    """``ops`` in the order of one round of one suite, shuffled per round and suite.
 
-    The order depends on the round and suite only, not on the interpreter, so every
-    interpreter meets each op at the same position of its batch.
+    Each op's place comes from a random key of its own name, so any subset of the
+    suite's ops (an interpreter that lacks some, a redo of the failed ones) is in the
+    same relative order: a lockstep round can step every interpreter through it.
     """
-    ops = sorted(op for suite, op in plan.ops if suite == task.suite)
-    random.Random(f"{seed}-{task.round_index}-{task.suite}").shuffle(ops)
+    def key(op):
+        return random.Random(f"{seed}-{round_index}-{suite}-{op}").random(), op
+    return sorted(set(ops), key=key)
+
+
+def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
+    """The ops of one batch, in the round's order (``round_order``), so every interpreter
+    meets each op at the same position of its batch."""
+    ops = round_order((op for suite, op in plan.ops if suite == task.suite), seed,
+                      task.round_index, task.suite)
     wanted = set(task.ops) if task.ops else set(ops)
     return [op for op in ops if op in wanted and op not in plan.failed_ops]
+
+
+def lockstep_groups(tasks: list[Task]) -> list[list[Task]]:
+    """The tasks in runs of one (round, suite): the workers of a lockstep round."""
+    groups: list[list[Task]] = []
+    for task in tasks:
+        if groups and (groups[-1][0].round_index, groups[-1][0].suite) == \
+                (task.round_index, task.suite):
+            groups[-1].append(task)
+        else:
+            groups.append([task])
+    return groups
 
 
 def count_existing_parts(run, plans) -> int:

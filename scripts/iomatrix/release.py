@@ -6,7 +6,7 @@ NEW is an interpreter label of this machine (``3.13.15``) or a CPython version t
 (``3.14.8``, ``3.15.0rc3``, ``3.14.8t``); a version that is not here is provisioned first
 (``scripts/provision.py``; ``--debian-source`` lets it fetch Debian's source package).
 OLD defaults to the newest other release of the same minor version on the machine, built
-the same way (free-threaded or not). NEW and OLD run interleaved in one run, with an A/A
+the same way (free-threaded or not). NEW and OLD run in lockstep in one run, with an A/A
 twin of OLD, so the comment states how often the harness flags a difference between an
 interpreter and itself. The comment is ``compare``'s, ready for a pull request:
 

@@ -1,12 +1,16 @@
-"""Run suites under interpreters, interleaved, into one run of the results store.
+"""Run suites under interpreters, in lockstep rounds, into one run of the results store.
 
-Why interleaved: on a shared machine the speed of the same code drifts by 1.5x
-to 4x over tens of seconds. Running one interpreter after the other would turn
-that drift into a fake difference between interpreters. So the matrix runs in
+Why: on a shared machine the speed of the same code drifts by 1.5x to 4x in
+phases of seconds. Running one interpreter after the other would turn that
+drift into a fake difference between interpreters. So the matrix runs in
 rounds: each round visits every suite in a shuffled order, and for each suite
-every series, also shuffled, one worker process each (a "batch": the suite's
-ops, each with its warm-ups and values). Every interpreter thus samples every
-phase of the run, next to the others. The shuffle seed is in the manifest.
+starts one worker process per series (a "batch": the suite's ops, each with its
+warm-ups and values) and steps them through the ops together: each op is timed
+by every series' worker one right after the other, in a shuffled order
+(iomatrix.lockstep). Both sides of a ratio are thus measured in the same phase,
+round by round, and the report pairs them by round (stats.compare). Fresh
+processes every round let the rounds also sample what differs between
+processes. The shuffle seed is in the manifest.
 
 Each batch writes a one-run-per-op pyperf file into ``.parts/``; when a series
 has every planned (op, round), the parts are merged into ``<series>.json``.
@@ -27,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import (contract, counters, environments, machine, native, planning, procs,
-                      sampling, store, workdirs)
+from iomatrix import (contract, counters, environments, lockstep, machine, native, planning,
+                      procs, sampling, store, workdirs)
 from iomatrix.planning import SeriesPlan, Task
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import SUITES_DIR
@@ -198,8 +202,7 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
         "iomatrix_manifest_version": 2, "run_id": run.run_id, **machine.facts(),
         **wanted, "profile_settings": dataclasses.asdict(profile),
         "suites": list(suites), "io": list(io_stacks),
-        "order": {"method": "interleaved rounds, shuffled suites and series per round",
-                  "seed": seed},
+        "order": {"method": store.LOCKSTEP_ORDER, "seed": seed},
         "started": session["started"], "finished": None,
         "machine_state_start": machine.state(store.utc_now()), "interpreters": {},
         "sessions": [session],
@@ -314,59 +317,122 @@ def _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, 
              log):
     series_count = len({t.series for t in tasks})
     progress = Progress(len(tasks), log, profile.rounds, verbose_labels=series_count <= 4)
-    for task in tasks:
-        plan = plans[task.series]
-        ops = planning.batch_ops(plan, task, seed)
-        if plan.error is not None or not ops:
-            progress.done()
-            continue
-        part = planning.part_for(run, task)
-        part.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(contract.partial_path(str(part)))
-        progress.start(task)
+    for group in planning.lockstep_groups(tasks):
+        batches = []
+        for task in group:
+            plan = plans[task.series]
+            ops = planning.batch_ops(plan, task, seed)
+            if plan.error is not None or not ops:
+                progress.done()
+                continue
+            part = planning.part_for(run, task)
+            part.parent.mkdir(parents=True, exist_ok=True)
+            batches.append(Batch(plan, task, ops, part, Path(contract.partial_path(str(part)))))
+            progress.start(task)
         try:
-            _run_task(plan, task, ops, part, partial, profile, conditions, fixtures_dir,
-                      scratch_dir, timeout, log)
-        finally:  # Ctrl-C included: the worker is killed; its half-result goes
-            for leftover in (partial, Path(f"{partial}.errors")):
-                if leftover.exists():
-                    leftover.unlink()
-        progress.done()
+            _run_group(batches, profile, conditions, fixtures_dir, scratch_dir, timeout, seed,
+                       log)
+        finally:  # Ctrl-C included: the workers are killed; their half-results go
+            for batch in batches:
+                for leftover in (batch.partial, batch.errors_file):
+                    if leftover.exists():
+                        leftover.unlink()
+        for _ in batches:
+            progress.done()
 
 
-def _run_task(plan, task, ops, part, partial, profile, conditions, fixtures_dir, scratch_dir,
-              timeout, log):
-    """Run one batch; when it crashes or hangs, blame the op it was in and rerun the rest."""
-    errors_file = Path(f"{partial}.errors")
+@dataclasses.dataclass
+class Batch:
+    """One worker process's work: the ops of one suite, one series, one round."""
+    plan: SeriesPlan
+    task: Task
+    ops: list
+    part: Path
+    partial: Path
+
+    @property
+    def errors_file(self) -> Path:
+        return Path(f"{self.partial}.errors")
+
+
+def _run_group(batches, profile, conditions, fixtures_dir, scratch_dir, timeout, seed, log):
+    """One round of one suite: the interpreters' batches in lockstep (iomatrix.lockstep),
+    then the native reference's. A batch whose lockstep worker failed is blamed on its op
+    and the rest of its ops run again on their own (_run_task)."""
+    stepped = [b for b in batches if b.plan.interp is not None]
+    if stepped:
+        task = stepped[0].task
+        workers = []
+        try:
+            for batch in stepped:
+                cmd = worker_command(batch.plan, batch.task, batch.ops, profile, conditions,
+                                     fixtures_dir, scratch_dir, batch.partial, batch.errors_file)
+                workers.append(lockstep.LockstepWorker(
+                    batch, [*cmd, "--lockstep"], worker_environment(batch.plan, conditions),
+                    cwd=scratch_dir))
+            order = planning.round_order((op for b in stepped for op in b.ops), seed,
+                                         task.round_index, task.suite)
+            lockstep.run_round(workers, order, timeout,
+                               random.Random(f"{seed}-{task.round_index}-{task.suite}-turns"))
+        finally:
+            for worker in workers:
+                worker.close()
+        for worker in workers:
+            batch = worker.key
+            if worker.failure is None:
+                _collect(batch, batch.ops, log)
+                continue
+            culprit, fatal = worker.failure
+            culprit = culprit if culprit in batch.ops else batch.ops[0]
+            _fail_op(batch.plan, batch.task, culprit, fatal, log)
+            rest = [op for op in batch.ops if op != culprit]
+            if rest and batch.plan.error is None:
+                _run_task(batch, rest, profile, conditions, fixtures_dir, scratch_dir, timeout,
+                          log)
+    for batch in batches:
+        if batch.plan.interp is None:
+            _run_task(batch, batch.ops, profile, conditions, fixtures_dir, scratch_dir, timeout,
+                      log)
+
+
+def _run_task(batch, ops, profile, conditions, fixtures_dir, scratch_dir, timeout, log):
+    """Run a batch in a worker of its own; when it crashes or hangs, blame the op it was in
+    and rerun the rest."""
+    plan, task = batch.plan, batch.task
     while ops:
         if plan.interp is None:
             culprit, fatal = native.run_batch(plan.tool, plan.op_info, task.suite,
                                               task.round_index, ops, profile, conditions.cache,
-                                              fixtures_dir, scratch_dir, partial, timeout)
-            errors = {}
+                                              fixtures_dir, scratch_dir, batch.partial, timeout)
         else:
             cmd = worker_command(plan, task, ops, profile, conditions, fixtures_dir, scratch_dir,
-                                 partial, errors_file)
+                                 batch.partial, batch.errors_file)
             culprit, fatal = procs.supervise(cmd, worker_environment(plan, conditions), timeout,
                                              cwd=scratch_dir)
-            errors = store.read_json(errors_file) if fatal is None and errors_file.exists() \
-                else {}
         if fatal is None:
-            if partial.exists():
-                os.replace(partial, part)
-                plan.succeeded = True
-            for op, error in errors.items():
-                # An op that raised (a failed verification, a missing API) is not a dead
-                # interpreter: it never counts towards giving up on the interpreter.
-                _fail_op(plan, task, op, str(error), log, may_give_up=False)
-            if not part.exists() and not errors:
-                _fail_op(plan, task, ops[0], "the worker exited without writing its result", log)
+            _collect(batch, ops, log)
             return
         culprit = culprit if culprit in ops else ops[0]
         _fail_op(plan, task, culprit, fatal, log)
         if plan.error is not None:
             return
         ops = [op for op in ops if op != culprit]
+
+
+def _collect(batch, ops, log):
+    """A worker that finished: its result becomes the part; the ops it reports as failed
+    are recorded."""
+    plan, task = batch.plan, batch.task
+    errors = store.read_json(batch.errors_file) if batch.errors_file.exists() else {}
+    if batch.partial.exists():
+        os.replace(batch.partial, batch.part)
+        plan.succeeded = True
+    for op, error in errors.items():
+        # An op that raised (a failed verification, a missing API) is not a dead
+        # interpreter: it never counts towards giving up on the interpreter.
+        _fail_op(plan, task, op, str(error), log, may_give_up=False)
+    if not batch.part.exists() and not errors:
+        _fail_op(plan, task, ops[0], "the worker exited without writing its result", log)
 
 
 def _fail_op(plan, task, op, error, log, may_give_up=True):

@@ -1,15 +1,18 @@
-"""Sample where the noise is: more worker processes for the ops whose estimate is still loose.
+"""Sample where the noise is: more rounds for the ops whose ratios are still loose.
 
-After a run's planned rounds, each (series, op) has one mean per worker process.
-Its median (the estimate every ratio is built from) has a distribution-free 95%
-interval between two order statistics of those means (the binomial sign-test
-interval: no assumption about the shape of the distribution, which is often
-bimodal here). While an op's interval is wider than ``target`` on either side of
-its median, it gets another round: one more worker process per series that needs
-it, interleaved and shuffled like the planned rounds, running only the ops that
-need it. Sampling stops when every op is within the target, when the profile's
-``max_rounds`` are reached, or when the run's time budget would be overrun; the
-manifest names the ops that did not reach the target, and the report shows them.
+After a run's planned rounds, each (series, op) has one mean per round (one
+worker process per round). In a lockstep run the series of one round are
+measured side by side, so what decides how sure a ratio is, is the spread of
+the per-round ratios, not of either side alone (that also holds the machine's
+drift, which the pairing cancels). So an op is loose while any series' ratio
+to the reference series (the oldest plain CPython, as the report's default
+base) has a 95% interval (stats.compare, paired) wider than ``target`` on
+either side of its estimate (an op that only one series has: its median's
+distribution-free interval, ``median_interval``). A loose op gets another lockstep round: one more
+worker per series, running only the loose ops of the suite. Sampling stops
+when every op is within the target, when the profile's ``max_rounds`` are
+reached, or when the run's time budget would be overrun; the manifest names
+the ops that did not reach the target, and the report shows them.
 """
 from __future__ import annotations
 
@@ -17,11 +20,13 @@ import math
 import random
 import time
 
-from iomatrix import planning, store
+from iomatrix import planning, stats, store
 from iomatrix.planning import Task
 
-CONFIDENCE = 0.95
-DEFAULT_TARGET = 0.02   # +-2% on each side's median: a ratio's interval then spans about +-3%
+CONFIDENCE = stats.CONFIDENCE
+DEFAULT_TARGET = 0.03   # a ratio's 95% interval within +-3% of its estimate
+CRITERION = ("the 95% interval of every series' ratio to the op's reference series, paired "
+             "by round, within the target on either side")
 
 
 def median_interval(values: list[float], confidence: float = CONFIDENCE):
@@ -41,8 +46,9 @@ def median_interval(values: list[float], confidence: float = CONFIDENCE):
     return xs[k - 1], xs[n - k]
 
 
-def relative_half_width(values: list[float]) -> float:
-    """Half the median interval's width over the median; inf when there is no interval."""
+def own_half_width(values: list[float]) -> float:
+    """Half the median interval's width over the median; inf when there is no interval.
+    The criterion of an op that only one series has: no ratio to pair it with."""
     bounds = median_interval(values)
     positive = [v for v in values if v > 0]
     if bounds is None or not positive:
@@ -52,38 +58,71 @@ def relative_half_width(values: list[float]) -> float:
 
 
 def process_means(run: store.Run, series: str) -> dict:
-    """{op: [mean of each worker process's values]} from the series' parts on disk."""
+    """{op: {round: mean of that round's worker's values}} from the series' parts on disk."""
     means: dict = {}
     directory = run.parts_dir(series)
     if not directory.is_dir() or directory.is_symlink():
         return means
     for part in sorted(directory.glob("r*--*.json")):
+        key = planning.part_key(part.name)
+        if key is None:
+            continue
         try:
             document = store.read_json(part)
             for bench in document["benchmarks"]:
                 for process in bench["runs"]:
                     values = [float(v) for v in process.get("values") or []]
                     if values:
-                        means.setdefault(bench["metadata"]["name"], []).append(
-                            sum(values) / len(values))
+                        means.setdefault(bench["metadata"]["name"], {})[key[1]] = \
+                            sum(values) / len(values)
         except (store.ResultFileError, KeyError, TypeError, ValueError):
             continue  # an unreadable part adds no evidence; the merge will report it
     return means
 
 
-def loose_ops(run: store.Run, plan: planning.SeriesPlan, target: float) -> dict:
-    """{op: relative half-width} of the series' ops whose interval is wider than ``target``."""
-    means = process_means(run, plan.series)
-    wanted = {op for _, op in plan.ops if op not in plan.failed_ops}
-    widths = {op: relative_half_width(means.get(op, [])) for op in wanted}
-    return {op: width for op, width in widths.items() if width > target}
+def ratio_half_width(comparison: stats.Comparison) -> float:
+    """How far the wider side of a ratio's interval lies from its estimate (0.03: 3%);
+    inf when there is no interval yet."""
+    if comparison.low is None or comparison.high is None:
+        return math.inf
+    return max(comparison.high / comparison.ratio, comparison.ratio / comparison.low) - 1
 
 
 def sampled_series(plans: dict) -> list:
     """The series that take extra rounds: interpreters that ran this session, not the C
-    reference (its interval does not enter any ratio's significance)."""
+    reference (it enters no ratio's significance)."""
     return [p for p in plans.values() if p.interp is not None and p.error is None and p.ops
             and not p.kept]
+
+
+def reference_order(plan: planning.SeriesPlan):
+    """The report's order of series (analysis.series_sort_key): plain CPython first, oldest
+    first; the first series that has an op is the reference of that op's ratios."""
+    interp = plan.interp
+    return (interp.implementation != "cpython", interp.version_info, interp.free_threaded,
+            interp.label.endswith("-aa"), plan.io_stack == "pyio", plan.series)
+
+
+def loose_ops(run: store.Run, plans: dict, target: float) -> dict:
+    """{op: relative half-width of its loosest ratio} of the ops wider than ``target``."""
+    series = sorted(sampled_series(plans), key=reference_order)
+    means = {plan.series: process_means(run, plan.series) for plan in series}
+    ops = {op for plan in series for _, op in plan.ops if op not in plan.failed_ops}
+    loose = {}
+    for op in sorted(ops):
+        having = [p.series for p in series if op in means[p.series] and
+                  op not in p.failed_ops]
+        if not having:
+            loose[op] = math.inf
+            continue
+        if len(having) == 1:
+            width = own_half_width(list(means[having[0]][op].values()))
+        else:
+            width = max(ratio_half_width(stats.compare(means[having[0]][op], means[s][op],
+                                                       paired=True)) for s in having[1:])
+        if width > target:
+            loose[op] = width
+    return loose
 
 
 def next_round(run: store.Run, plans: dict, planned_rounds: int) -> int:
@@ -95,16 +134,18 @@ def next_round(run: store.Run, plans: dict, planned_rounds: int) -> int:
 
 def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
                 rng: random.Random) -> list[Task]:
-    """One more round for every (series, suite) with loose ops, shuffled like the others."""
-    loose = {plan.series: loose_ops(run, plan, target) for plan in sampled_series(plans)}
+    """One more lockstep round of the loose ops: every series that has them, so each ratio
+    gets another pair; suites and series shuffled like the planned rounds."""
+    loose = loose_ops(run, plans, target)
     suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
     rng.shuffle(suites)
     tasks = []
     for suite in suites:
-        order = [plans[s] for s in sorted(loose) if loose[s]]
+        order = sampled_series(plans)
         rng.shuffle(order)
         for plan in order:
-            ops = sorted(op for s, op in plan.ops if s == suite and op in loose[plan.series])
+            ops = sorted(op for s, op in plan.ops if s == suite and op in loose
+                         and op not in plan.failed_ops)
             if ops:
                 tasks.append(Task(plan.series, plan.io_stack, suite, round_index, ops))
     return tasks
@@ -135,8 +176,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
         last_round_seconds = time.monotonic() - started
         round_index += 1
         extra_rounds += 1
-    loose = {plan.series: {op: (round(w, 4) if math.isfinite(w) else None)
-                           for op, w in sorted(loose_ops(run, plan, target).items())}
-             for plan in sampled_series(plans)}
-    return {"target": target, "confidence": CONFIDENCE, "extra_rounds": extra_rounds,
-            "stopped_by": stopped, "loose": {s: ops for s, ops in loose.items() if ops}}
+    loose = {op: (round(w, 4) if math.isfinite(w) else None)
+             for op, w in sorted(loose_ops(run, plans, target).items())}
+    return {"target": target, "confidence": CONFIDENCE, "criterion": CRITERION,
+            "extra_rounds": extra_rounds, "stopped_by": stopped, "loose_ops": loose}

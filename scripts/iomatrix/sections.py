@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from iomatrix import native, stats, study
+from iomatrix import native, stats, store, study
 from iomatrix.analysis import RunData, compare_all, series_info, series_sort_key
 from iomatrix.markdown import code, fmt_ratio, md, table
 from iomatrix.paths import REPO_ROOT
@@ -105,9 +105,38 @@ def section_warnings(data: RunData) -> list[str]:
     if len(profiles) > 1 or len(caches) > 1:
         warnings.append(f"Results of different profiles ({', '.join(sorted(profiles))}) or cache "
                         f"modes ({', '.join(sorted(caches))}) are mixed in this run.")
+    warnings += sampling_warnings(m)
     if not warnings:
         return []
     return ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+
+
+def sampling_warnings(manifest: dict) -> list[str]:
+    """The ops whose ratios did not get as tight as the run asked (iomatrix.sampling), and
+    runs whose rounds do not pair their series."""
+    warnings = []
+    if not store.paired_rounds(manifest):
+        warnings.append("This run was made before lockstep rounds: its series were not measured "
+                        "side by side, so its ratios are compared unpaired (Mann-Whitney), "
+                        "with the machine's drift between processes in their intervals.")
+    sessions = manifest.get("sessions") if isinstance(manifest.get("sessions"), list) else []
+    sampled = sessions[-1].get("sampling") if sessions and isinstance(sessions[-1], dict) \
+        else None
+    if not isinstance(sampled, dict) or not isinstance(sampled.get("loose_ops"), dict):
+        return warnings
+    loose = sampled["loose_ops"]
+    if loose:
+        target = sampled.get("target")
+        target = f"±{target:.0%}" if isinstance(target, (int, float)) else "the target"
+        widest = sorted(loose.items(), key=lambda kv: -(kv[1] if kv[1] is not None else 1e9))
+        shown = ", ".join(f"{code(op)} (±{w:.0%})" if isinstance(w, (int, float))
+                          else f"{code(op)} (no interval)" for op, w in widest[:8])
+        more = f" and {len(loose) - 8} more" if len(loose) > 8 else ""
+        warnings.append(f"{len(loose)} op{'s' * (len(loose) > 1)} did not reach the sampling "
+                        f"target (every ratio within {target}; sampling stopped by "
+                        f"{sampled.get('stopped_by', '?')}): {shown}{more}. Their intervals "
+                        "say how sure each ratio is.")
+    return warnings
 
 
 
@@ -150,10 +179,11 @@ def section_then_and_now(data, means, order, baseline) -> list[str]:
             continue
         then = published[op][1] / published[op][0]
         row = [code(op), f"{then:.1f}"]
-        now = compare_all(means, [op], oldest, [newest]).get((op, newest))
+        now = compare_all(means, [op], oldest, [newest], data.paired).get((op, newest))
         row.append(fmt_ratio(now))
         if newest_pyio:
-            row.append(fmt_ratio(compare_all(means, [op], oldest, [newest_pyio]).get((op, newest_pyio))))
+            row.append(fmt_ratio(compare_all(means, [op], oldest, [newest_pyio], data.paired)
+                                 .get((op, newest_pyio))))
         rows.append(row)
     return ["## Then and now", "",
             "The study's published 2.6 → 3.0 ratios (Windows Vista laptop, January 2009) beside "
@@ -197,7 +227,7 @@ def section_aa(data, ops, means) -> list[str]:
         twin_of = info.get("aa_of")
         if not twin_of or (twin_of, ops[0] if ops else None) not in means:
             continue
-        comparisons = compare_all(means, ops, twin_of, [series])
+        comparisons = compare_all(means, ops, twin_of, [series], data.paired)
         if not comparisons:
             continue
         flagged = [op for (op, _), c in comparisons.items() if c.significant]

@@ -9,7 +9,28 @@ Measured here: the per-process means of one op are often bimodal (the same
 interpreter reads a file in 7 ms in one process and 14 ms in the next, and a
 whole-file read in 0.5 ms or 5 ms), independently from process to process.
 Means and t-tests are at the mercy of how many slow processes each side drew,
-so the method is rank-based. In one sentence:
+so the method is rank-based. There are two forms of it, one per design.
+
+Paired (``compare(a, b, paired=True)``, a lockstep run): in each round every
+interpreter's worker runs the same op one right after the other, so round r
+of A and round r of B are measured in the same phase of the machine. A shared
+machine drifts over seconds (other tenants, frequency, caches, the disk), by
+as much as the differences sought; within one round that drift is common to
+both sides and cancels in the ratio b_r / a_r, while across rounds it is
+noise an unpaired method has to count against the difference. In one sentence:
+
+    The ratio B/A is exp of the one-sample Hodges-Lehmann estimate of the
+    per-round log ratios d_r = log b_r - log a_r (the median of the Walsh
+    averages (d_i + d_j)/2, i <= j), its 95% interval is Tukey's interval
+    from the Wilcoxon signed-rank distribution (exact up to 60 pairs by
+    counting the subsets of ranks by sum, normal approximation beyond), and a
+    change is significant when that interval excludes 1.
+
+Only the rounds both sides have are used (a round one side lost pairs with
+nothing). Fewer than 6 pairs can never reach 5% (the best p is 2 / 2**n).
+
+Unpaired (the default: comparisons between runs, or runs made before lockstep,
+whose rounds were not measured side by side and so have nothing to pair):
 
     The ratio B/A is exp of the Hodges-Lehmann shift of the log per-process
     means (the median of all pairwise log b_j - log a_i), its 95% interval is
@@ -17,11 +38,13 @@ so the method is rank-based. In one sentence:
     distribution (exact up to 25 processes a side, normal approximation
     beyond), and a change is significant when that interval excludes 1.
 
-Interval and test are one method: the interval is the set of ratios r for
-which the two-sided Mann-Whitney test of A against B/r does not reject at 5%,
-so "significant" and "the interval excludes 1" cannot disagree. With too few
-processes no outcome could reach 5% (fewer than 4 a side when equal); then
-there is no interval and no verdict, never a made-up one.
+In both, interval and test are one method: the interval is the set of ratios
+r for which the two-sided test (signed-rank of the d_r - log r; Mann-Whitney
+of A against B/r) does not reject at 5%, so "significant" and "the interval
+excludes 1" cannot disagree. With too few processes or pairs no outcome could
+reach 5% (fewer than 4 a side when equal; fewer than 6 pairs); then there is
+no interval and no verdict, never a made-up one. METHOD and METHOD_PAIRED say
+each method in one sentence for the pages (``method_sentence(paired)``).
 """
 from __future__ import annotations
 
@@ -34,8 +57,17 @@ CONFIDENCE = 0.95
 METHOD = ("Ratio: exp of the Hodges-Lehmann shift of the log per-process means; [low, high]: "
           "its 95% Moses interval (the Mann-Whitney U test inverted); ▲/▼: significantly slower/faster, i.e. the "
           "interval excludes 1.")
+METHOD_PAIRED = ("Ratio: exp of the Hodges-Lehmann estimate of the per-round log ratios (each "
+                 "round measures both interpreters one right after the other); [low, high]: its 95% "
+                 "interval from the Wilcoxon signed-rank test inverted; ▲/▼: significantly "
+                 "slower/faster, i.e. the interval excludes 1.")
 ALPHA = 1 - CONFIDENCE
 EXACT_LIMIT = 25
+EXACT_LIMIT_PAIRS = 60
+
+
+def method_sentence(paired: bool) -> str:
+    return METHOD_PAIRED if paired else METHOD
 
 
 def mean(xs):
@@ -107,6 +139,7 @@ class Comparison:
     significant: bool | None   # the interval excludes 1; None: too few processes to tell
     n_a: int
     n_b: int
+    paired: bool = False       # round by round (a lockstep run); n_a == n_b == pairs
 
     @property
     def slower(self) -> bool:
@@ -176,8 +209,115 @@ def hodges_lehmann(a: list[float], b: list[float]) -> tuple[float, float | None,
     return math.exp(shift), math.exp(diffs[k]), math.exp(diffs[len(diffs) - 1 - k])
 
 
-def compare(a: dict, b: dict) -> Comparison:
-    """Compare the per-process means of A and B (dicts keyed by round or any process id)."""
+@functools.lru_cache(maxsize=None)
+def _signed_rank_counts(n: int) -> tuple:
+    """How many of the 2**n sign patterns give each signed-rank sum T+ = 0 .. n(n+1)/2."""
+    counts = [1]
+    for rank in range(1, n + 1):  # rank is positive (adds rank to T+) or negative
+        grown = counts + [0] * rank
+        for t, c in enumerate(counts):
+            grown[t + rank] += c
+        counts = grown
+    return tuple(counts)
+
+
+def critical_t(n: int, alpha: float = ALPHA) -> int:
+    """The largest k with P(T+ <= k) < alpha/2 under the null (-1: too few pairs).
+
+    The two-sided signed-rank test rejects when T+ <= k or T+ >= n(n+1)/2 - k. (Exact
+    probabilities are multiples of 2**-n and 1/40 is none, so "<" and "<=" give the same
+    k; "<" matches the strict p < ALPHA of wilcoxon_signed_rank_p.)
+    """
+    if n <= EXACT_LIMIT_PAIRS:
+        counts, total = _signed_rank_counts(n), 2 ** n
+        k, cumulative = -1, 0
+        for t, c in enumerate(counts):
+            cumulative += c
+            if cumulative / total >= alpha / 2:
+                break
+            k = t
+        return k
+    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    z = _normal_quantile(1 - alpha / 2)
+    return max(math.ceil(n * (n + 1) / 4 - 0.5 - z * sigma) - 1, -1)
+
+
+def wilcoxon_signed_rank_p(diffs: list[float]) -> float:
+    """Two-sided p-value of the signed-rank test that ``diffs`` are centred on 0 (zeros
+    dropped; tied magnitudes get their average rank and the normal approximation)."""
+    d = [x for x in diffs if x != 0]
+    n = len(d)
+    if n == 0:
+        return 1.0
+    order = sorted(range(n), key=lambda i: abs(d[i]))
+    ranks, i = [0.0] * n, 0
+    while i < n:
+        j = i
+        while j + 1 < n and abs(d[order[j + 1]]) == abs(d[order[i]]):
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    t_plus = sum(r for r, x in zip(ranks, d) if x > 0)
+    ties = len({abs(x) for x in d}) < n
+    if not ties and n <= EXACT_LIMIT_PAIRS:
+        counts, total = _signed_rank_counts(n), 2 ** n
+        t = int(round(t_plus))
+        lower, upper = sum(counts[: t + 1]) / total, sum(counts[t:]) / total
+        return min(1.0, 2 * min(lower, upper))
+    mu = n * (n + 1) / 4
+    groups = {}
+    for x in d:
+        groups[abs(x)] = groups.get(abs(x), 0) + 1
+    tie_term = sum(c ** 3 - c for c in groups.values()) / 48
+    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24 - tie_term)
+    if sigma == 0:
+        return 1.0
+    z = (abs(t_plus - mu) - 0.5) / sigma
+    return min(1.0, math.erfc(max(z, 0) / math.sqrt(2)))
+
+
+def paired_hodges_lehmann(diffs: list[float]) -> tuple[float, float | None, float | None]:
+    """(estimate, low, high) of the centre of ``diffs``: the median of the Walsh averages
+    (d_i + d_j)/2, i <= j, and the (k+1)-th smallest and largest of them, k = critical_t(n)
+    (Tukey's interval: the signed-rank test inverted); (estimate, None, None) when k < 0."""
+    walsh = sorted((x + y) / 2 for i, x in enumerate(diffs) for y in diffs[i:])
+    centre = median(walsh)
+    k = critical_t(len(diffs))
+    if k < 0:
+        return centre, None, None
+    return centre, walsh[k], walsh[len(walsh) - 1 - k]
+
+
+def min_pairs_for_significance() -> int:
+    """The fewest pairs whose best possible signed-rank p is below ALPHA (6 at 95%)."""
+    n = 1
+    while 2 / 2 ** n >= ALPHA:
+        n += 1
+    return n
+
+
+def compare(a: dict, b: dict, paired: bool = False) -> Comparison:
+    """Compare the per-process means of A and B (dicts keyed by round or any process id).
+
+    ``paired``: A's and B's processes of one round were measured side by side (a lockstep
+    run); the comparison uses the rounds both have, round by round.
+    """
+    if paired:
+        # A round that one side lost (a failed worker, a skipped op) has nothing to cancel its
+        # phase against, so it is left out rather than used unpaired.
+        rounds = [r for r in a if r in b and a[r] > 0 and b[r] > 0]
+        if not rounds:
+            raise ValueError("a paired comparison needs a round with a positive mean a side")
+        diffs = [math.log(b[r]) - math.log(a[r]) for r in rounds]
+        centre, low, high = paired_hodges_lehmann(diffs)
+        n = len(rounds)
+        if low is None:
+            return Comparison(math.exp(centre), None, None, None, n, n, True)
+        # The verdict is read on the log scale, where the signed-rank test lives: exp can round
+        # a log bound of 1e-17 to exactly 1.0, which would split test and interval.
+        return Comparison(math.exp(centre), math.exp(low), math.exp(high), low > 0 or high < 0,
+                          n, n, True)
     va = [v for v in a.values() if v > 0]
     vb = [v for v in b.values() if v > 0]
     if not va or not vb:

@@ -35,6 +35,19 @@ MAX_RESULT_BYTES = contract.MAX_RESULT_BYTES
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
+# The manifest's order.method of a run made in lockstep rounds (iomatrix.lockstep): its
+# series are compared round by round (stats.compare(paired=True)). Runs made before say
+# "interleaved rounds, ..." and are compared unpaired.
+LOCKSTEP_ORDER = ("lockstep rounds: per round and suite one worker per series, each op "
+                  "timed by every series one after the other in a shuffled order")
+
+
+def paired_rounds(manifest: dict) -> bool:
+    """Whether a run's rounds pair its series (a lockstep run)."""
+    order = manifest.get("order") if isinstance(manifest, dict) else None
+    return isinstance(order, dict) and order.get("method") == LOCKSTEP_ORDER
+
+
 class RunInUseError(RuntimeError):
     """Another live process is writing into the same run."""
 

@@ -1,0 +1,152 @@
+"""Lockstep rounds: every interpreter's worker of a round takes each op in turn.
+
+Why: on a shared machine the speed of the same code drifts in phases that last
+seconds (docs/methodology.md). When interpreter A's worker times an op and B's
+worker times it tens of seconds later, the ratio B/A carries the drift between
+the two moments, and so does every ratio of the next run, differently. In a
+lockstep round the workers of all interpreters are started together and each
+op is timed by one worker after the other, one at a time, in an order shuffled
+per op: A's and B's values of one op in one round are taken within moments of
+each other, in the same phase, and the ratio of the two (paired by round,
+``stats.compare(paired=True)``) cancels the phase.
+
+Only one worker runs at any time; the others are blocked reading their stdin
+(``harness.py --batch --lockstep``), so they cost no CPU. Each op of each
+worker has ``timeout`` seconds; a worker that crashes, hangs or breaks the
+protocol is stopped and its failure (the op it was in, why) is returned for
+the runner to record and redo, while the round goes on with the others.
+"""
+from __future__ import annotations
+
+import queue
+import random
+import subprocess
+import tempfile
+import threading
+import time
+
+from iomatrix import procs
+
+
+class WorkerFailed(Exception):
+    """The worker crashed, hung or broke the protocol."""
+
+
+class LockstepWorker:
+    """One ``harness.py --batch --lockstep`` process and its protocol lines."""
+
+    def __init__(self, key, cmd: list[str], env: dict, cwd=None, stderr_dir=None):
+        self.key = key
+        self.waiting_for: str | None = None   # the op it waits to be told to start
+        self.current: str | None = None       # the op it was last told to run (blame)
+        self.failure: tuple[str | None, str] | None = None
+        self.exited = False
+        self._stderr = tempfile.TemporaryFile(dir=stderr_dir)
+        self._lines: queue.Queue = queue.Queue()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr, env=env, cwd=cwd,
+                                     **procs.new_group_kwargs())
+        self._reader = threading.Thread(target=self._follow, daemon=True)
+        self._reader.start()
+
+    def _follow(self):
+        for line in self.proc.stdout:
+            self._lines.put(line.decode("utf-8", "replace").rstrip("\n"))
+        self._lines.put(None)  # end of output: the worker exited (or closed stdout)
+
+    @property
+    def alive(self) -> bool:
+        return self.failure is None and not self.exited
+
+    def await_idle(self, timeout: float) -> None:
+        """Wait until the worker waits for its next op (``waiting_for``) or has exited.
+
+        Raises WorkerFailed when it exits with an error, or is not idle within ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WorkerFailed(f"timed out after {timeout:g} s (--timeout)")
+            try:
+                line = self._lines.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                self._reap(max(deadline - time.monotonic(), 1.0))
+                return
+            if line.startswith("WAIT "):
+                self.waiting_for = line[5:].strip()
+                return
+            if line.startswith("START "):
+                self.current = line[6:].strip()
+
+    def _reap(self, timeout: float) -> None:
+        try:
+            returncode = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise WorkerFailed("closed its output but did not exit")
+        self.waiting_for = None
+        if returncode != 0:
+            raise WorkerFailed(procs.describe_exit(returncode))
+        self.exited = True
+
+    def go(self) -> None:
+        """Let the worker start the op it waits for."""
+        self.current, self.waiting_for = self.waiting_for, None
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died meanwhile: await_idle sees the exit and says how
+
+    def fail(self, why: str) -> None:
+        """Stop the worker (and what it started) and record the op it was in and why."""
+        procs.kill_group(self.proc)
+        self._stderr.seek(0)
+        err = self._stderr.read().decode("utf-8", "replace")
+        self.failure = (self.current, f"{why}\n{procs.tail(err)}".strip())
+
+    def close(self) -> None:
+        """Stop a worker that is still running (it writes nothing) and release its files."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()  # end of input: the worker stops without writing
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            if self.proc.poll() is None:
+                procs.kill_group(self.proc)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._reader.join(timeout=5)
+        self._stderr.close()
+
+
+def run_round(workers: list[LockstepWorker], order: list[str], timeout: float,
+              rng: random.Random) -> None:
+    """Step ``workers`` through the ops of ``order``: for each op, every worker whose next
+    op it is runs it, one after the other, in a shuffled order. Failures are recorded in
+    each worker's ``failure``; the caller closes the workers."""
+    for worker in workers:  # started together: each announces its first op, or fails
+        _step(worker, timeout, start=False)
+    for op in order:
+        turn = [w for w in workers if w.alive and w.waiting_for == op]
+        rng.shuffle(turn)
+        for worker in turn:
+            _step(worker, timeout, start=True)
+    for worker in workers:
+        if worker.alive:  # it waits for an op the round does not have: a protocol error
+            worker.fail(f"waited for {worker.waiting_for!r}, which this round does not run")
+
+
+def _step(worker: LockstepWorker, timeout: float, *, start: bool) -> None:
+    try:
+        if start:
+            worker.go()
+        worker.await_idle(timeout)
+    except WorkerFailed as exc:
+        worker.fail(str(exc))

@@ -1,0 +1,94 @@
+"""Lockstep rounds: every series' worker of a round takes each op in turn, one at a time,
+and the report compares series round by round. Real interpreters, real workers."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from iomatrix import analysis, contract, pages, planning, runner, store
+from iomatrix.profiles import PROFILES
+from conftest import need
+from test_robustness import fake_env
+
+TWO_ROUNDS = dataclasses.replace(PROFILES["smoke"], rounds=2, max_rounds=2)
+
+
+def windows(run_dir: Path, series: str) -> list[tuple[float, float, int, str, str]]:
+    """(started, finished, round, series, op) of every op of a series file."""
+    rows = []
+    document = json.loads((run_dir / f"{series}.json").read_text())
+    for bench in document["benchmarks"]:
+        common = bench.get("metadata", {})
+        for process in bench["runs"]:
+            meta = {**common, **process.get("metadata", {})}
+            rows.append((meta[contract.KEY_STARTED], meta[contract.KEY_FINISHED],
+                         meta[contract.KEY_ROUND], series, meta["name"]))
+    return rows
+
+
+def test_each_op_is_timed_by_every_series_one_after_the_other(tmp_path, machine_interpreters):
+    old, new = need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")
+    manifest = runner.run_matrix([old, new], suites=["lutz2009"], profile=TWO_ROUNDS,
+                                 results_dir=tmp_path, run_id="L", work_dir=tmp_path,
+                                 log=lambda *a: None)
+    assert manifest["order"]["method"] == store.LOCKSTEP_ORDER
+    assert {e["status"] for e in manifest["interpreters"].values()} == {"ok"}
+    rows = sorted(windows(tmp_path / "L", "2.7") + windows(tmp_path / "L", "3.13"))
+    for before, after in zip(rows, rows[1:]):
+        assert before[1] <= after[0], f"{before} overlaps {after}"  # one worker at a time
+    for round_index in (0, 1):
+        # Op-major: once an op has started in a round, every series does it before any
+        # series starts the next op.
+        ops = [op for _, _, r, _, op in rows if r == round_index]
+        blocks = [op for i, op in enumerate(ops) if i == 0 or ops[i - 1] != op]
+        assert len(blocks) == len(set(blocks)) and ops.count(blocks[0]) == 2
+
+    data = analysis.load_run(store.Run(tmp_path, "L"))
+    assert data.paired
+    text = pages.build_report(data)
+    assert "per-round log ratios" in text and "signed-rank" in text
+    assert "made before lockstep rounds" not in text
+
+
+def test_a_worker_that_crashes_mid_round_costs_its_op_and_not_the_round(tmp_path,
+                                                                        machine_interpreters):
+    real = need(machine_interpreters, "3.13")
+    envs = tmp_path / "envs"
+    good = fake_env(envs, "good", real, ":")
+    # Crashes when an op opens the large binary fixture: mid-round, after other ops ran.
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import builtins, io, os, signal\n"
+        "_open = io.open\n"
+        "def crashing_open(file, *args, **kwargs):\n"
+        "    if str(file).endswith('large.bin'):\n"
+        "        os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "    return _open(file, *args, **kwargs)\n"
+        "builtins.open = crashing_open\n")
+    crash = fake_env(envs, "crashes", real, f"export PYTHONPATH={hooks}:$PYTHONPATH")
+    manifest = runner.run_matrix([good, crash], suites=["lutz2009"], profile=PROFILES["smoke"],
+                                 results_dir=tmp_path / "results", run_id="C", timeout=60,
+                                 envs_dir=envs, log=lambda *a: None)
+    entries = manifest["interpreters"]
+    assert entries["good"]["status"] == "ok"
+    failed = entries["crashes"]["failed_ops"]
+    assert failed and all(op.endswith("[large.bin]") for op in failed)
+    assert all("SIGSEGV" in why for why in failed.values())
+    # Its other ops were redone on their own and kept.
+    parts = list((tmp_path / "results" / "C" / ".parts" / "crashes").glob("r*--*.json"))
+    kept = {b["metadata"]["name"] for p in parts for b in store.read_json(p)["benchmarks"]}
+    assert kept and not kept & set(failed)
+    assert not [p for p in (tmp_path / "results").rglob("*") if ".partial" in p.name]
+
+
+def test_every_subset_of_a_rounds_ops_is_in_the_rounds_order():
+    ops = [f"op{i}" for i in range(14)]
+    full = planning.round_order(ops, 7, 3, "lutz2009")
+    assert sorted(full) == sorted(ops) and full != sorted(ops)  # shuffled
+    for subset in (ops[::2], ops[5:], [ops[13], ops[0]]):
+        assert planning.round_order(subset, 7, 3, "lutz2009") == [op for op in full
+                                                                   if op in subset]
+    assert planning.round_order(ops, 7, 4, "lutz2009") != full  # another round, another order
