@@ -89,7 +89,8 @@ KEY_RETAKES = "iomatrix_retakes_per_value"  # preempted calls taken again (harne
 # windows for one op follow each other; the windows show how closely.
 KEY_STARTED = "iomatrix_started"
 KEY_FINISHED = "iomatrix_finished"
-# Per process, summed over its timed values and divided by their number:
+# Per process, summed over its timed calls and divided by their number (a value is the
+# mean of the run's "loops" calls; the names say "per value" from when it was one call):
 KEY_MINFLT = "iomatrix_minflt_per_value"
 KEY_MAJFLT = "iomatrix_majflt_per_value"
 KEY_NVCSW = "iomatrix_nvcsw_per_value"

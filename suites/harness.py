@@ -53,6 +53,12 @@ OP_METADATA = ("name", "loops", "inner_loops", "unit", "date")
 # preempted nearly always on a loaded machine, and its CPU time averages over them.
 RETAKES = 3
 RETAKE_BELOW_SECONDS = 0.02
+# A value times as many calls as it takes to last this long (judged by the last warm-up):
+# a call of 0.3 ms (2.7 reading the study's file whole) varies by its own size from call
+# to call on a shared machine, and one call per value made the ratios of the shortest
+# ops the least reproducible of the suite. Each value is still the time of one call.
+MIN_VALUE_SECONDS = 0.005
+MAX_LOOPS = 1000
 
 
 def allocator_state(requested):
@@ -259,6 +265,7 @@ def list_ops(suite_names, io_stack="c", profile="quick"):
             rows.append({"suite": suite_name, "op": op.name, "category": op.category,
                          "bytes": op.bytes_per_value,
                          "unavailable": missing_stack or op.unavailable,
+                         "clock": op.clock,
                          "native": list(op.native) if op.native else None})
     return rows
 
@@ -296,8 +303,18 @@ def run_pyperf(argv=None):
             op.teardown()
 
 
-def measure_in_batch(op, ctx, args, checked, system):
-    """Warm-ups and values of one op, as a pyperf Benchmark with one Run."""
+def loops_per_value(call_seconds):
+    """Calls per value: enough for MIN_VALUE_SECONDS, from one warm-up call's time."""
+    if not call_seconds or call_seconds <= 0:
+        return 1
+    return max(1, min(MAX_LOOPS, int(MIN_VALUE_SECONDS / call_seconds + 0.999)))
+
+
+def measure_in_batch(op, ctx, args, checked, system, before_value=None):
+    """Warm-ups and values of one op, as a pyperf Benchmark with one Run.
+
+    ``before_value(i)`` is called before each value after the first (lockstep: the
+    host lets every interpreter take its value i before any takes value i + 1)."""
     import datetime
     import time
     import pyperf
@@ -307,8 +324,13 @@ def measure_in_batch(op, ctx, args, checked, system):
         inner = op.inner_loops or 1
         started = time.time()
         warmups = [(1, timer(1) / inner) for _ in range(args.warmups)]
+        loops = loops_per_value(warmups[-1][1] * inner if warmups else None)
         rusage_totals.clear()  # the counts describe the timed values only
-        values = [timer(1) / inner for _ in range(args.values)]
+        values = []
+        for index in range(args.values):
+            if index and before_value is not None:
+                before_value(index)
+            values.append(timer(loops) / (loops * inner))
         finished = time.time()
     finally:
         if op.teardown is not None:
@@ -318,8 +340,8 @@ def measure_in_batch(op, ctx, args, checked, system):
     metadata[results.KEY_STARTED] = started
     metadata[results.KEY_FINISHED] = finished
     for key, total in rusage_totals.items():
-        metadata[key] = total / len(values)
-    metadata.update({"name": op.name, "loops": 1, "unit": "second"})
+        metadata[key] = total / (len(values) * loops)  # per call
+    metadata.update({"name": op.name, "loops": loops, "unit": "second"})
     if op.inner_loops:
         metadata["inner_loops"] = op.inner_loops
     if system is None:
@@ -331,6 +353,10 @@ def measure_in_batch(op, ctx, args, checked, system):
         metadata["date"] = datetime.datetime.now().isoformat(" ")
         run = pyperf.Run(values, warmups=warmups, metadata=metadata, collect_metadata=False)
     return pyperf.Benchmark([run])
+
+
+class HostStopped(Exception):
+    """The lockstep host sent no "go": it gave up on this worker."""
 
 
 def take_control_channel():
@@ -353,12 +379,13 @@ def run_batch(argv):
     op that hangs or crashes. An op that raises (a verification failure, a
     missing API) is recorded in the --errors file and the batch goes on.
 
-    With --lockstep the worker prints "WAIT <op>" before each op and starts it
-    only when the host sends a line on stdin: the host (iomatrix.lockstep)
-    runs every interpreter's worker of a round side by side and lets them take
-    each op in turn, one at a time, so the two sides of every ratio are
-    measured within moments of each other. An empty line or end of input stops
-    the batch (the host gave up on it); its results are not written.
+    With --lockstep the worker prints "WAIT <op>" before each op (its setup,
+    warm-ups and first value) and "WAIT <op>#<i>" before each further value i,
+    and goes on only when the host sends "go" on stdin: the host
+    (iomatrix.lockstep) runs every interpreter's worker of a round side by side
+    and lets them take each step in turn, one at a time, so the two sides of
+    every ratio are measured within moments of each other. Anything else, or
+    end of input, stops the batch (the host gave up on it) without writing.
     """
     import argparse
     import traceback
@@ -382,11 +409,17 @@ def run_batch(argv):
     by_name = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))
     benchmarks, errors, checked = [], {}, set()
     system = None  # pyperf's system metadata, from the first op's run
+    def wait_for_host(step):
+        print("WAIT %s" % step)
+        sys.stdout.flush()
+        if control.readline().strip() != "go":
+            raise HostStopped(step)
+
     for name in json.loads(args.ops):
         if control is not None:
-            print("WAIT %s" % name)
-            sys.stdout.flush()
-            if control.readline().strip() != "go":
+            try:
+                wait_for_host(name)
+            except HostStopped:
                 return 3  # the host stopped the round: nothing is written
         print("START %s" % name)
         sys.stdout.flush()
@@ -394,11 +427,17 @@ def run_batch(argv):
         if op is None:
             errors[name] = "unknown op %r in suite %s" % (name, args.suite)
             continue
+        before_value = None
+        if control is not None:
+            def before_value(index, name=name):
+                wait_for_host("%s#%d" % (name, index))
         try:
-            benchmarks.append(measure_in_batch(op, ctx, args, checked, system))
+            benchmarks.append(measure_in_batch(op, ctx, args, checked, system, before_value))
             if system is None:
                 system = dict((k, v) for k, v in benchmarks[-1].get_metadata().items()
                               if not k.startswith(results.PREFIX) and k not in OP_METADATA)
+        except HostStopped:
+            return 3
         except SkipOp as exc:
             errors[name] = "unavailable here: %s" % exc
         except Exception as exc:

@@ -46,6 +46,9 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
     p.add_argument("--clock", default="auto", choices=("auto", *contract.CLOCKS),
                    help="what a value measures: auto (default: CPU time where nothing waits "
                         "for the disk, wall time otherwise), cpu or wall")
+    p.add_argument("--affinity", default="one", choices=runner.AFFINITIES,
+                   help="one (default): every timed worker on the same CPU, so both sides of "
+                        "a ratio run on the same one; all: not pinned")
     p.add_argument("--seed", type=int, default=None, help="seed of the shuffled order")
     p.add_argument("--work-dir", type=Path, default=None,
                    help="where fixtures are made (default: the system temp dir)")
@@ -138,7 +141,8 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
             f"({interp.executable}){state}")
     options = dict(suites=suites, profile=PROFILES[args.profile], results_dir=args.results_dir,
                    io_stacks=args.io, cache=args.cache, allocator=args.allocator,
-                   output=args.output, clock=args.clock, seed=args.seed, work_dir=args.work_dir,
+                   output=args.output, clock=args.clock, affinity=args.affinity,
+                   seed=args.seed, work_dir=args.work_dir,
                    keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
                    target=args.target, budget=args.budget, counting=counting_of(args, matrix=hasattr(args, "pythons")),
                    log=log)

@@ -107,6 +107,9 @@ def run_conditions(run_dir: Path, labels: list[str]) -> dict:
         raise CrosscheckError(f"--run-dir {run_dir}: no series {', '.join(missing)}; "
                               f"the run has: {', '.join(have) or 'none'}")
     conditions = {key: manifest.get(key) for key in ("allocator", "output", "cache")}
+    # A run made before workers were pinned ran them on any CPU: so does the plain timer.
+    conditions["affinity"] = manifest.get("affinity") if manifest.get("affinity") in \
+        runner.AFFINITIES else "all"
     if conditions["allocator"] not in contract.ALLOCATORS or \
             conditions["output"] not in contract.OUTPUT_STATES:
         raise CrosscheckError(
@@ -173,7 +176,7 @@ def time_plain(interp, op: str, fixtures: Path, scratch: Path, calls: int,
     cmd = plain_command(interp, op, fixtures, scratch, calls, conditions)
     try:
         proc = procs.run(cmd, timeout=PLAIN_TIMEOUT_SECONDS, env=plain_environment(conditions),
-                         cwd=str(scratch))
+                         cwd=str(scratch), cpus=machine.timing_cpus(conditions["affinity"])[0])
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{interp.label} {op}: the plain timer took more than "
                            f"{PLAIN_TIMEOUT_SECONDS} s")

@@ -5,10 +5,10 @@ seconds (docs/methodology.md). When interpreter A's worker times an op and B's
 worker times it tens of seconds later, the ratio B/A carries the drift between
 the two moments, and so does every ratio of the next run, differently. In a
 lockstep round the workers of all interpreters are started together and each
-op is timed by one worker after the other, one at a time, in an order shuffled
-per op: A's and B's values of one op in one round are taken within moments of
-each other, in the same phase, and the ratio of the two (paired by round,
-``stats.compare(paired=True)``) cancels the phase.
+op is timed by one worker after the other, one at a time, value by value, in an
+order shuffled per value: A's and B's values of one op in one round are taken
+within moments of each other, on the same CPU (``cpus``), and the ratio of
+the two (paired by round, ``stats.compare(paired=True)``) cancels the phase.
 
 Only one worker runs at any time; the others are blocked reading their stdin
 (``harness.py --batch --lockstep``), so they cost no CPU. Each op of each
@@ -35,9 +35,10 @@ class WorkerFailed(Exception):
 class LockstepWorker:
     """One ``harness.py --batch --lockstep`` process and its protocol lines."""
 
-    def __init__(self, key, cmd: list[str], env: dict, cwd=None, stderr_dir=None):
+    def __init__(self, key, cmd: list[str], env: dict, cwd=None, stderr_dir=None,
+                 cpus: set | None = None):
         self.key = key
-        self.waiting_for: str | None = None   # the op it waits to be told to start
+        self.waiting_for: str | None = None   # the step it waits to be told to take
         self.current: str | None = None       # the op it was last told to run (blame)
         self.failure: tuple[str | None, str] | None = None
         self.exited = False
@@ -46,6 +47,7 @@ class LockstepWorker:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr, env=env, cwd=cwd,
                                      **procs.new_group_kwargs())
+        procs.pin(self.proc, cpus)
         self._reader = threading.Thread(target=self._follow, daemon=True)
         self._reader.start()
 
@@ -92,8 +94,8 @@ class LockstepWorker:
         self.exited = True
 
     def go(self) -> None:
-        """Let the worker start the op it waits for."""
-        self.current, self.waiting_for = self.waiting_for, None
+        """Let the worker take the step it waits for."""
+        self.current, self.waiting_for = op_of(self.waiting_for), None
         try:
             self.proc.stdin.write(b"go\n")
             self.proc.stdin.flush()
@@ -126,18 +128,28 @@ class LockstepWorker:
         self._stderr.close()
 
 
+def op_of(step: str | None) -> str | None:
+    """The op of a worker's step: "read_x" (setup, warm-ups, first value) or "read_x#2"."""
+    return step.split("#", 1)[0] if step is not None else None
+
+
 def run_round(workers: list[LockstepWorker], order: list[str], timeout: float,
               rng: random.Random) -> None:
-    """Step ``workers`` through the ops of ``order``: for each op, every worker whose next
-    op it is runs it, one after the other, in a shuffled order. Failures are recorded in
-    each worker's ``failure``; the caller closes the workers."""
+    """Step ``workers`` through the ops of ``order``. For each op, every worker whose next
+    op it is takes its first step (setup, warm-ups, first value), one after the other in
+    a shuffled order; then each takes its second value in a new shuffled order, and so on
+    until none has a step of the op left. Failures are recorded in each worker's
+    ``failure``; the caller closes the workers."""
     for worker in workers:  # started together: each announces its first op, or fails
         _step(worker, timeout, start=False)
     for op in order:
-        turn = [w for w in workers if w.alive and w.waiting_for == op]
-        rng.shuffle(turn)
-        for worker in turn:
-            _step(worker, timeout, start=True)
+        while True:
+            turn = [w for w in workers if w.alive and op_of(w.waiting_for) == op]
+            if not turn:
+                break
+            rng.shuffle(turn)
+            for worker in turn:
+                _step(worker, timeout, start=True)
     for worker in workers:
         if worker.alive:  # it waits for an op the round does not have: a protocol error
             worker.fail(f"waited for {worker.waiting_for!r}, which this round does not run")

@@ -41,6 +41,25 @@ def state(now: str) -> dict:
     return result
 
 
+def timing_cpus(affinity: str) -> tuple[set | None, str]:
+    """(the CPUs a timed worker is pinned to, what the manifest says of it).
+
+    "one": the highest-numbered CPU this process may use. Measured here (2 vCPUs of a
+    shared KVM guest): two processes timing one read call after the other agreed to a
+    log-ratio sd of 0.05-0.10 on the same CPU and 0.16-0.28 on different CPUs, whose
+    slow phases come and go independently (docs/methodology.md). "all": not pinned.
+    """
+    if affinity == "all":
+        return None, "all CPUs (not pinned)"
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return None, "unpinned: this platform cannot set CPU affinity"
+    if len(allowed) < 2:
+        return None, f"CPU {allowed[0]} (the only one)" if allowed else "unknown"
+    return {allowed[-1]}, f"CPU {allowed[-1]}"
+
+
 def facts() -> dict:
     cpu = platform.processor() or "?"
     try:

@@ -64,7 +64,21 @@ def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:
     proc.wait()
 
 
-def run(cmd, *, timeout: float, env=None, cwd=None, text=True) -> subprocess.CompletedProcess:
+def pin(proc: subprocess.Popen, cpus) -> None:
+    """Let a child (and what it starts later) run only on ``cpus``; None: leave it.
+
+    Done from the parent right after the start, so it works for every interpreter
+    (Python 2.7 has no os.sched_setaffinity). The child has only begun to import then.
+    """
+    if cpus:
+        try:
+            os.sched_setaffinity(proc.pid, cpus)
+        except ProcessLookupError:
+            pass  # it exited already: its exit status tells why
+
+
+def run(cmd, *, timeout: float, env=None, cwd=None, text=True,
+        cpus=None) -> subprocess.CompletedProcess:
     """subprocess.run with a deadline that kills the child's whole process group.
 
     ``subprocess.run(timeout=...)`` kills only the child; a grandchild that holds the
@@ -73,6 +87,7 @@ def run(cmd, *, timeout: float, env=None, cwd=None, text=True) -> subprocess.Com
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=text,
                             **new_group_kwargs())
+    pin(proc, cpus)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -94,8 +109,8 @@ def describe_exit(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-def supervise(cmd, env, timeout: float, cwd=None,
-              stderr_dir=None) -> tuple[str | None, str | None]:
+def supervise(cmd, env, timeout: float, cwd=None, stderr_dir=None,
+              cpus=None) -> tuple[str | None, str | None]:
     """Run a worker that prints "START <name>" before each task: (None, None) on success,
     else (the task it was in, why it failed, with its output tail).
 
@@ -114,6 +129,7 @@ def supervise(cmd, env, timeout: float, cwd=None,
     with tempfile.TemporaryFile(dir=stderr_dir) as stderr:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env,
                                 stdin=subprocess.DEVNULL, cwd=cwd, **new_group_kwargs())
+        pin(proc, cpus)
         reader = threading.Thread(target=follow, args=(proc.stdout,), daemon=True)
         reader.start()
         try:

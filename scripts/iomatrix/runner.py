@@ -48,6 +48,9 @@ GIVE_UP_AFTER_FAILURES = 3
 LIST_TIMEOUT_SECONDS = 120
 
 
+AFFINITIES = ("one", "all")
+
+
 class MatrixError(RuntimeError):
     """The run cannot start (bad options, no disk, unwritable directory)."""
 
@@ -101,12 +104,13 @@ class Conditions:
     allocator: str = "steady"
     output: str = "new"
     clock: str = "auto"  # "auto": CPU time where nothing waits for the disk (contract)
+    affinity: str = "one"  # "one": every timed worker on the same CPU (machine.timing_cpus)
 
 
 def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: Profile,
                results_dir: Path, run_id: str, io_stacks=("c",), cache: str = "warm",
                allocator: str = "steady", output: str = "new", clock: str = "auto",
-               seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
+               affinity: str = "one", seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
                timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
                aa_of: dict | None = None, target: float = sampling.DEFAULT_TARGET,
                budget: float | None = None, counting: tuple = (), log=print) -> dict:
@@ -115,7 +119,9 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
     Interpreters that fail (no environment, crashes, timeouts) are recorded as
     failed in the manifest; the others complete.
     """
-    conditions = Conditions(cache, allocator, output, clock)
+    if affinity not in AFFINITIES:
+        raise MatrixError(f"unknown affinity {affinity!r}; valid: {', '.join(AFFINITIES)}")
+    conditions = Conditions(cache, allocator, output, clock, affinity)
     started = time.monotonic()
     deadline = started + (profile.budget_seconds if budget is None else budget)
     run = store.Run(results_dir, run_id)
@@ -184,12 +190,12 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
                "io": list(io_stacks), "seed": seed, "pid": os.getpid()}
     wanted = {"profile": profile.name, "cache": conditions.cache,
               "allocator": conditions.allocator, "output": conditions.output,
-              "clock": conditions.clock}
+              "clock": conditions.clock, "affinity": conditions.affinity}
     if manifest:
         for key, value in wanted.items():
             # Runs made before a condition was an axis were measured in a mix of states.
             recorded = manifest.get(
-                key, "unstated" if key in ("allocator", "output", "clock") else None)
+                key, "unstated" if key in ("allocator", "output", "clock", "affinity") else None)
             if recorded != value:
                 raise MatrixError(f"run {run.run_id} was made with {key} {recorded!r}; "
                                   f"this call asks for {value!r}. Use another --run-id.")
@@ -200,7 +206,8 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
         return manifest
     return {
         "iomatrix_manifest_version": 2, "run_id": run.run_id, **machine.facts(),
-        **wanted, "profile_settings": dataclasses.asdict(profile),
+        **wanted, "timing_cpus": machine.timing_cpus(conditions.affinity)[1],
+        "profile_settings": dataclasses.asdict(profile),
         "suites": list(suites), "io": list(io_stacks),
         "order": {"method": store.LOCKSTEP_ORDER, "seed": seed},
         "started": session["started"], "finished": None,
@@ -355,6 +362,15 @@ class Batch:
         return Path(f"{self.partial}.errors")
 
 
+def worker_cpus(batch, conditions: Conditions):
+    """The CPUs a batch's worker may use: the run's timing CPU, unless an op of the batch
+    works in threads or child processes (its clock is the wall clock): those get every
+    CPU, or they would measure concurrency on one."""
+    if any(batch.plan.op_info.get(op, {}).get("clock") == "wall" for op in batch.ops):
+        return None
+    return machine.timing_cpus(conditions.affinity)[0]
+
+
 def _run_group(batches, profile, conditions, fixtures_dir, scratch_dir, timeout, seed, log):
     """One round of one suite: the interpreters' batches in lockstep (iomatrix.lockstep),
     then the native reference's. A batch whose lockstep worker failed is blamed on its op
@@ -369,7 +385,7 @@ def _run_group(batches, profile, conditions, fixtures_dir, scratch_dir, timeout,
                                      fixtures_dir, scratch_dir, batch.partial, batch.errors_file)
                 workers.append(lockstep.LockstepWorker(
                     batch, [*cmd, "--lockstep"], worker_environment(batch.plan, conditions),
-                    cwd=scratch_dir))
+                    cwd=scratch_dir, cpus=worker_cpus(batch, conditions)))
             order = planning.round_order((op for b in stepped for op in b.ops), seed,
                                          task.round_index, task.suite)
             lockstep.run_round(workers, order, timeout,
@@ -408,7 +424,7 @@ def _run_task(batch, ops, profile, conditions, fixtures_dir, scratch_dir, timeou
             cmd = worker_command(plan, task, ops, profile, conditions, fixtures_dir, scratch_dir,
                                  batch.partial, batch.errors_file)
             culprit, fatal = procs.supervise(cmd, worker_environment(plan, conditions), timeout,
-                                             cwd=scratch_dir)
+                                             cwd=scratch_dir, cpus=worker_cpus(batch, conditions))
         if fatal is None:
             _collect(batch, ops, log)
             return

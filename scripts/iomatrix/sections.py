@@ -44,7 +44,21 @@ def section_header(data: RunData) -> list[str]:
         f"Host **{md(m.get('host', '?'))}**, profile **{md(m.get('profile', '?'))}**, page cache "
         f"**{md(m.get('cache', '?'))}**, io stacks {md(', '.join(m.get('io', ['c'])))}, "
         f"started {md(m.get('started', '?'))}, finished {md(m.get('finished', '?'))}.", "",
+        conditions_sentence(m), "",
     ]
+
+
+def conditions_sentence(m: dict) -> str:
+    """The conditions every op was measured in (README "How it measures"); what a run made
+    before a condition was chosen does not state is named as unstated."""
+    def stated(key):
+        value = m.get(key)
+        return md(str(value)) if value is not None else "unstated (an older run: a mix)"
+    order = "lockstep rounds, ratios paired by round" if store.paired_rounds(m) else \
+        "interleaved rounds, ratios unpaired (a run made before lockstep rounds)"
+    return (f"Conditions: allocator **{stated('allocator')}**, output files "
+            f"**{stated('output')}**, clock **{stated('clock')}**, timed workers on "
+            f"**{md(str(m.get('timing_cpus') or 'unstated (not pinned)'))}**; {order}.")
 
 
 def section_problems(data: RunData) -> list[str]:

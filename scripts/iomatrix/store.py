@@ -203,7 +203,7 @@ MANIFEST_DICTS = ("interpreters", "native", "machine_state_start", "machine_stat
                   "order", "profile_settings", "fixture_filesystem", "counters")
 MANIFEST_LISTS = ("sessions", "suites", "io")
 MANIFEST_STRINGS = ("run_id", "profile", "cache", "started", "host", "os", "cpu", "allocator",
-                    "output", "clock")
+                    "output", "clock", "affinity", "timing_cpus")
 
 
 def check_manifest(manifest, path) -> None:
