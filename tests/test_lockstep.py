@@ -7,9 +7,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+import harness
 from iomatrix import analysis, contract, pages, planning, runner, store
 from iomatrix.profiles import PROFILES
-from conftest import need
+from conftest import need, run_nox
 from test_robustness import fake_env
 
 TWO_ROUNDS = dataclasses.replace(PROFILES["smoke"], rounds=2, max_rounds=2)
@@ -92,3 +95,70 @@ def test_every_subset_of_a_rounds_ops_is_in_the_rounds_order():
         assert planning.round_order(subset, 7, 3, "lutz2009") == [op for op in full
                                                                    if op in subset]
     assert planning.round_order(ops, 7, 4, "lutz2009") != full  # another round, another order
+
+
+def test_timed_workers_run_on_one_cpu_and_the_report_says_which(tmp_path, machine_interpreters):
+    real = need(machine_interpreters, "3.13")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: nothing to choose")
+    cpu = max(os.sched_getaffinity(0))
+    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
+                                 results_dir=tmp_path, run_id="P", work_dir=tmp_path,
+                                 log=lambda *a: None)
+    assert manifest["affinity"] == "one" and manifest["timing_cpus"] == f"CPU {cpu}"
+    document = json.loads((tmp_path / "P" / "3.13.json").read_text())
+    seen = {({**b["metadata"], **r.get("metadata", {})})[contract.KEY_CPU]
+            for b in document["benchmarks"] for r in b["runs"]}
+    assert seen == {str(cpu)}
+    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "P")))
+    assert f"timed workers on **CPU {cpu}**" in text
+
+
+def test_an_unknown_affinity_is_an_error_listing_the_valid_ones(tmp_path, machine_interpreters):
+    real = need(machine_interpreters, "3.13")
+    with pytest.raises(runner.MatrixError, match="valid: one, all"):
+        runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
+                          results_dir=tmp_path, run_id="U", affinity="some",
+                          log=lambda *a: None)
+    assert not (tmp_path / "U").exists()
+    done = run_nox("-s", "bench-3.13", "--", "--profile", "smoke", "--affinity", "some",
+                   "--results-dir", str(tmp_path))
+    assert done.returncode != 0 and "'one', 'all'" in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machine_interpreters):
+    real = need(machine_interpreters, "3.13")
+    options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=tmp_path,
+                   run_id="A", work_dir=tmp_path, log=lambda *a: None)
+    runner.run_matrix([real], **options)
+    before = (tmp_path / "A" / "manifest.json").read_bytes()
+    with pytest.raises(runner.MatrixError, match="affinity 'one'"):
+        runner.run_matrix([real], affinity="all", **options)
+    assert (tmp_path / "A" / "manifest.json").read_bytes() == before
+    assert (tmp_path / "A" / "3.13.json").exists()
+
+
+def test_an_older_run_is_reported_with_what_it_states(tmp_path, machine_interpreters):
+    """A run made before lockstep rounds and pinning: unpaired, and the report says so."""
+    real = need(machine_interpreters, "3.13")
+    runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
+                      results_dir=tmp_path, run_id="O", work_dir=tmp_path, log=lambda *a: None)
+    manifest_path = tmp_path / "O" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for key in ("affinity", "timing_cpus", "allocator"):
+        del manifest[key]
+    manifest["order"]["method"] = "interleaved rounds, shuffled suites and series per round"
+    manifest_path.write_text(json.dumps(manifest))
+    data = analysis.load_run(store.Run(tmp_path, "O"))
+    assert not data.paired
+    text = pages.build_report(data)
+    assert "allocator **unstated (an older run: a mix)**" in text
+    assert "timed workers on **unstated (not pinned)**" in text
+    assert "made before lockstep rounds" in text and "Moses" in text
+
+
+@pytest.mark.parametrize("call_seconds, loops", [(None, 1), (0.0, 1), (0.02, 1), (0.005, 1),
+                                                 (0.001, 5), (0.0003, 17), (1e-9, 1000)])
+def test_a_value_lasts_at_least_five_milliseconds(call_seconds, loops):
+    assert harness.loops_per_value(call_seconds) == loops

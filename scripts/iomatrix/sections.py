@@ -253,9 +253,14 @@ def section_aa(data, ops, means) -> list[str]:
             # Ops without an interval cannot be flagged: counting them as clean would
             # flatter the false-positive rate.
             verdict += f" ({untested} ops with too few processes to test)"
+        tested = len(comparisons) - untested
+        chance = 1 - stats.CONFIDENCE ** tested if tested else 0.0
         lines += [f"## A/A check: {code(twin_of)} against itself", "",
                   f"The same interpreter ran twice in this run, as {code(twin_of)} and "
-                  f"{code(series)}. Any difference is noise or bias of the harness.", "",
+                  f"{code(series)}. Any difference is noise or bias of the harness. Even a "
+                  f"harness without any bias flags each op with a probability of "
+                  f"{1 - stats.CONFIDENCE:.0%}: one or more of these {tested} ops in "
+                  f"{chance:.0%} of runs.", "",
                   table([[f"{len(flagged)} of {len(comparisons)} ({len(flagged) / len(comparisons):.1%})",
                           f"{gm:.3f}", verdict]],
                         ["ops flagged significant", "geometric mean ratio",

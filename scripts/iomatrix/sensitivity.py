@@ -127,7 +127,7 @@ def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
             clock: str = "cpu", ops=(OP,) + CONTROLS, log=print) -> dict:
     """{op: (base seconds, slow seconds)}: medians over interleaved fresh processes of each
     process's median call, by the plain timer, in the harness's default conditions."""
-    conditions = {"allocator": allocator, "output": "new", "cache": "warm"}
+    conditions = {"allocator": allocator, "output": "new", "cache": "warm", "affinity": "one"}
     work = Path(tempfile.mkdtemp(prefix="iomatrix-sensitivity-"))
     try:
         fixtures, scratch = work / "fixtures", work / "scratch"
