@@ -110,7 +110,7 @@ def test_a_run_refuses_another_profile(smoke_run):
 @pytest.mark.parametrize("posargs, expected", [
     (["--suite", "nosuch"], "unknown suite(s) nosuch; valid suites: "),
     (["--profile", "fast"], "unknown profile 'fast'; valid: smoke, quick, full"),
-    (["--bogus"], "valid options: --allocator, --budget, --cache"),
+    (["--bogus"], "valid options: --affinity, --allocator, --budget"),
     (["--io", "java"], "valid: c, pyio"),
     (["--cache", "lukewarm"], "valid: warm, cold"),
 ])

@@ -50,7 +50,8 @@ def test_every_lutz2009_op_gets_both_ratios(smoke_run):
 def test_plain_timer_runs_under_the_runs_conditions(smoke_run):
     _, result = smoke_run
     conditions = result["conditions"]
-    assert conditions == {"allocator": "steady", "output": "new", "cache": "warm", "clock": "cpu"}
+    assert conditions == {"allocator": "steady", "output": "new", "cache": "warm", "clock": "cpu",
+                          "affinity": "one"}
     processes = result["raw"]
     assert len(processes) == 28   # 14 ops x 2 interpreters x 1 process
     assert {p["python"][:3] for p in processes} == {"2.7", "3.1"}

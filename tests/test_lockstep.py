@@ -123,7 +123,7 @@ def test_an_unknown_affinity_is_an_error_listing_the_valid_ones(tmp_path, machin
     assert not (tmp_path / "U").exists()
     done = run_nox("-s", "bench-3.13", "--", "--profile", "smoke", "--affinity", "some",
                    "--results-dir", str(tmp_path))
-    assert done.returncode != 0 and "'one', 'all'" in done.stdout + done.stderr
+    assert done.returncode != 0 and "valid: one, all" in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
 
 
@@ -155,7 +155,7 @@ def test_an_older_run_is_reported_with_what_it_states(tmp_path, machine_interpre
     text = pages.build_report(data)
     assert "allocator **unstated (an older run: a mix)**" in text
     assert "timed workers on **unstated (not pinned)**" in text
-    assert "made before lockstep rounds" in text and "Moses" in text
+    assert "made before lockstep rounds" in text
 
 
 @pytest.mark.parametrize("call_seconds, loops", [(None, 1), (0.0, 1), (0.02, 1), (0.005, 1),
