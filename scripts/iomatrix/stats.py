@@ -162,20 +162,25 @@ def min_processes_for_significance() -> int:
     return n
 
 
+def _lower_critical(counts, total: int, alpha: float) -> int:
+    """The largest statistic k with P(S <= k) < alpha/2, from the exact null counts of S
+    (-1: none, too few observations for any outcome to reach alpha)."""
+    k, cumulative = -1, 0
+    for statistic, count in enumerate(counts):
+        cumulative += count
+        if cumulative / total >= alpha / 2:
+            break
+        k = statistic
+    return k
+
+
 def critical_u(n: int, m: int, alpha: float = ALPHA) -> int:
     """The largest k with P(U <= k) < alpha/2 under the null (-1: none, too few processes).
 
     The two-sided test rejects when U <= k or U >= n*m - k.
     """
     if n <= EXACT_LIMIT and m <= EXACT_LIMIT:
-        counts, total = _u_counts(n, m), math.comb(n + m, n)
-        k, cumulative = -1, 0
-        for u, c in enumerate(counts):
-            cumulative += c
-            if cumulative / total >= alpha / 2:
-                break
-            k = u
-        return k
+        return _lower_critical(_u_counts(n, m), math.comb(n + m, n), alpha)
     # Normal approximation with the continuity correction of mann_whitney_p.
     sigma = math.sqrt(n * m * (n + m + 1) / 12)
     z = _normal_quantile(1 - alpha / 2)
@@ -229,14 +234,7 @@ def critical_t(n: int, alpha: float = ALPHA) -> int:
     k; "<" matches the strict p < ALPHA of wilcoxon_signed_rank_p.)
     """
     if n <= EXACT_LIMIT_PAIRS:
-        counts, total = _signed_rank_counts(n), 2 ** n
-        k, cumulative = -1, 0
-        for t, c in enumerate(counts):
-            cumulative += c
-            if cumulative / total >= alpha / 2:
-                break
-            k = t
-        return k
+        return _lower_critical(_signed_rank_counts(n), 2 ** n, alpha)
     sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
     z = _normal_quantile(1 - alpha / 2)
     return max(math.ceil(n * (n + 1) / 4 - 0.5 - z * sigma) - 1, -1)
