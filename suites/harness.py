@@ -310,11 +310,33 @@ def loops_per_value(call_seconds):
     return max(1, min(MAX_LOOPS, int(MIN_VALUE_SECONDS / call_seconds + 0.999)))
 
 
+def settle(timer, rusage_totals):
+    """One untimed call of the op right before a lockstep value, so that every value
+    starts in the same state: right after a call of the same op in the same process.
+
+    Why: in lockstep a worker waits while the other interpreters take their values,
+    and they leave the CPU caches, and for free-threaded builds mimalloc (which
+    returns freed memory to the system after a few ms idle), in another state. Measured
+    (published run 20261123T072526Z-vm, before this call): the second value of a
+    whole-file read was 11 to 16% slower than the first (median over interpreters),
+    and 2.6 times slower on 3.14t, whose second values paid 180 to 360 page faults.
+    With this call before the second value only, the first (after one warm-up) came
+    out 8 to 27% slower than the second on 3.13 and 3.14t: one call after the setup
+    does not leave the op in the state that later calls see, so the first value is
+    settled too.
+    The counts of this call are not kept: they describe the timed values only."""
+    kept = dict(rusage_totals)
+    timer(1)
+    rusage_totals.clear()
+    rusage_totals.update(kept)
+
+
 def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     """Warm-ups and values of one op, as a pyperf Benchmark with one Run.
 
     ``before_value(i)`` is called before each value after the first (lockstep: the
-    host lets every interpreter take its value i before any takes value i + 1)."""
+    host lets every interpreter take its value i before any takes value i + 1). In
+    lockstep every value, the first too, is preceded by one settling call (``settle``)."""
     import datetime
     import time
     import pyperf
@@ -328,8 +350,10 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
         rusage_totals.clear()  # the counts describe the timed values only
         values = []
         for index in range(args.values):
-            if index and before_value is not None:
-                before_value(index)
+            if before_value is not None:
+                if index:
+                    before_value(index)
+                settle(timer, rusage_totals)
             values.append(timer(loops) / (loops * inner))
         finished = time.time()
     finally:

@@ -162,3 +162,20 @@ def test_an_older_run_is_reported_with_what_it_states(tmp_path, machine_interpre
                                                  (0.001, 5), (0.0003, 17), (1e-9, 1000)])
 def test_a_value_lasts_at_least_five_milliseconds(call_seconds, loops):
     assert harness.loops_per_value(call_seconds) == loops
+
+
+def test_a_settling_call_is_made_once_and_its_counts_are_not_kept():
+    # harness.settle runs one untimed call before a lockstep value; what that call adds to
+    # the counts (page faults, context switches) must not be charged to the timed values.
+    calls = []
+    totals = {"iomatrix_minflt": 3}
+
+    def timer(loops):
+        calls.append(loops)
+        totals["iomatrix_minflt"] += 180  # what a call after an idle wait may pay
+        totals["iomatrix_nivcsw"] = 1
+        return 0.001
+
+    harness.settle(timer, totals)
+    assert calls == [1]
+    assert totals == {"iomatrix_minflt": 3}
