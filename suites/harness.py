@@ -69,7 +69,7 @@ def allocator_state(requested):
         return "unpinned (%s: no glibc)" % (libc or sys.platform)
     expected = results.ALLOCATOR_ENVIRONMENT[requested]
     if any(os.environ.get(k) != v for k, v in expected.items()):
-        return "unpinned (the MALLOC_* variables of %r are not set)" % requested
+        return "unpinned (the allocator variables of %r are not set)" % requested
     return requested
 
 
@@ -311,8 +311,9 @@ def loops_per_value(call_seconds):
 
 
 def settle(timer, rusage_totals):
-    """One untimed call of the op right before a lockstep value, so that every value
-    starts in the same state: right after a call of the same op in the same process.
+    """One untimed call of the op right before a lockstep value of short calls (more
+    than one per value), so that every such value starts in the same state: right after
+    a call of the same op in the same process.
 
     Why: in lockstep a worker waits while the other interpreters take their values,
     and they leave the CPU caches, and for free-threaded builds mimalloc (which
@@ -323,7 +324,10 @@ def settle(timer, rusage_totals):
     With this call before the second value only, the first (after one warm-up) came
     out 8 to 27% slower than the second on 3.13 and 3.14t: one call after the setup
     does not leave the op in the state that later calls see, so the first value is
-    settled too.
+    settled too. Values of one call (5 ms or more) are not: a settling call there cost
+    two calls more per round (rounds went from 17 to 11 in the main command's budget)
+    and their second values were within 2-4% of the first; what 3.14t paid there
+    (3206 faults per 25 MiB write) was mimalloc's, which the steady allocator now keeps.
     The counts of this call are not kept: they describe the timed values only."""
     kept = dict(rusage_totals)
     timer(1)
@@ -336,7 +340,8 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
 
     ``before_value(i)`` is called before each value after the first (lockstep: the
     host lets every interpreter take its value i before any takes value i + 1). In
-    lockstep every value, the first too, is preceded by one settling call (``settle``)."""
+    lockstep every value of short calls, the first too, is preceded by one settling
+    call (``settle``)."""
     import datetime
     import time
     import pyperf
@@ -353,7 +358,8 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
             if before_value is not None:
                 if index:
                     before_value(index)
-                settle(timer, rusage_totals)
+                if loops > 1:
+                    settle(timer, rusage_totals)
             values.append(timer(loops) / (loops * inner))
         finished = time.time()
     finally:
