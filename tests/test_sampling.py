@@ -50,3 +50,11 @@ def test_a_spent_budget_adds_no_round(tmp_path, machine_interpreters):
                                  budget=0.001, log=lambda *a: None)
     sampled = manifest["sessions"][-1]["sampling"]
     assert sampled["extra_rounds"] == 0 and sampled["stopped_by"] == "the time budget"
+
+
+def test_extra_rounds_go_to_the_looser_half_of_the_loose_ops():
+    loose = {"short_read": 0.30, "other_read": 0.12, "block_read": 0.05, "big_write": 0.04}
+    assert sampling.loosest(loose) == {"short_read", "other_read"}
+    assert sampling.loosest({"a": math.inf, "b": math.inf, "c": 0.5}) == {"a", "b"}
+    assert sampling.loosest({"only": 0.04}) == {"only"}
+    assert sampling.loosest({}) == set()
