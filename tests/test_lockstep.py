@@ -139,6 +139,23 @@ def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machi
     assert (tmp_path / "A" / "3.13.json").exists()
 
 
+def test_a_run_made_before_settled_values_is_not_resumed_with_them(tmp_path,
+                                                                   machine_interpreters):
+    real = need(machine_interpreters, "3.13")
+    options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=tmp_path,
+                   run_id="V", work_dir=tmp_path, log=lambda *a: None)
+    runner.run_matrix([real], **options)
+    manifest_path = tmp_path / "V" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["values"]
+    manifest_path.write_text(json.dumps(manifest))
+    before = manifest_path.read_bytes()
+    with pytest.raises(runner.MatrixError, match="values 'unstated'.*'settled'"):
+        runner.run_matrix([real], **options)
+    assert manifest_path.read_bytes() == before
+    assert (tmp_path / "V" / "3.13.json").exists()
+
+
 def test_an_older_run_is_reported_with_what_it_states(tmp_path, machine_interpreters):
     """A run made before lockstep rounds and pinning: unpaired, and the report says so."""
     real = need(machine_interpreters, "3.13")
@@ -146,6 +163,12 @@ def test_an_older_run_is_reported_with_what_it_states(tmp_path, machine_interpre
                       results_dir=tmp_path, run_id="O", work_dir=tmp_path, log=lambda *a: None)
     manifest_path = tmp_path / "O" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
+    assert "each value of short calls begins right after an untimed call of the op" in \
+        pages.build_report(analysis.load_run(store.Run(tmp_path, "O")))
+    del manifest["values"]  # a lockstep run made before values were settled
+    manifest_path.write_text(json.dumps(manifest))
+    assert "whether values were settled is unstated" in \
+        pages.build_report(analysis.load_run(store.Run(tmp_path, "O")))
     for key in ("affinity", "timing_cpus", "allocator"):
         del manifest[key]
     manifest["order"]["method"] = "interleaved rounds, shuffled suites and series per round"

@@ -190,12 +190,14 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
                "io": list(io_stacks), "seed": seed, "pid": os.getpid()}
     wanted = {"profile": profile.name, "cache": conditions.cache,
               "allocator": conditions.allocator, "output": conditions.output,
-              "clock": conditions.clock, "affinity": conditions.affinity}
+              "clock": conditions.clock, "affinity": conditions.affinity,
+              "values": store.SETTLED_VALUES}
     if manifest:
         for key, value in wanted.items():
             # Runs made before a condition was an axis were measured in a mix of states.
             recorded = manifest.get(
-                key, "unstated" if key in ("allocator", "output", "clock", "affinity") else None)
+                key, "unstated" if key in ("allocator", "output", "clock", "affinity",
+                                           "values") else None)
             if recorded != value:
                 raise MatrixError(f"run {run.run_id} was made with {key} {recorded!r}; "
                                   f"this call asks for {value!r}. Use another --run-id.")

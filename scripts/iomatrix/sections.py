@@ -54,8 +54,15 @@ def conditions_sentence(m: dict) -> str:
     def stated(key):
         value = m.get(key)
         return md(str(value)) if value is not None else "unstated (an older run: a mix)"
-    order = "lockstep rounds, ratios paired by round" if store.paired_rounds(m) else \
-        "interleaved rounds, ratios unpaired (a run made before lockstep rounds)"
+    if not store.paired_rounds(m):
+        order = "interleaved rounds, ratios unpaired (a run made before lockstep rounds)"
+    elif m.get("values") == store.SETTLED_VALUES:
+        order = ("lockstep rounds, ratios paired by round; each value of short calls begins "
+                 "right after an untimed call of the op")
+    else:
+        order = ("lockstep rounds, ratios paired by round; whether values were settled is "
+                 "unstated (a run made before it was recorded; runs before 2026-11-23 08:35 "
+                 "UTC timed a value after a wait in the state the other interpreters left)")
     return (f"Conditions: allocator **{stated('allocator')}**, output files "
             f"**{stated('output')}**, clock **{stated('clock')}**, timed workers on "
             f"**{md(str(m.get('timing_cpus') or 'unstated (not pinned)'))}**; {order}.")

@@ -42,6 +42,11 @@ LOCKSTEP_ORDER = ("lockstep rounds: per round and suite one worker per series, e
                   "timed by every series one after the other in a shuffled order")
 
 
+# The manifest's "values" of a run whose lockstep values of short calls each begin right after
+# one untimed call of the op (suites/harness.py settle). Runs made before do not state it.
+SETTLED_VALUES = "settled"
+
+
 def paired_rounds(manifest: dict) -> bool:
     """Whether a run's rounds pair its series (a lockstep run)."""
     order = manifest.get("order") if isinstance(manifest, dict) else None
@@ -203,7 +208,7 @@ MANIFEST_DICTS = ("interpreters", "native", "machine_state_start", "machine_stat
                   "order", "profile_settings", "fixture_filesystem", "counters")
 MANIFEST_LISTS = ("sessions", "suites", "io")
 MANIFEST_STRINGS = ("run_id", "profile", "cache", "started", "host", "os", "cpu", "allocator",
-                    "output", "clock", "affinity", "timing_cpus")
+                    "output", "clock", "affinity", "timing_cpus", "values")
 
 
 def check_manifest(manifest, path) -> None:
