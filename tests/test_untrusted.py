@@ -68,7 +68,7 @@ def test_a_work_dir_named_in_a_manifest_is_never_deleted(tmp_path, machine_inter
     run_dir.mkdir(parents=True)
     contract.atomic_write_json(str(run_dir / "manifest.json"), {
         "run_id": "V", "profile": "smoke", "cache": "warm", "allocator": "steady", "output": "new",
-        "clock": "auto", "affinity": "one",
+        "clock": "auto", "affinity": "one", "values": "settled",
         "suites": ["lutz2009"], "interpreters": {},
         "sessions": [{"work_dir": str(victim), "pid": 2 ** 22 + 1, "started": "x"}]})
     # A directory of our name pattern but without our marker is not ours either.
