@@ -318,7 +318,7 @@ def settle(timer, rusage_totals):
     Why: in lockstep a worker waits while the other interpreters take their values,
     and they leave the CPU caches, and for free-threaded builds mimalloc (which
     returns freed memory to the system after a few ms idle), in another state. Measured
-    (published run 20261123T072526Z-vm, before this call): the second value of a
+    (run 20261123T072526Z-vm, made before this call): the second value of a
     whole-file read was 11 to 16% slower than the first (median over interpreters),
     and 2.6 times slower on 3.14t, whose second values paid 180 to 360 page faults.
     With this call before the second value only, the first (after one warm-up) came
