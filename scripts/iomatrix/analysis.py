@@ -69,12 +69,9 @@ def series_info(data: RunData, series: str) -> dict:
 
 def series_sort_key(data: RunData, series: str):
     info = series_info(data, series)
-    label, io_stack = store.split_series(series)
-    implementation = info.get("implementation", "cpython")
     version = info.get("version_info") or _minor(info, series) or (99,)
-    return (0 if implementation == "cpython" and not label.startswith("pypy") else 1,
-            tuple(version),
-            bool(info.get("free_threaded")), label.endswith("-aa"), io_stack == "pyio", series)
+    return store.series_order_key(series, info.get("implementation", "cpython"), version,
+                                  info.get("free_threaded"))
 
 
 def ordered_series(data: RunData) -> list[str]:

@@ -110,7 +110,8 @@ class Conditions:
 def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: Profile,
                results_dir: Path, run_id: str, io_stacks=("c",), cache: str = "warm",
                allocator: str = "steady", output: str = "new", clock: str = "auto",
-               affinity: str = "one", seed: int | None = None, work_dir: Path | None = None, keep_fixtures: bool = False,
+               affinity: str = "one", seed: int | None = None, work_dir: Path | None = None,
+               keep_fixtures: bool = False,
                timeout: float = DEFAULT_TIMEOUT_SECONDS, envs_dir: Path = environments.ENVS_DIR,
                aa_of: dict | None = None, target: float = sampling.DEFAULT_TARGET,
                budget: float | None = None, counting: tuple = (), log=print) -> dict:
@@ -194,10 +195,9 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
               "values": store.SETTLED_VALUES}
     if manifest:
         for key, value in wanted.items():
-            # Runs made before a condition was an axis were measured in a mix of states.
-            recorded = manifest.get(
-                key, "unstated" if key in ("allocator", "output", "clock", "affinity",
-                                           "values") else None)
+            # Runs made before a condition was stated were measured in a mix of states; every
+            # run states its profile and cache.
+            recorded = manifest.get(key, None if key in ("profile", "cache") else "unstated")
             if recorded != value:
                 raise MatrixError(f"run {run.run_id} was made with {key} {recorded!r}; "
                                   f"this call asks for {value!r}. Use another --run-id.")

@@ -8,11 +8,12 @@ drift, which the pairing cancels). So an op is loose while any series' ratio
 to the reference series (the oldest plain CPython, as the report's default
 base) has a 95% interval (stats.compare, paired) wider than ``target`` on
 either side of its estimate (an op that only one series has: its median's
-distribution-free interval, ``median_interval``). The looser half of the loose ops gets
-another lockstep round (``loosest``): one more worker per series, running only those ops. Sampling stops
-when every op is within the target, when the profile's ``max_rounds`` are
-reached, or when the run's time budget would be overrun; the manifest names
-the ops that did not reach the target, and the report shows them.
+distribution-free interval, ``median_interval``). The looser half of the loose
+ops gets another lockstep round (``loosest``): one more worker per series,
+running only those ops. Sampling stops when every op is within the target, when
+the profile's ``max_rounds`` are reached, or when the run's time budget would
+be overrun; the manifest names the ops that did not reach the target, and the
+report shows them.
 """
 from __future__ import annotations
 
@@ -96,11 +97,11 @@ def sampled_series(plans: dict) -> list:
 
 
 def reference_order(plan: planning.SeriesPlan):
-    """The report's order of series (analysis.series_sort_key): plain CPython first, oldest
-    first; the first series that has an op is the reference of that op's ratios."""
+    """The report's order of series (store.series_order_key): the first series that has an
+    op is the reference of that op's ratios."""
     interp = plan.interp
-    return (interp.implementation != "cpython", interp.version_info, interp.free_threaded,
-            interp.label.endswith("-aa"), plan.io_stack == "pyio", plan.series)
+    return store.series_order_key(plan.series, interp.implementation, interp.version_info,
+                                  interp.free_threaded)
 
 
 def loose_ops(run: store.Run, plans: dict, target: float) -> dict:

@@ -84,6 +84,16 @@ def split_series(series: str) -> tuple[str, str]:
     return series, "c"
 
 
+def series_order_key(series: str, implementation: str, version, free_threaded: bool):
+    """The report's order of series: plain CPython first, oldest first, then free-threaded,
+    A/A twins and +pyio after their build. The first series of an op in this order is the
+    reference of its ratios, for the report (analysis) and for sampling alike."""
+    label, io_stack = split_series(series)
+    return (0 if implementation == "cpython" and not label.startswith("pypy") else 1,
+            tuple(version), bool(free_threaded), label.endswith("-aa"), io_stack == "pyio",
+            series)
+
+
 def atomic_write_text(path: Path, text: str, overwrite: bool = True) -> None:
     contract.atomic_write_bytes(str(path), text.encode("utf-8"), overwrite=overwrite)
 
