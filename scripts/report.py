@@ -66,6 +66,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-figures", action="store_true",
                         help="skip the PNG figures (default: figures/<run-id>/ beside the report)")
     args = parser.parse_args(argv)
+    if args.out is not None:
+        store.check_report_destination(args.out, args.results_dir)
     runs, missing = find_runs(args.results_dir, args.run_id)
     for name in missing:
         print(f"report: run {name}: not found, skipped", file=sys.stderr)

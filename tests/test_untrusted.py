@@ -356,6 +356,37 @@ def test_the_matrix_writes_latest_md_only_for_the_default_results_dir(tmp_path):
     assert "--out" not in bench.report_arguments(args)  # the default dir: reports/latest.md
 
 
+@pytest.mark.parametrize("where", ["beside-the-runs", "a-run-dir-as-pages", "not-markdown"])
+def test_a_report_whose_pages_would_mix_with_results_is_refused(tmp_path, where):
+    results = tmp_path / "results"
+    run_dir = good_run(results, "A")
+    other_store = tmp_path / "other"
+    good_run(other_store, "B")
+    out = {"beside-the-runs": results / "A.md",  # its pages would be results/A/
+           "a-run-dir-as-pages": other_store / "B.md",  # its pages would be other/B/
+           "not-markdown": tmp_path / "out" / "report.json"}[where]
+    before = snapshot(tmp_path)
+    done = tool("report", "--results-dir", results, "--run-id", "A", "--out", out,
+                "--no-figures")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "--out" in done.stderr and "Traceback" not in done.stderr
+    assert snapshot(tmp_path) == before
+    assert sorted(p.name for p in run_dir.iterdir()) == ["3.12.json", "3.13.json",
+                                                         "manifest.json"]
+
+
+def test_the_matrix_refuses_such_a_report_before_it_runs(tmp_path, machine_interpreters):
+    from iomatrix import bench
+    real = need(machine_interpreters, "2.7")
+    results = tmp_path / "results"
+    args = bench.parser("matrix", matrix=True).parse_args(
+        ["--results-dir", str(results), "--run-id", "A", "--out", str(results / "A.md"),
+         "--profile", "smoke", "--suite", "lutz2009"])
+    with pytest.raises(bench.BenchError, match="among the runs of --results-dir"):
+        bench.run([real], ["2.7"], args, log=lambda *a: None)
+    assert not results.exists()  # nothing ran, nothing was written
+
+
 def test_a_failed_manifest_write_still_removes_the_fixtures(tmp_path, machine_interpreters,
                                                             monkeypatch):
     real = need(machine_interpreters, "2.7")

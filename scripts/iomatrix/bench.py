@@ -127,6 +127,12 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
     if args.list:
         list_ops(selected[0], suites, args.profile, log)
         return None
+    out = report_out(args) if hasattr(args, "out") and not args.no_report else None
+    if out is not None:  # refused before the run, not after its minutes
+        try:
+            store.check_report_destination(out, args.results_dir)
+        except cli.BadInput as exc:
+            raise BenchError(str(exc))
     aa_of = {}
     if aa:
         original = selected[labels.index(aa)]
@@ -182,11 +188,17 @@ def failures(manifest: dict, labels: list[str]) -> list[str]:
             if entry.get("status") != "ok" and store.split_series(series)[0] in labels]
 
 
+def report_out(args: argparse.Namespace) -> Path | None:
+    """The matrix's report file, None for reports/latest.md and its kept copy. Those are
+    written only for a run in the default results dir: a run elsewhere gets its report
+    inside its own directory."""
+    if args.out is None and Path(args.results_dir).resolve() != RESULTS_DIR.resolve():
+        return Path(args.results_dir) / args.run_id / "report.md"
+    return args.out
+
+
 def report_arguments(args: argparse.Namespace) -> list[str]:
-    """The report session's posargs for this run. reports/latest.md is written only for a
-    run in the default results dir: a run elsewhere gets its report beside it."""
-    out = args.out
-    if out is None and Path(args.results_dir).resolve() != RESULTS_DIR.resolve():
-        out = Path(args.results_dir) / args.run_id / "report.md"
+    """The report session's posargs for this run."""
+    out = report_out(args)
     return ["--results-dir", str(args.results_dir), "--run-id", args.run_id,
             *(["--out", str(out)] if out else [])]

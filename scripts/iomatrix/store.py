@@ -281,6 +281,31 @@ def scan_runs(results_dir: Path) -> tuple[list[Run], list[str]]:
     return sorted(runs, key=lambda r: (started[r.run_id], r.run_id)), problems
 
 
+def check_report_destination(out: Path, results_dir: Path) -> None:
+    """Refuse a report file whose pages would land among a store's results.
+
+    A report writes ``out``, its suite pages and data.csv in ``out.parent/out.stem/``
+    and its figures in ``out.parent/figures/`` (scripts/report.py). Beside the runs of
+    ``results_dir`` the pages directory of ``A.md`` would be run ``A`` itself, and a
+    pages directory holding a manifest is some store's run directory: either way the
+    report's files would mix with a run's results. Inside a run directory
+    (``RUN/report.md``, the matrix's default outside ``results/``) they stay apart."""
+    out = Path(out)
+    if out.suffix != ".md":
+        raise cli.BadInput(f"--out {out}: a report is a markdown file; give a name ending "
+                           "in .md")
+    parent = out.parent.resolve()
+    pages_dir = parent / out.stem
+    if parent == Path(results_dir).resolve():
+        raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir} and its figures "
+                           f"in {parent / 'figures'}, among the runs of --results-dir "
+                           f"{results_dir}; write the report outside the results directory "
+                           "(or in a run's own directory, as RUN/report.md)")
+    if (pages_dir / MANIFEST).exists() or (pages_dir / MANIFEST).is_symlink():
+        raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir}, which is a run "
+                           f"directory (it has a {MANIFEST}); choose another name or place")
+
+
 def newest_run(results_dir: Path) -> Run:
     runs, problems = scan_runs(results_dir)
     if not runs:
