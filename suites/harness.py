@@ -58,7 +58,22 @@ RETAKE_BELOW_SECONDS = 0.02
 # to call on a shared machine, and one call per value made the ratios of the shortest
 # ops the least reproducible of the suite. Each value is still the time of one call.
 MIN_VALUE_SECONDS = 0.005
+# PyPy's values last longer. Its garbage collector frees the buffers of a whole-file
+# read in a major collection every call or every few calls, and a collection costs from
+# a fraction of a call to ten calls, depending on what the process holds. A value of one
+# or a few calls holds a collection or not: PyPy reading the study's 2.8 MiB file whole
+# gave values of 0.6 to 11.7 ms in one main-command run, and its ratio was the one that
+# moved most between runs. A value of 50 ms averages over the collections, as a program
+# that reads many files does: in lockstep runs of 2.7 and PyPy alone, the sd of that
+# op's per-round log ratio went from 0.67 to 0.32 (docs/methodology.md). JIT warm-up
+# stays the warm-ups' job.
+MIN_VALUE_SECONDS_PYPY = 0.05
 MAX_LOOPS = 1000
+
+
+def min_value_seconds(implementation):
+    """How long a value lasts at least, for ``platform.python_implementation()``."""
+    return MIN_VALUE_SECONDS_PYPY if implementation == "PyPy" else MIN_VALUE_SECONDS
 
 
 def allocator_state(requested):
@@ -303,11 +318,11 @@ def run_pyperf(argv=None):
             op.teardown()
 
 
-def loops_per_value(call_seconds):
-    """Calls per value: enough for MIN_VALUE_SECONDS, from one warm-up call's time."""
+def loops_per_value(call_seconds, min_seconds=MIN_VALUE_SECONDS):
+    """Calls per value: enough for ``min_seconds``, from one warm-up call's time."""
     if not call_seconds or call_seconds <= 0:
         return 1
-    return max(1, min(MAX_LOOPS, int(MIN_VALUE_SECONDS / call_seconds + 0.999)))
+    return max(1, min(MAX_LOOPS, int(min_seconds / call_seconds + 0.999)))
 
 
 def settle(timer, rusage_totals):
@@ -343,6 +358,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     lockstep every value of short calls, the first too, is preceded by one settling
     call (``settle``)."""
     import datetime
+    import platform
     import time
     import pyperf
     rusage_totals = {}
@@ -351,7 +367,8 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
         inner = op.inner_loops or 1
         started = time.time()
         warmups = [(1, timer(1) / inner) for _ in range(args.warmups)]
-        loops = loops_per_value(warmups[-1][1] * inner if warmups else None)
+        loops = loops_per_value(warmups[-1][1] * inner if warmups else None,
+                                min_value_seconds(platform.python_implementation()))
         rusage_totals.clear()  # the counts describe the timed values only
         values = []
         for index in range(args.values):

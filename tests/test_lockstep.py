@@ -187,6 +187,13 @@ def test_a_value_lasts_at_least_five_milliseconds(call_seconds, loops):
     assert harness.loops_per_value(call_seconds) == loops
 
 
+def test_a_pypy_value_lasts_long_enough_to_average_its_collections():
+    for implementation in ("CPython", "PyPy"):
+        seconds = harness.min_value_seconds(implementation)
+        assert harness.loops_per_value(0.001, seconds) == round(seconds / 0.001)
+    assert harness.min_value_seconds("PyPy") == 10 * harness.min_value_seconds("CPython")
+
+
 def test_a_settling_call_is_made_once_and_its_counts_are_not_kept():
     # harness.settle runs one untimed call before a lockstep value; what that call adds to
     # the counts (page faults, context switches) must not be charged to the timed values.

@@ -2,10 +2,11 @@
 
 Usage (from the project root, after the report of each run was written):
 
-    python3 docs/experiments/interval_calibration.py RUN_ID RUN_ID [RUN_ID ...]
+    python3 docs/experiments/interval_calibration.py RUN RUN [RUN ...]
 
-Reads reports/<RUN_ID>/data.csv (the report's tidy table) and, for every (series, op)
-ratio to the oldest interpreter that two runs share, standardises the difference of
+RUN is a run id (reads reports/<RUN>/data.csv, the report's tidy table), a report's pages
+directory (DIR/data.csv, as `--out DIR.md` writes) or a data.csv file. For every
+(series, op) ratio to the oldest interpreter that two runs share, it standardises the difference of
 their log ratios by the two intervals: z = |log r_i - log r_j| / sqrt(s_i^2 + s_j^2),
 with s = (log high - log low) / (2 * 1.96). If the intervals are right, z is distributed
 as |N(0, 1)|: median 0.67, 90th percentile 1.64, 5% above 1.96. Intervals that are too
@@ -26,8 +27,17 @@ import pandas as pd
 Z95 = 1.959964
 
 
-def ratios(run_id: str) -> pd.DataFrame:
-    table = pd.read_csv(Path("reports") / run_id / "data.csv", dtype={"series": str, "against": str})
+def data_csv(run: str) -> Path:
+    given = Path(run)
+    if given.is_file():
+        return given
+    if (given / "data.csv").is_file():
+        return given / "data.csv"
+    return Path("reports") / run / "data.csv"
+
+
+def ratios(run: str) -> pd.DataFrame:
+    table = pd.read_csv(data_csv(run), dtype={"series": str, "against": str})
     table = table[(table.statistic == "ratio_to_oldest") & table.low.notna() & table.high.notna()]
     return table.set_index(["series", "op"])[["value", "low", "high"]]
 
