@@ -54,6 +54,10 @@ def default_clock(cache, output):
     return "cpu" if (cache, output) == ("warm", "new") else "wall"
 
 
+# The page-cache state of the fixtures in the warm condition (suites/_fixtures.py
+# read_back): each file is dropped from the cache after it is written and read back.
+FIXTURE_READ_BACK = "read back from disk after writing"
+
 # What the host sets for each allocator state; the worker records what it sees.
 ALLOCATOR_ENVIRONMENT = {
     # glibc caps the mmap threshold at 32 MiB on 64-bit; below it every buffer of a

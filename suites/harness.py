@@ -526,7 +526,8 @@ def main(argv=None):
         except (IOError, OSError) as exc:  # ENOSPC, EACCES: one line the host can show
             sys.stderr.write("cannot write fixtures: %s\n" % exc)
             return 1
-        print(json.dumps({"files": len(manifest["files"])}))
+        print(json.dumps({"files": len(manifest["files"]),
+                          "page_cache": manifest.get("page_cache")}))
         return 0
     if mode == "--batch":
         return run_batch(argv[1:])

@@ -139,18 +139,23 @@ def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machi
     assert (tmp_path / "A" / "3.13.json").exists()
 
 
-def test_a_run_made_before_settled_values_is_not_resumed_with_them(tmp_path,
-                                                                   machine_interpreters):
+@pytest.mark.parametrize("key, wanted", [("values", "settled"),
+                                         ("fixture_page_cache", "read back from disk")])
+def test_a_run_made_before_a_condition_was_stated_is_not_resumed_with_it(
+        tmp_path, machine_interpreters, key, wanted):
     real = need(machine_interpreters, "3.13")
     options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=tmp_path,
                    run_id="V", work_dir=tmp_path, log=lambda *a: None)
-    runner.run_matrix([real], **options)
+    manifest = runner.run_matrix([real], **options)
+    assert manifest["fixture_page_cache"] == contract.FIXTURE_READ_BACK
+    assert f"fixtures {contract.FIXTURE_READ_BACK}" in \
+        pages.build_report(analysis.load_run(store.Run(tmp_path, "V")))
     manifest_path = tmp_path / "V" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
-    del manifest["values"]
+    del manifest[key]
     manifest_path.write_text(json.dumps(manifest))
     before = manifest_path.read_bytes()
-    with pytest.raises(runner.MatrixError, match="values 'unstated'.*'settled'"):
+    with pytest.raises(runner.MatrixError, match=f"{key} 'unstated'.*'{wanted}"):
         runner.run_matrix([real], **options)
     assert manifest_path.read_bytes() == before
     assert (tmp_path / "V" / "3.13.json").exists()

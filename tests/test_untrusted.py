@@ -69,6 +69,7 @@ def test_a_work_dir_named_in_a_manifest_is_never_deleted(tmp_path, machine_inter
     contract.atomic_write_json(str(run_dir / "manifest.json"), {
         "run_id": "V", "profile": "smoke", "cache": "warm", "allocator": "steady", "output": "new",
         "clock": "auto", "affinity": "one", "values": "settled",
+        "fixture_page_cache": contract.FIXTURE_READ_BACK,
         "suites": ["lutz2009"], "interpreters": {},
         "sessions": [{"work_dir": str(victim), "pid": 2 ** 22 + 1, "started": "x"}]})
     # A directory of our name pattern but without our marker is not ours either.

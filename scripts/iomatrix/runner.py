@@ -141,7 +141,7 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
         session = manifest["sessions"][-1]
         manifest["fixture_filesystem"] = machine.filesystem_of(work_root)
         try:
-            _make_fixtures(suites, profile, fixtures_dir, log)
+            manifest["fixture_page_cache"] = _make_fixtures(suites, profile, fixtures_dir, log)
             scratch_dir.mkdir()
             _plan_native(run, plans, work_root, manifest, log)
             tasks = planning.schedule(run, plans, profile, seed)
@@ -192,7 +192,7 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
     wanted = {"profile": profile.name, "cache": conditions.cache,
               "allocator": conditions.allocator, "output": conditions.output,
               "clock": conditions.clock, "affinity": conditions.affinity,
-              "values": store.SETTLED_VALUES}
+              "values": store.SETTLED_VALUES, "fixture_page_cache": contract.FIXTURE_READ_BACK}
     if manifest:
         for key, value in wanted.items():
             # Runs made before a condition was stated were measured in a mix of states; every
@@ -292,12 +292,13 @@ def _make_fixtures(suites, profile, fixtures_dir, log):
                           "choose another --work-dir or fewer suites")
     started = time.monotonic()
     try:
-        run_harness("--make-fixtures", ",".join(suites), profile.name, str(fixtures_dir),
-                 timeout=3600)
+        made = run_harness("--make-fixtures", ",".join(suites), profile.name,
+                           str(fixtures_dir), timeout=3600)
     except RuntimeError as exc:
         raise MatrixError(f"cannot write fixtures in {fixtures_dir}: {exc}")
     log(f"iomatrix: fixtures for {', '.join(suites)} made in {fixtures_dir} "
-        f"({time.monotonic() - started:.1f} s)")
+        f"({time.monotonic() - started:.1f} s), page cache: {made.get('page_cache')}")
+    return made.get("page_cache") or "unstated"
 
 
 # -- running -------------------------------------------------------------------------

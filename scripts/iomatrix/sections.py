@@ -298,7 +298,8 @@ def section_metadata(data, order) -> list[str]:
         ["memory", md(f"{(m.get('memory_bytes') or 0) / 2**30:.1f} GiB")],
         ["fixture file system", md(f"{fs.get('type', '?')} on {fs.get('mount', '?')}")],
         ["profile", md(f"{m.get('profile')} {m.get('profile_settings', '')}")],
-        ["page cache", md(m.get("cache", "?"))],
+        ["page cache", md(f"{m.get('cache', '?')}; fixtures "
+                          f"{m.get('fixture_page_cache', 'as written (older runs: unstated)')}")],
         ["order", md(f"{(m.get('order') or {}).get('method')}, seed {(m.get('order') or {}).get('seed')}")],
         ["load average start / end", md(f"{start.get('load_average')} / {end.get('load_average')}")],
         ["CPU governor", md(start.get("cpu_governor", "?"))],

@@ -218,7 +218,8 @@ MANIFEST_DICTS = ("interpreters", "native", "machine_state_start", "machine_stat
                   "order", "profile_settings", "fixture_filesystem", "counters")
 MANIFEST_LISTS = ("sessions", "suites", "io")
 MANIFEST_STRINGS = ("run_id", "profile", "cache", "started", "host", "os", "cpu", "allocator",
-                    "output", "clock", "affinity", "timing_cpus", "values")
+                    "output", "clock", "affinity", "timing_cpus", "values",
+                    "fixture_page_cache")
 
 
 def check_manifest(manifest, path) -> None:
