@@ -33,6 +33,8 @@ def make_fixtures(suite_names, profile, directory, counting=False):
     if not os.path.isdir(directory):
         os.makedirs(directory)
     manifest = {"profile": profile, "counting": bool(counting), "files": {}}
+    # One state for the run, stated even when the suites have no fixture files.
+    evict, manifest["page_cache"] = read_back_evictor()
     for suite_name in suite_names:
         suite = load_suite(suite_name)
         if counting and hasattr(suite, "COUNT_DIVISOR"):
@@ -51,9 +53,9 @@ def make_fixtures(suite_names, profile, directory, counting=False):
                 if os.path.exists(partial):
                     os.remove(partial)
                 raise
-            page_cache = read_back(path)
+            if evict is not None:
+                evict(path)
             crc, size = file_crc32(path)  # also reads the file back into the page cache
-            manifest["page_cache"] = page_cache
             manifest["files"][fixture.name] = {
                 "bytes": size, "crc32": crc, "lines": count_newlines(path)}
     atomic_write_json(os.path.join(directory, FIXTURES_MANIFEST), manifest)
@@ -100,15 +102,14 @@ def _libc_fadvise():
 # in the day is in.
 
 
-def read_back(path):
-    """Drop ``path``'s pages from the page cache so the caller's next read brings them
-    back from disk; returns the page-cache state recorded in fixtures.json."""
+def read_back_evictor():
+    """(a function that drops a file's pages from the page cache, so that the next read
+    brings them back from disk, or None where that is impossible; the page-cache state
+    of the fixtures, as fixtures.json records it)."""
     try:
-        evict = cold_cache_evictor()
+        return cold_cache_evictor(), FIXTURE_READ_BACK
     except (RuntimeError, OSError, AttributeError) as exc:
-        return "as written (cannot drop pages here: %s)" % exc
-    evict(path)
-    return FIXTURE_READ_BACK
+        return None, "as written (cannot drop pages here: %s)" % exc
 
 
 def cold_cache_evictor():

@@ -55,7 +55,7 @@ def default_clock(cache, output):
 
 
 # The page-cache state of the fixtures in the warm condition (suites/_fixtures.py
-# read_back): each file is dropped from the cache after it is written and read back.
+# read_back_evictor): each file is dropped from the cache after it is written and read back.
 FIXTURE_READ_BACK = "read back from disk after writing"
 
 # What the host sets for each allocator state; the worker records what it sees.

@@ -273,6 +273,15 @@ def test_unwritable_fixture_directory_is_named(tmp_path):
         _fixtures.make_fixtures(["chunks"], "smoke", target)
 
 
+@pytest.mark.parametrize("suites", [["lutz2009"], ["manyfiles"]])
+def test_the_fixtures_page_cache_state_is_stated_even_without_files(tmp_path, suites):
+    # manyfiles writes its files in its ops: a run of it alone must state the same state as
+    # any other, or resuming it would be refused as a run made before the state was stated.
+    manifest = _fixtures.make_fixtures(suites, "smoke", str(tmp_path / "f"))
+    assert manifest["page_cache"] == _results.FIXTURE_READ_BACK
+    assert bool(manifest["files"]) == (suites == ["lutz2009"])
+
+
 def _size_text(size: int) -> str:
     for unit, factor in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if size % factor == 0:

@@ -298,7 +298,7 @@ def _make_fixtures(suites, profile, fixtures_dir, log):
         raise MatrixError(f"cannot write fixtures in {fixtures_dir}: {exc}")
     log(f"iomatrix: fixtures for {', '.join(suites)} made in {fixtures_dir} "
         f"({time.monotonic() - started:.1f} s), page cache: {made.get('page_cache')}")
-    return made.get("page_cache") or "unstated"
+    return made["page_cache"]
 
 
 # -- running -------------------------------------------------------------------------
