@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from conftest import need
-from iomatrix import sensitivity
+from iomatrix import cli, sensitivity
 
 PROBE = r"""
 import os, sys
@@ -29,7 +31,7 @@ with open(os.path.join(d, "large.txt")) as f:
 
 def test_the_copy_wraps_only_the_text_fixture(machine_interpreters, tmp_path):
     base = need(machine_interpreters, "3.13")
-    executable = sensitivity.build(base.executable, tmp_path / "slow", delay=0.0001)
+    executable = sensitivity.build(base.executable, tmp_path / "slow", fraction=0.06)
     assert executable.parent == tmp_path / "slow" / "bin"
     out = subprocess.run([str(executable), "-c", PROBE, str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout.split()
@@ -40,3 +42,17 @@ def test_the_copy_wraps_only_the_text_fixture(machine_interpreters, tmp_path):
     out = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-c", PROBE, str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "_SlowLineIteration"
+    # the copy can be rebuilt in place
+    assert sensitivity.build(base.executable, tmp_path / "slow", fraction=0.07) == executable
+    assert "0.07" in next((tmp_path / "slow" / "lib").iterdir()).joinpath(
+        "sitecustomize.py").read_text()
+
+
+def test_a_dest_that_is_not_a_copy_is_refused_and_kept(machine_interpreters, tmp_path):
+    base = need(machine_interpreters, "3.13")
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("mine")
+    with pytest.raises(cli.BadInput, match="not a sensitivity copy"):
+        sensitivity.build(base.executable, precious, fraction=0.06)
+    assert [p.name for p in precious.iterdir()] == ["notes.txt"]

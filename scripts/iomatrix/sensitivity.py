@@ -1,21 +1,26 @@
-"""Sensitivity: an interpreter made slower on one op by a known amount, to see what flags it.
+"""Sensitivity: an interpreter made slower on one op by a known fraction, to see what flags it.
 
     python -m iomatrix.sensitivity --base 3.13 --dest /tmp/slow313 [--slowdown 0.06]
 
 builds a copy of the ``--base`` CPython (its binary copied, its standard library
 linked file by file) whose ``sitecustomize`` makes iterating over the lines of
 lutz2009's text fixture slower: ``open()`` of that file in text read mode
-returns a thin proxy whose ``__iter__`` spins for a fixed time before handing
-over the real file's own (C) iterator. Only ``read_byLines_textMode`` iterates
-over that file; the other text reads call ``read()``, which the proxy hands to
-the real file object directly, so they pay the proxy's creation only (about a
-microsecond per call).
+returns a thin proxy that notes the time when iteration starts and, when the
+file is closed (the end of the ``with`` block), spins for ``--slowdown`` times
+the time since. Only ``read_byLines_textMode`` iterates over that file; the
+other text reads call ``read()``, which the proxy hands to the real file object
+directly, so they pay the proxy's creation only (about a microsecond per call).
 
-The spin is calibrated to ``--slowdown`` of the op's time as the plain timer
-measures it under the base interpreter (steady allocator), and the real
-slowdown is then measured with the plain timer (interleaved fresh processes of
-both interpreters, median over processes of each process's median call), on
-that op and on two control ops. It prints the declaration to use:
+Why a fraction of each call and not a fixed spin: a fixed spin is a fixed share
+of the op only at one machine speed. Measured here, a copy spun 871 us per call
+(+6.6% by the plain loop) came out 1.05 in a run whose calls took 12.2 ms
+instead of 10.1 ms, so the slowdown a run saw depended on the machine's phase.
+A spin proportional to the call's own time is the same fraction of it in every
+phase, like a real regression of the interpreter's line iteration would be.
+
+The real slowdown is then measured with the plain timer (interleaved fresh
+processes of both interpreters, median over processes of each process's median
+call), on that op and on two control ops. It prints the declaration to use:
 
     IOMATRIX_PYTHONS="3.13-slow=/tmp/slow313/bin/python3.13" nox -s matrix -- --pythons 3.13,3.13-slow ...
 
@@ -38,38 +43,49 @@ from iomatrix import cli, crosscheck, discovery
 OP = "read_byLines_textMode"
 CONTROLS = ("read_byBlocks_textMode", "read_allAtOnce_textMode")
 TEXT_FIXTURE = "large.txt"
+MARKER = "iomatrix-sensitivity-copy"   # the file that says --dest may be replaced
 
 SITECUSTOMIZE = '''\
-"""iomatrix sensitivity copy: iterating over the lines of {fixture} spins {delay:.9f} s first.
+"""iomatrix sensitivity copy: iterating over the lines of {fixture} costs {fraction!r} more.
 
-Made by scripts/iomatrix/sensitivity.py; not part of CPython.
+When iteration over that file starts, the time is noted; when the file is closed,
+the proxy spins for {fraction!r} times the time since. Made by
+scripts/iomatrix/sensitivity.py; not part of CPython.
 """
 import builtins
 import os
 import time
 
 _open = builtins.open
-_DELAY = {delay!r}
+_FRACTION = {fraction!r}
 _FIXTURE = {fixture!r}
 
 
 class _SlowLineIteration(object):
-    __slots__ = ("_f", "read", "readline", "close")
+    __slots__ = ("_f", "_started", "read", "readline")
 
     def __init__(self, f):
         self._f = f
-        self.read, self.readline, self.close = f.read, f.readline, f.close
+        self._started = None
+        self.read, self.readline = f.read, f.readline
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._started is not None:
+            now = time.perf_counter()
+            end = now + _FRACTION * (now - self._started)
+            self._started = None
+            while time.perf_counter() < end:
+                pass
         self._f.close()
 
     def __iter__(self):
-        end = time.perf_counter() + _DELAY
-        while time.perf_counter() < end:
-            pass
+        self._started = time.perf_counter()
         return iter(self._f)
 
     def __getattr__(self, name):
@@ -93,7 +109,7 @@ def stdlib_dir(executable: str) -> Path:
     return Path(os.path.realpath(executable)).parent.parent / "lib" / f"python{major}.{minor}"
 
 
-def build(base_executable: str, dest: Path, delay: float) -> Path:
+def build(base_executable: str, dest: Path, fraction: float) -> Path:
     """A copy of the base interpreter with the slowing sitecustomize; its executable."""
     real = Path(os.path.realpath(base_executable))
     lib = stdlib_dir(base_executable)
@@ -101,9 +117,15 @@ def build(base_executable: str, dest: Path, delay: float) -> Path:
         raise cli.BadInput(f"{base_executable}: no standard library at {lib}")
     if (lib / "sitecustomize.py").exists():
         raise cli.BadInput(f"{base_executable} has a sitecustomize of its own; choose another")
-    if dest.exists():
+    if dest.exists() or dest.is_symlink():
+        # Only a copy this module made is replaced: --dest naming any other directory (a
+        # typo, a home) must not cost its contents.
+        if dest.is_symlink() or not (dest / MARKER).is_file():
+            raise cli.BadInput(f"--dest {dest}: exists and is not a sensitivity copy made "
+                               f"here (no {MARKER}); choose a new directory")
         shutil.rmtree(dest)
     (dest / "bin").mkdir(parents=True)
+    (dest / MARKER).write_text(f"a copy of {real} made by scripts/iomatrix/sensitivity.py\n")
     new_lib = dest / "lib" / lib.name
     new_lib.mkdir(parents=True)
     for entry in lib.iterdir():
@@ -111,16 +133,17 @@ def build(base_executable: str, dest: Path, delay: float) -> Path:
             os.symlink(entry, new_lib / entry.name)
     executable = dest / "bin" / real.name
     shutil.copy2(real, executable)   # its own place, so its prefix is dest (found by os.py)
-    write_sitecustomize(dest, delay)
+    write_sitecustomize(dest, fraction)
     prefix = discovery.probe(str(executable))
     if not prefix.get("executable", "").startswith(str(dest)):
         raise RuntimeError(f"the copy in {dest} does not run as itself: {prefix}")
     return executable
 
 
-def write_sitecustomize(dest: Path, delay: float) -> None:
+def write_sitecustomize(dest: Path, fraction: float) -> None:
     lib = next((dest / "lib").iterdir())
-    (lib / "sitecustomize.py").write_text(SITECUSTOMIZE.format(delay=delay, fixture=TEXT_FIXTURE))
+    (lib / "sitecustomize.py").write_text(SITECUSTOMIZE.format(fraction=fraction,
+                                                               fixture=TEXT_FIXTURE))
 
 
 def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
@@ -156,7 +179,7 @@ def main(argv=None) -> int:
                    description="Build an interpreter slower on read_byLines_textMode by a "
                                "known amount and measure its slowdown with a plain loop.")
     p.add_argument("--base", default="3.13", type=cli.label, help="label of the base CPython")
-    p.add_argument("--dest", type=Path, required=True, help="directory of the copy (replaced)")
+    p.add_argument("--dest", type=Path, required=True, help="directory of the copy: new, or a copy made here before (replaced)")
     p.add_argument("--slowdown", type=cli.threshold, default=0.06,
                    help="wanted slowdown of the op, as a fraction (default: 0.06)")
     p.add_argument("--processes", type=cli.positive_int, default=10)
@@ -169,16 +192,9 @@ def main(argv=None) -> int:
                           if i.implementation == "cpython" and i.version_info[0] >= 3)
         raise cli.BadInput(f"--base {args.base!r}: not a CPython 3 here; valid: {valid}")
     base = interps[args.base]
-    # Calibrate: first a copy with no delay (the proxy alone), whose op time sets the delay.
-    executable = build(base.executable, args.dest, 0.0)
+    executable = build(base.executable, args.dest, args.slowdown)
     copy = discovery.Interpreter(f"{args.base}-slow", str(executable), "declared",
                                  discovery.probe(str(executable)))
-    first = measure(base, copy, max(3, args.processes // 3), args.calls, ops=(OP,))
-    delay = args.slowdown * first[OP][0]
-    print(f"sensitivity: {OP} under {base.label}: {first[OP][0] * 1e3:.3f} ms per call "
-          f"(plain loop); the copy with the proxy alone: {first[OP][1] * 1e3:.3f} ms; "
-          f"spin {delay * 1e6:.0f} us")
-    write_sitecustomize(args.dest, delay)
     measured = measure(base, copy, args.processes, args.calls)
     for op, (t_base, t_slow) in measured.items():
         print(f"sensitivity: {op:28} {base.label} {t_base * 1e3:8.3f} ms   {copy.label} "
