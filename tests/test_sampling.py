@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from iomatrix import runner, sampling, sections, stats, store
+from iomatrix import runner, sampling, store
 from iomatrix.profiles import PROFILES
 from conftest import need
 
@@ -40,9 +40,6 @@ def test_loose_ops_get_extra_rounds_up_to_the_profiles_maximum(tmp_path, machine
         per_op[row["op"]] = per_op.get(row["op"], 0) + 1
     assert set(per_op.values()) == {3}
     assert set(sampled["loose_ops"]) == set(per_op)  # 3 processes: still no interval
-    assert sampled["undecided"] == {op: ["2.7"] for op in per_op}
-    warnings = " ".join(sections.sampling_warnings(manifest))
-    assert f"{len(per_op)} ratios still undecided" in warnings
 
 
 def test_a_spent_budget_adds_no_round(tmp_path, machine_interpreters):
@@ -61,36 +58,3 @@ def test_extra_rounds_go_to_the_looser_half_of_the_loose_ops():
     assert sampling.loosest({"a": math.inf, "b": math.inf, "c": 0.5}) == {"a", "b"}
     assert sampling.loosest({"only": 0.04}) == {"only"}
     assert sampling.loosest({}) == set()
-
-
-@pytest.mark.parametrize("low, high, expected", [
-    (0.99, 1.07, True),     # could be "no difference" or "7% slower"
-    (1.02, 1.20, True),     # slower, but by more than 3%?
-    (1.04, 1.20, False),    # more than 3% slower in any case
-    (0.80, 0.96, False),    # more than 3% faster in any case
-    (None, None, True),     # no interval yet
-])
-def test_a_ratio_is_undecided_while_its_interval_overlaps_the_band(low, high, expected):
-    ratio = 1.0 if low is None else (low * high) ** 0.5
-    comparison = stats.Comparison(ratio, low, high, None, 10, 10, True)
-    assert sampling.undecided(comparison, 0.03) is expected
-
-
-def test_extra_rounds_go_first_to_the_undecided_ratios_with_their_reference():
-    states = {
-        # 3.13 is 3x slower, loose but settled; 3.12 is undecided on the same op.
-        "whole_read": sampling.OpState("2.7", {"3.12": 0.06, "3.13": 0.20}, {"3.12"}),
-        "block_read": sampling.OpState("2.7", {"3.12": 0.05, "3.13": 0.02}, {"3.12", "3.13"}),
-        "big_write": sampling.OpState("2.7", {"3.12": 0.30, "3.13": 0.25}, set()),
-    }
-    choice = sampling.round_choice(states, 0.03)
-    # The looser half of the ops with an undecided loose ratio, only those series and the
-    # reference: the settled 3x ratio and the tight 3.13 ratio take no round.
-    assert choice == {"whole_read": {"2.7", "3.12"}}
-    # Once nothing is undecided, the loose ratios get rounds whatever their verdict.
-    settled = {op: sampling.OpState(s.reference, s.widths, set()) for op, s in states.items()}
-    assert sampling.round_choice(settled, 0.03) == {"big_write": {"2.7", "3.12", "3.13"},
-                                                    "whole_read": {"2.7", "3.12", "3.13"}}
-    tight = {op: sampling.OpState(s.reference, {k: 0.01 for k in s.widths}, s.undecided)
-             for op, s in states.items()}
-    assert sampling.round_choice(tight, 0.03) == {}

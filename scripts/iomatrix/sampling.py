@@ -8,30 +8,15 @@ drift, which the pairing cancels). So an op is loose while any series' ratio
 to the reference series (the oldest plain CPython, as the report's default
 base) has a 95% interval (stats.compare, paired) wider than ``target`` on
 either side of its estimate (an op that only one series has: its median's
-distribution-free interval, ``median_interval``).
-
-Which loose ratios get the next round: first the *undecided* ones, whose
-interval still overlaps the band of +-target around 1, so whether the two
-interpreters differ by more than the target is not yet known (an interval of
-[0.99, 1.07] could still come out "no difference" or "7% slower" in the next
-run). A ratio whose interval lies wholly beyond the band (3x [2.6, 3.5]) is
-loose too, but its verdict is already the same in any run; it gets rounds once
-no ratio is undecided. Measured over three runs (docs/methodology.md,
-"Sampling the undecided ratios first"): the verdicts that flipped between runs
-were ratios of 4-15% with p near the edge, while most extra rounds had gone to
-whole-file reads several times slower or faster than 2.7's.
-
-An extra round runs the looser half of the chosen ops (``loosest``), and of
-each op only the series whose ratio was chosen plus the op's reference series
-(the other half of each pair), so an undecided ratio is not paying for the
-settled ones beside it. Sampling stops when every op is within the target,
-when the profile's ``max_rounds`` are reached, or when the run's time budget
-would be overrun; the manifest names the ops that did not reach the target and
-the ratios still undecided, and the report shows them.
+distribution-free interval, ``median_interval``). The looser half of the loose
+ops gets another lockstep round (``loosest``): one more worker per series,
+running only those ops. Sampling stops when every op is within the target, when
+the profile's ``max_rounds`` are reached, or when the run's time budget would
+be overrun; the manifest names the ops that did not reach the target, and the
+report shows them.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import time
@@ -42,9 +27,7 @@ from iomatrix.planning import Task
 CONFIDENCE = stats.CONFIDENCE
 DEFAULT_TARGET = 0.03   # a ratio's 95% interval within +-3% of its estimate
 CRITERION = ("the 95% interval of every series' ratio to the op's reference series, paired "
-             "by round, within the target on either side; extra rounds go first to the ratios "
-             "whose interval still overlaps the band of the target around 1 (undecided), "
-             "each with its op's reference series")
+             "by round, within the target on either side")
 
 
 def median_interval(values: list[float], confidence: float = CONFIDENCE):
@@ -121,96 +104,26 @@ def reference_order(plan: planning.SeriesPlan):
                                   interp.free_threaded)
 
 
-@dataclasses.dataclass
-class OpState:
-    """How sure the ratios of one op are: per series, the half-width of its ratio to the
-    op's reference series and whether that ratio is still undecided."""
-    reference: str
-    widths: dict = dataclasses.field(default_factory=dict)     # series -> half-width
-    undecided: set = dataclasses.field(default_factory=set)    # series
-
-
-def undecided(comparison: stats.Comparison, target: float) -> bool:
-    """The ratio's interval overlaps the band of +-target around 1 (or there is no interval
-    yet): whether the two sides differ by more than the target is not known."""
-    if comparison.low is None or comparison.high is None:
-        return True
-    return comparison.low <= 1 + target and comparison.high >= 1 / (1 + target)
-
-
-def op_states(run: store.Run, plans: dict, target: float) -> dict:
-    """{op: OpState} over the sampled series that have the op. An op that only one series
-    has is judged by its median's own interval and counts as undecided while loose (it
-    has no verdict to settle, only a width)."""
+def loose_ops(run: store.Run, plans: dict, target: float) -> dict:
+    """{op: relative half-width of its loosest ratio} of the ops wider than ``target``."""
     series = sorted(sampled_series(plans), key=reference_order)
     means = {plan.series: process_means(run, plan.series) for plan in series}
     ops = {op for plan in series for _, op in plan.ops if op not in plan.failed_ops}
-    states = {}
-    for op in sorted(ops):
-        having = [p.series for p in series if op not in p.failed_ops
-                  and any(o == op for _, o in p.ops)]
-        measured = [s for s in having if op in means[s]]
-        if not measured:
-            state = OpState(having[0])
-            state.widths = {s: math.inf for s in having}
-            state.undecided = set(having)
-        elif len(having) == 1:
-            state = OpState(having[0])
-            width = own_half_width(list(means[having[0]][op].values()))
-            state.widths[having[0]] = width
-            if width > target:
-                state.undecided.add(having[0])
-        else:
-            reference = measured[0]
-            state = OpState(reference)
-            for s in having:
-                if s == reference:
-                    continue
-                if s not in measured:
-                    state.widths[s] = math.inf
-                    state.undecided.add(s)
-                    continue
-                comparison = stats.compare(means[reference][op], means[s][op], paired=True)
-                state.widths[s] = ratio_half_width(comparison)
-                if undecided(comparison, target):
-                    state.undecided.add(s)
-        states[op] = state
-    return states
-
-
-def loose_ops(run: store.Run, plans: dict, target: float) -> dict:
-    """{op: relative half-width of its loosest ratio} of the ops wider than ``target``."""
     loose = {}
-    for op, state in op_states(run, plans, target).items():
-        width = max(state.widths.values(), default=math.inf)
+    for op in sorted(ops):
+        having = [p.series for p in series if op in means[p.series] and
+                  op not in p.failed_ops]
+        if not having:
+            loose[op] = math.inf
+            continue
+        if len(having) == 1:
+            width = own_half_width(list(means[having[0]][op].values()))
+        else:
+            width = max(ratio_half_width(stats.compare(means[having[0]][op], means[s][op],
+                                                       paired=True)) for s in having[1:])
         if width > target:
             loose[op] = width
     return loose
-
-
-def undecided_ratios(run: store.Run, plans: dict, target: float) -> dict:
-    """{op: [series]} of the ratios that are loose and still undecided."""
-    return {op: sorted(s for s in state.undecided if state.widths[s] > target)
-            for op, state in op_states(run, plans, target).items()
-            if any(state.widths[s] > target for s in state.undecided)}
-
-
-def round_choice(states: dict, target: float) -> dict:
-    """{op: {series}} that the next extra round runs: the looser half (``loosest``) of the
-    ops with an undecided loose ratio, each with those series and its reference series;
-    when no ratio is undecided, the same over the loose ratios whatever their verdict."""
-    def loose_pairs(only_undecided: bool) -> dict:
-        pairs = {}
-        for op, state in states.items():
-            chosen = {s: w for s, w in state.widths.items() if w > target
-                      and (s in state.undecided or not only_undecided)}
-            if chosen:
-                pairs[op] = chosen
-        return pairs
-
-    pairs = loose_pairs(only_undecided=True) or loose_pairs(only_undecided=False)
-    ops = loosest({op: max(widths.values()) for op, widths in pairs.items()})
-    return {op: set(pairs[op]) | {states[op].reference} for op in ops}
 
 
 def next_round(run: store.Run, plans: dict, planned_rounds: int) -> int:
@@ -238,9 +151,10 @@ def loosest(loose: dict) -> set:
 
 def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
                 rng: random.Random) -> list[Task]:
-    """One more lockstep round of the ops and series ``round_choice`` picks; suites and
-    series shuffled like the planned rounds."""
-    choice = round_choice(op_states(run, plans, target), target)
+    """One more lockstep round of the looser half of the loose ops (``loosest``): every
+    series that has them, so each ratio gets another pair; suites and series shuffled like
+    the planned rounds."""
+    loose = loosest(loose_ops(run, plans, target))
     suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
     rng.shuffle(suites)
     tasks = []
@@ -248,8 +162,8 @@ def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
         order = sampled_series(plans)
         rng.shuffle(order)
         for plan in order:
-            ops = sorted(op for s, op in plan.ops if s == suite and plan.series in
-                         choice.get(op, ()) and op not in plan.failed_ops)
+            ops = sorted(op for s, op in plan.ops if s == suite and op in loose
+                         and op not in plan.failed_ops)
             if ops:
                 tasks.append(Task(plan.series, plan.io_stack, suite, round_index, ops))
     return tasks
@@ -274,7 +188,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
             stopped = "the time budget"
             break
         log(f"iomatrix: sampling round {round_index + 1}: {len(tasks)} worker processes for "
-            f"{sum(len(t.ops) for t in tasks)} (series, op) pairs")
+            f"{sum(len(t.ops) for t in tasks)} loose (series, op) pairs")
         started = time.monotonic()
         execute(tasks)
         last_round_seconds = time.monotonic() - started
@@ -283,5 +197,4 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
     loose = {op: (round(w, 4) if math.isfinite(w) else None)
              for op, w in sorted(loose_ops(run, plans, target).items())}
     return {"target": target, "confidence": CONFIDENCE, "criterion": CRITERION,
-            "extra_rounds": extra_rounds, "stopped_by": stopped, "loose_ops": loose,
-            "undecided": undecided_ratios(run, plans, target)}
+            "extra_rounds": extra_rounds, "stopped_by": stopped, "loose_ops": loose}

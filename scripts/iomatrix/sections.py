@@ -157,18 +157,6 @@ def sampling_warnings(manifest: dict) -> list[str]:
                         f"target (every ratio within {target}; sampling stopped by "
                         f"{sampled.get('stopped_by', '?')}): {shown}{more}. Their intervals "
                         "say how sure each ratio is.")
-    undecided = sampled.get("undecided")
-    if isinstance(undecided, dict) and undecided:
-        target = sampled.get("target")
-        band = f"±{target:.0%}" if isinstance(target, (int, float)) else "the target"
-        pairs = [(op, s) for op, series in sorted(undecided.items())
-                 if isinstance(series, list) for s in series]
-        shown = ", ".join(f"{code(op)} of {s}" for op, s in pairs[:8])
-        more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
-        warnings.append(f"{len(pairs)} ratio{'s' * (len(pairs) != 1)} still undecided at the "
-                        f"end of sampling (the interval overlaps {band} around 1, so whether "
-                        f"the two differ by more than that is not known; these took the extra "
-                        f"rounds first): {shown}{more}.")
     return warnings
 
 
