@@ -56,3 +56,14 @@ def test_a_dest_that_is_not_a_copy_is_refused_and_kept(machine_interpreters, tmp
     with pytest.raises(cli.BadInput, match="not a sensitivity copy"):
         sensitivity.build(base.executable, precious, fraction=0.06)
     assert [p.name for p in precious.iterdir()] == ["notes.txt"]
+
+
+def test_the_paired_probe_reads_every_line_with_both_opens(machine_interpreters, tmp_path):
+    base = need(machine_interpreters, "3.13")
+    executable = sensitivity.build(base.executable, tmp_path / "slow", fraction=0.06)
+    copy = sensitivity.discovery.Interpreter("3.13-slow", str(executable), "declared",
+                                             sensitivity.discovery.probe(str(executable)))
+    # Timing is not asserted: only that the probe runs both sides to the end (it exits with
+    # an error when a side reads a different number of characters) and gives a number.
+    slowdown = sensitivity.measure_paired(copy, processes=1, pairs=2)
+    assert isinstance(slowdown, float) and slowdown > -1

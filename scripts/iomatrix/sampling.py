@@ -25,7 +25,14 @@ from iomatrix import planning, stats, store
 from iomatrix.planning import Task
 
 CONFIDENCE = stats.CONFIDENCE
-DEFAULT_TARGET = 0.03   # a ratio's 95% interval within +-3% of its estimate
+# A ratio's 95% interval within +-1.5% of its estimate. Why not 3%: a regression is a
+# significant change whose estimate exceeds 5%, and an interval of +-3% leaves the estimate
+# a standard error of about 1.5%, so a real 6% slowdown lands at or below 5% in one run of
+# five or so (measured: 1.05 [1.02, 1.07] in one of two runs of a +6.4% copy, 13-14 rounds
+# of that op). +-1.5% halves that error. It costs the main command nothing (its budget ends
+# sampling long before any op reaches +-3%) and a run of two interpreters little (both stop
+# at the quick profile's 60 rounds: 111-121 s with 3%, 110 s with 1.5%).
+DEFAULT_TARGET = 0.015
 CRITERION = ("the 95% interval of every series' ratio to the op's reference series, paired "
              "by round, within the target on either side")
 
@@ -82,7 +89,7 @@ def process_means(run: store.Run, series: str) -> dict:
 
 
 def ratio_half_width(comparison: stats.Comparison) -> float:
-    """How far the wider side of a ratio's interval lies from its estimate (0.03: 3%);
+    """How far the wider side of a ratio's interval lies from its estimate (0.015: 1.5%);
     inf when there is no interval yet."""
     if comparison.low is None or comparison.high is None:
         return math.inf

@@ -34,6 +34,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -146,6 +147,63 @@ def write_sitecustomize(dest: Path, fraction: float) -> None:
                                                                fixture=TEXT_FIXTURE))
 
 
+# Run by the copy: the op's loop with the copy's open() (the proxy) and with the real
+# open() one right after the other, so both sides of each pair see the same phase of the
+# process and the machine; prints the median of proxy/real over the pairs.
+PAIRED_PROBE = r"""
+import sys, time, sitecustomize
+path, pairs = sys.argv[1], int(sys.argv[2])
+
+def lines(open_):
+    t0 = time.perf_counter()
+    n = 0
+    with open_(path, "r") as f:
+        for line in f:
+            n += len(line)
+    return time.perf_counter() - t0, n
+
+real, proxy = sitecustomize._open, open
+expected = lines(real)[1]
+ratios = []
+for i in range(pairs):
+    order = (real, proxy) if i % 2 else (proxy, real)
+    times = {}
+    for open_ in order:
+        seconds, n = lines(open_)
+        if n != expected:
+            sys.exit("read %d characters, expected %d" % (n, expected))
+        times[open_] = seconds
+    ratios.append(times[proxy] / times[real])
+ratios.sort()
+print(ratios[len(ratios) // 2])
+"""
+
+
+def measure_paired(slow, processes: int, pairs: int = 20) -> float:
+    """The copy's slowdown of the op as its own processes measure it: per fresh process,
+    the median of proxy/real over ``pairs`` adjacent pairs of calls; the median over
+    processes. The copy differs from its base only by the proxy (same binary, the same
+    standard library), so this is the slowdown without the process-to-process spread
+    that a comparison of two interpreters' processes carries."""
+    work = Path(tempfile.mkdtemp(prefix="iomatrix-sensitivity-"))
+    try:
+        fixtures = work / "fixtures"
+        crosscheck.runner.run_harness("--make-fixtures", crosscheck.SUITE, "quick", str(fixtures),
+                                   timeout=600)
+        ratios = []
+        for _ in range(processes):
+            out = subprocess.run([slow.executable, "-c", PAIRED_PROBE,
+                                  str(fixtures / TEXT_FIXTURE), str(pairs)],
+                                 capture_output=True, text=True, timeout=600)
+            if out.returncode != 0:
+                raise RuntimeError(f"{slow.executable}: the paired probe failed: "
+                                   f"{out.stderr.strip()[-500:]}")
+            ratios.append(float(out.stdout))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return statistics.median(ratios) - 1
+
+
 def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
             clock: str = "cpu", ops=(OP,) + CONTROLS, log=print) -> dict:
     """{op: (base seconds, slow seconds)}: medians over interleaved fresh processes of each
@@ -195,6 +253,10 @@ def main(argv=None) -> int:
     executable = build(base.executable, args.dest, args.slowdown)
     copy = discovery.Interpreter(f"{args.base}-slow", str(executable), "declared",
                                  discovery.probe(str(executable)))
+    paired = measure_paired(copy, args.processes)
+    print(f"sensitivity: {OP}: the copy's own processes, proxy against real open() in "
+          f"adjacent calls: slowdown {paired * 100:+.1f}% (median of {args.processes} "
+          "processes)")
     measured = measure(base, copy, args.processes, args.calls)
     for op, (t_base, t_slow) in measured.items():
         print(f"sensitivity: {op:28} {base.label} {t_base * 1e3:8.3f} ms   {copy.label} "
