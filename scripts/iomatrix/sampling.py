@@ -31,7 +31,8 @@ CONFIDENCE = stats.CONFIDENCE
 # five or so (measured: 1.05 [1.02, 1.07] in one of two runs of a +6.4% copy, 13-14 rounds
 # of that op). +-1.5% halves that error. It costs the main command nothing (its budget ends
 # sampling long before any op reaches +-3%) and a run of two interpreters little (both stop
-# at the quick profile's 60 rounds: 111-121 s with 3%, 110 s with 1.5%).
+# at the quick profile's 60 rounds: 111-121 s with 3%, 97-117 s with 1.5%). Measured with
+# 1.5%: 1.08 [1.05, 1.11] or so, a regression, in three runs of three (README, Sensitivity).
 DEFAULT_TARGET = 0.015
 CRITERION = ("the 95% interval of every series' ratio to the op's reference series, paired "
              "by round, within the target on either side")

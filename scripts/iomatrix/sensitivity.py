@@ -18,9 +18,15 @@ instead of 10.1 ms, so the slowdown a run saw depended on the machine's phase.
 A spin proportional to the call's own time is the same fraction of it in every
 phase, like a real regression of the interpreter's line iteration would be.
 
-The real slowdown is then measured with the plain timer (interleaved fresh
-processes of both interpreters, median over processes of each process's median
-call), on that op and on two control ops. It prints the declaration to use:
+The slowdown is then measured with plain loops two ways. In the copy's own
+processes (``measure_paired``): the op's loop through the proxy and through the
+real ``open()`` in adjacent calls, so both see the same phase of the process and
+the machine; this is the slowdown the copy has. Across interleaved fresh
+processes of both interpreters (``measure``, the plain timer, median over
+processes of each process's median call), on that op and two control ops: what
+a comparison of two interpreters' processes sees, which on this machine can
+differ by more than the slowdown (+15% to -20% in four measurements of one hour).
+It prints both, and the declaration to use:
 
     IOMATRIX_PYTHONS="3.13-slow=/tmp/slow313/bin/python3.13" nox -s matrix -- --pythons 3.13,3.13-slow ...
 
@@ -237,7 +243,8 @@ def main(argv=None) -> int:
                    description="Build an interpreter slower on read_byLines_textMode by a "
                                "known amount and measure its slowdown with a plain loop.")
     p.add_argument("--base", default="3.13", type=cli.label, help="label of the base CPython")
-    p.add_argument("--dest", type=Path, required=True, help="directory of the copy: new, or a copy made here before (replaced)")
+    p.add_argument("--dest", type=Path, required=True,
+                   help="directory of the copy: new, or a copy made here before (replaced)")
     p.add_argument("--slowdown", type=cli.threshold, default=0.06,
                    help="wanted slowdown of the op, as a fraction (default: 0.06)")
     p.add_argument("--processes", type=cli.positive_int, default=10)
