@@ -21,11 +21,11 @@ phase, like a real regression of the interpreter's line iteration would be.
 The slowdown is then measured with plain loops two ways. In the copy's own
 processes (``measure_paired``): the op's loop through the proxy and through the
 real ``open()`` in adjacent calls, so both see the same phase of the process and
-the machine; this is the slowdown the copy has. Across interleaved fresh
-processes of both interpreters (``measure``, the plain timer, median over
-processes of each process's median call), on that op and two control ops: what
-a comparison of two interpreters' processes sees, which on this machine can
-differ by more than the slowdown (+15% to -20% in four measurements of one hour).
+the machine; this is what the proxy adds. Across interleaved fresh processes of
+both interpreters (``measure``, the plain timer, median over processes of each
+process's median call), on that op and two control ops: what a comparison of
+two interpreters' processes sees, which on this machine can differ by more than
+the slowdown (+15% to -20% in four measurements within three minutes).
 It prints both, and the declaration to use:
 
     IOMATRIX_PYTHONS="3.13-slow=/tmp/slow313/bin/python3.13" nox -s matrix -- --pythons 3.13,3.13-slow ...
@@ -36,6 +36,7 @@ own standard library directory is on every venv's path.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -185,28 +186,35 @@ print(ratios[len(ratios) // 2])
 """
 
 
-def measure_paired(slow, processes: int, pairs: int = 20) -> float:
-    """The copy's slowdown of the op as its own processes measure it: per fresh process,
-    the median of proxy/real over ``pairs`` adjacent pairs of calls; the median over
-    processes. The copy differs from its base only by the proxy (same binary, the same
-    standard library), so this is the slowdown without the process-to-process spread
-    that a comparison of two interpreters' processes carries."""
+@contextlib.contextmanager
+def study_fixtures():
+    """A temporary directory with lutz2009's fixtures (quick profile) in ``fixtures/``;
+    removed afterwards, whatever happens."""
     work = Path(tempfile.mkdtemp(prefix="iomatrix-sensitivity-"))
     try:
-        fixtures = work / "fixtures"
-        crosscheck.runner.run_harness("--make-fixtures", crosscheck.SUITE, "quick", str(fixtures),
-                                   timeout=600)
+        crosscheck.runner.run_harness("--make-fixtures", crosscheck.SUITE, "quick",
+                                      str(work / "fixtures"), timeout=600)
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_paired(slow, processes: int, pairs: int = 20) -> float:
+    """What the proxy adds to the op, as the copy's own processes measure it: per fresh
+    process, the median of proxy/real over ``pairs`` adjacent pairs of calls; the median
+    over processes. Both sides run in one process, so this is free of the
+    process-to-process spread a comparison of two interpreters' processes carries (and
+    of any difference between the copy's processes and its base's)."""
+    with study_fixtures() as work:
         ratios = []
         for _ in range(processes):
             out = subprocess.run([slow.executable, "-c", PAIRED_PROBE,
-                                  str(fixtures / TEXT_FIXTURE), str(pairs)],
+                                  str(work / "fixtures" / TEXT_FIXTURE), str(pairs)],
                                  capture_output=True, text=True, timeout=600)
             if out.returncode != 0:
                 raise RuntimeError(f"{slow.executable}: the paired probe failed: "
                                    f"{out.stderr.strip()[-500:]}")
             ratios.append(float(out.stdout))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return statistics.median(ratios) - 1
 
 
@@ -215,11 +223,8 @@ def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
     """{op: (base seconds, slow seconds)}: medians over interleaved fresh processes of each
     process's median call, by the plain timer, in the harness's default conditions."""
     conditions = {"allocator": allocator, "output": "new", "cache": "warm", "affinity": "one"}
-    work = Path(tempfile.mkdtemp(prefix="iomatrix-sensitivity-"))
-    try:
+    with study_fixtures() as work:
         fixtures, scratch = work / "fixtures", work / "scratch"
-        crosscheck.runner.run_harness("--make-fixtures", crosscheck.SUITE, "quick", str(fixtures),
-                                   timeout=600)
         scratch.mkdir()
         rng = random.Random(2009)
         times: dict = {(op, side): [] for op in ops for side in ("base", "slow")}
@@ -232,8 +237,6 @@ def measure(base, slow, processes: int, calls: int, allocator: str = "steady",
                                                    conditions)
                     times[op, side].append(statistics.median(result[clock]))
             log(f"sensitivity: {index + 1}/{processes} processes per op")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return {op: (statistics.median(times[op, "base"]), statistics.median(times[op, "slow"]))
             for op in ops}
 
