@@ -33,9 +33,9 @@ import json
 import sys
 from pathlib import Path
 
-from iomatrix import analysis, cli, counts, native, stats, store
+from iomatrix import analysis, cli, counts, native, phase, stats, store
 from iomatrix.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
-                               names, table)
+                               md, names, table)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FAIL_ABOVE = 0.05
@@ -117,6 +117,8 @@ def load_side(side: Side, label: str | None = None) -> Side:
     read_manifest(side.run)  # a broken manifest is named before anything else
     side.data = analysis.load_run(side.run)
     for name, message in side.data.problems:
+        if phase.is_phase_file(name):
+            continue  # the machine's phase is context: build_markdown names what was not read
         if label is None or Path(name).stem == label:
             hint = "" if label else " (use --label to compare another series)"
             raise CompareError(f"{message}{hint}")
@@ -208,11 +210,16 @@ def compare_series(a: Side, b: Side, series_a: str, series_b: str, means_a: dict
                    [op for op in order if op not in ops_a], paired)
 
 
+def same_run(a: Side, b: Side) -> bool:
+    """Both sides come from one run directory (measured in the same session or sessions)."""
+    return a.run is not None and b.run is not None and a.run.path.resolve() == \
+        b.run.path.resolve()
+
+
 def same_lockstep_run(a: Side, b: Side) -> bool:
     """Both sides are series of one lockstep run: their rounds were measured side by side,
     so they are compared round by round. Different runs are compared unpaired."""
-    return (a.run is not None and b.run is not None and a.run.path.resolve() ==
-            b.run.path.resolve() and a.data is not None and a.data.paired)
+    return same_run(a, b) and a.data is not None and a.data.paired
 
 
 def compare_sides(a: Side, b: Side, label: str | None = None) -> list[Section]:
@@ -253,6 +260,15 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
     if differences:
         lines += [f"> **Warning:** A and B differ in {', '.join(differences)}: the ratios "
                   "measure that difference too, not only the interpreters.", ""]
+    if not same_run(a, b):
+        phases = phase.compare_phases(a.data.machine_phase, b.data.machine_phase)
+        unread = [f"{side_name} `{md(name)}`: {md(message)}" for side_name, side in
+                  (("A", a), ("B", b)) for name, message in side.data.problems
+                  if phase.is_phase_file(name)]
+        if unread:
+            phases = f"{phases or ''} Phase files not read: {'; '.join(unread)}.".strip()
+        if phases:
+            lines += [f"> **Machine phase:** {phases}", ""]
 
     summary = []
     for s in sections:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iomatrix import analysis, cli, stats, store
+from iomatrix import analysis, cli, phase, stats, store
 from iomatrix.markdown import FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time, md, \
     table
 
@@ -59,6 +59,13 @@ def collect(results_dir: Path, label: str):
         raise HistoryError(f"no run in {results_dir} has the series {label!r}; labels there: "
                            f"{', '.join(sorted(labels)) or 'none'}")
     return found, problems
+
+
+def phase_cell(data: analysis.RunData) -> str:
+    """The run's phase probe medians, and how many of its phase files could not be read."""
+    unread = sum(phase.is_phase_file(name) for name, _ in data.problems)
+    return md(phase.short(data.machine_phase)) + \
+        (f"; {unread} phase file(s) not read" if unread else "")
 
 
 def run_column(number: int, data: analysis.RunData, newline: str = "<br>", escape=str) -> str:
@@ -120,11 +127,14 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
                        md(d.manifest.get("started", "?")), md(c.get("host", "?")),
                        md(c.get("profile", "?")),
                        md(c.get("cache", "?")), md(c.get("fixture_filesystem", "?")),
-                       str(d.frame["op"].nunique())])
+                       str(d.frame["op"].nunique()), phase_cell(d)])
     lines += ["## Runs", "",
+              "Machine phase: the medians of the run's phase probe (iomatrix.phase); on one "
+              "host, a run whose copy or loop took longer ran on a slower machine, and its "
+              "times are longer for that too.", "",
               table(legend, ["#", "run", "started", "host", "profile", "page cache",
-                                    "file system", "ops"],
-                           ["right"] + ["left"] * 6 + ["right"]), ""]
+                                    "file system", "ops", "machine phase"],
+                           ["right"] + ["left"] * 6 + ["right", "left"]), ""]
     return "\n".join(lines)
 
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
 
 import _fixtures
-from iomatrix import planning, runner
+from iomatrix import phase, planning, runner
 from iomatrix import native
 from iomatrix import analysis, pages
 from conftest import all_pages
@@ -84,6 +85,21 @@ def test_machine_state_order_and_progress_are_recorded(tmp_path, machine_interpr
     assert manifest["order"]["seed"] == 1234
     assert any("done" in line and "round 1/1: suite lutz2009" in line for line in lines)
     assert any(line.strip() in ("2.7", "3.13") for line in lines)  # which interpreter runs
+
+
+def test_the_machines_phase_is_probed_in_every_session_and_stated(tmp_path,
+                                                                  machine_interpreters):
+    interp = need(machine_interpreters, "3.13")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the probe needs a CPU beside the timed one")
+    first, _ = smoke([interp], tmp_path)
+    again, _ = smoke([interp], tmp_path)  # a second session of the same run
+    files = [session["phase_probe"]["file"] for session in again["sessions"]]
+    assert [s["phase_probe"]["status"] for s in again["sessions"]] == ["measured"] * 2
+    assert len(set(files)) == 2 and files[0] == first["sessions"][0]["phase_probe"]["file"]
+    for name in files:
+        assert (tmp_path / "T" / name).read_text().startswith(phase.HEADER)
+    assert "Machine phase:" in pages.build_report(analysis.load_run(store.Run(tmp_path, "T")))
 
 
 def test_the_same_seed_gives_the_same_order(tmp_path):

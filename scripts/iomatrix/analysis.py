@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iomatrix import native, stats, store, study
+from iomatrix import native, phase, stats, store, study
 
 COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
            "mean", "values", "mem_max_rss", "peak_rss"]
@@ -26,6 +26,7 @@ class RunData:
     manifest: dict
     frame: pd.DataFrame            # one row per worker process
     problems: list                 # (file, message) for files that could not be read
+    machine_phase: phase.Phase | None = None  # the machine's speed while it ran
 
     @property
     def paired(self) -> bool:
@@ -46,7 +47,9 @@ def load_run(run: store.Run) -> RunData:
         for row in series_rows:
             row["series"] = path.stem
         rows += series_rows
-    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), problems)
+    machine_phase, phase_problems = phase.read_phase(run.path)
+    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), problems + phase_problems,
+                   machine_phase)
 
 
 def load_file(path: Path, run: store.Run | None, manifest: dict, series: str | None = None) \
@@ -58,7 +61,8 @@ def load_file(path: Path, run: store.Run | None, manifest: dict, series: str | N
     rows = store.load_series(path)
     for row in rows:
         row["series"] = series or path.stem
-    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), [])
+    machine_phase, problems = phase.read_phase(run.path) if run is not None else (None, [])
+    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), problems, machine_phase)
 
 
 # -- series and ops in order ---------------------------------------------------------

@@ -31,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import (contract, counters, environments, lockstep, machine, native, planning,
-                      procs, sampling, store, workdirs)
+from iomatrix import (contract, counters, environments, lockstep, machine, native, phase,
+                      planning, procs, sampling, store, workdirs)
 from iomatrix.planning import SeriesPlan, Task
 from iomatrix.discovery import Interpreter
 from iomatrix.paths import SUITES_DIR
@@ -149,15 +149,23 @@ def run_matrix(interpreters: list[Interpreter], *, suites: list[str], profile: P
             if session["resumed_parts"]:
                 log(f"iomatrix: resuming run {run_id}: {session['resumed_parts']} finished worker "
                     "processes are kept, the rest is run now")
+            # The machine's phase is measured while timing runs, beside it (iomatrix.phase).
+            probe = phase.Probe(run.path, _session_name(manifest),
+                                machine.timing_cpus(conditions.affinity)[0])
+            session["phase_probe"] = probe.manifest_entry()
             _write_manifest(run, manifest, plans, profile)
-            _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir, timeout,
-                     seed, log)
-            native.record_best(plans.get(native.SERIES), manifest, conditions.cache,
-                               fixtures_dir, scratch_dir, timeout, log)
-            session["sampling"] = sampling.sample_until_tight(
-                run, plans, profile, target=target, deadline=deadline, seed=seed, log=log,
-                execute=lambda extra: _execute(run, plans, extra, profile, conditions,
-                                               fixtures_dir, scratch_dir, timeout, seed, log))
+            try:
+                _execute(run, plans, tasks, profile, conditions, fixtures_dir, scratch_dir,
+                         timeout, seed, log)
+                native.record_best(plans.get(native.SERIES), manifest, conditions.cache,
+                                   fixtures_dir, scratch_dir, timeout, log)
+                session["sampling"] = sampling.sample_until_tight(
+                    run, plans, profile, target=target, deadline=deadline, seed=seed, log=log,
+                    execute=lambda extra: _execute(run, plans, extra, profile, conditions,
+                                                   fixtures_dir, scratch_dir, timeout, seed,
+                                                   log))
+            finally:
+                probe.stop()
             for plan in plans.values():
                 _merge_series(run, plan, profile, log)
             # After all timing work: counting never runs beside a timed worker.
@@ -216,6 +224,12 @@ def _open_manifest(run, profile, suites, io_stacks, conditions: Conditions, seed
         "machine_state_start": machine.state(store.utc_now()), "interpreters": {},
         "sessions": [session],
     }
+
+
+def _session_name(manifest: dict) -> str:
+    """A file name for what the current session writes: its number in the run and its start."""
+    started = manifest["sessions"][-1]["started"].replace(":", "").replace("+0000", "Z")
+    return f"session{len(manifest['sessions']):03d}-{started}"
 
 
 def _write_manifest(run, manifest, plans, profile) -> None:

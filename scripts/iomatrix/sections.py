@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from iomatrix import native, stats, store, study
+from iomatrix import native, phase, stats, store, study
 from iomatrix.analysis import RunData, compare_all, series_info, series_sort_key
 from iomatrix.markdown import code, fmt_ratio, md, table
 from iomatrix.paths import REPO_ROOT
@@ -45,6 +45,7 @@ def section_header(data: RunData) -> list[str]:
         f"**{md(m.get('cache', '?'))}**, io stacks {md(', '.join(m.get('io', ['c'])))}, "
         f"started {md(m.get('started', '?'))}, finished {md(m.get('finished', '?'))}.", "",
         conditions_sentence(m), "",
+        md(phase.describe(data.machine_phase, m)), "",
     ]
 
 
