@@ -38,14 +38,15 @@ def test_the_probe_samples_on_a_spare_cpu_until_stopped(tmp_path):
     assert lines[0] == phase.HEADER and len(lines) > phase.MIN_SAMPLES
     found, problems = phase.read_phase(tmp_path)
     assert problems == [] and found.samples == len(lines) - 1
-    assert 0 < found.loop_fastest <= found.loop_median and 0 < found.copy_fastest <= found.copy_median
+    assert 0 < found.loop_fastest <= found.loop_median
+    assert 0 < found.copy_fastest <= found.copy_median
 
 
 def test_no_probe_when_every_cpu_times_workers(tmp_path):
     probe = phase.Probe(tmp_path, "s1", None)
     probe.stop()
-    assert probe.manifest_entry() == {"status": "not measured: every CPU may time a worker "
-                                                "(--affinity all)"}
+    assert probe.manifest_entry()["status"].startswith(
+        "not measured: the timed workers are not pinned to one CPU (--affinity all")
     assert not (tmp_path / "phase").exists()
 
 

@@ -9,17 +9,20 @@ another's moves even a paired ratio. So a run measures its own phase and the
 report states it, and ``compare`` says when two runs were measured in different
 ones.
 
-How: for the timing pass of every session (not the counting pass, whose own load
-it would measure) a probe process runs on a CPU that times no worker (``spare_cpu``). Every ``INTERVAL`` seconds it times, in CPU time of its thread
-(``time.thread_time``, so a slice given to another process is not counted),
-two fixed pieces of work: a Python loop of ``LOOP_ITERATIONS`` additions (the
+How: for the timing pass of every session (not the counting pass, whose own
+load it would measure) a probe process runs on a CPU that times no worker
+(``spare_cpu``). Every ``INTERVAL`` seconds it times, in CPU time of its thread
+(``time.thread_time``, so a slice given to another process is not counted), two
+fixed pieces of work: a Python loop of ``LOOP_ITERATIONS`` additions (the
 interpreter's kind of work) and one copy of ``COPY_BYTES`` between two buffers
 (what a read from the page cache does; too large for a core's L2, so it runs in
-the last-level cache and memory that the host's other tenants share). Each sample is one
-line "wall time, loop seconds, copy seconds" of ``phase/<session>.tsv`` in the
-run directory. The probe costs about 2 ms of its CPU per sample (0.4%) and never
-runs on the timed one; with ``--affinity all`` every CPU times workers and no probe runs (the manifest
-says so).
+the last-level cache and memory that the host's other tenants share). Each
+sample is one line "wall time, loop seconds, copy seconds" of
+``phase/<session>.tsv`` in the run directory. The probe costs about 2 ms of its
+CPU per sample (0.4%) and never runs on the timed one (ops that work in threads
+or processes use every CPU, the probe's too). When the timed workers are not
+pinned (``--affinity all``, one CPU, no affinity on the platform) no CPU is
+free of them and no probe runs; the manifest and the report say so.
 
 Measured (docs/methodology.md, "The machine's phase"): in three main-command
 runs back to back the probe's memory copy took 0.69, 0.77 and 0.90 ms at the
@@ -34,6 +37,7 @@ stdout and stops when its stdin closes, so it never outlives the runner).
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
@@ -81,7 +85,8 @@ def probe(interval: float, out=sys.stdout, stop=sys.stdin) -> None:
 def spare_cpu(timing_cpus: set | None) -> tuple[int | None, str]:
     """(a CPU this process may use that times no worker, or None and why not)."""
     if timing_cpus is None:
-        return None, "not measured: every CPU may time a worker (--affinity all)"
+        return None, ("not measured: the timed workers are not pinned to one CPU (--affinity "
+                      "all, a single CPU, or no affinity here), so no CPU is free of them")
     try:
         allowed = os.sched_getaffinity(0)
     except AttributeError:
@@ -269,7 +274,6 @@ def compare_phases(a: Phase | None, b: Phase | None) -> str | None:
 
 
 def main(argv=None) -> int:
-    import argparse
     parser = argparse.ArgumentParser(description="The phase probe: one sample per interval "
                                      "on stdout until stdin closes.")
     parser.add_argument("--interval", type=float, default=INTERVAL)
