@@ -58,3 +58,12 @@ def test_extra_rounds_go_to_the_looser_half_of_the_loose_ops():
     assert sampling.loosest({"a": math.inf, "b": math.inf, "c": 0.5}) == {"a", "b"}
     assert sampling.loosest({"only": 0.04}) == {"only"}
     assert sampling.loosest({}) == set()
+
+
+@pytest.mark.parametrize("target, shown", [(0.015, "±1.5%"), (0.03, "±3%")])
+def test_the_report_names_the_target_as_it_was_set(target, shown):
+    from iomatrix import sections
+    manifest = {"order": {"method": store.LOCKSTEP_ORDER}, "sessions": [{"sampling": {
+        "target": target, "stopped_by": "the time budget", "loose_ops": {"read_x": 0.22}}}]}
+    warning, = sections.sampling_warnings(manifest)
+    assert f"every ratio within {shown};" in warning and "`read_x` (±22%)" in warning

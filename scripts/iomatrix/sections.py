@@ -149,7 +149,8 @@ def sampling_warnings(manifest: dict) -> list[str]:
     loose = sampled["loose_ops"]
     if loose:
         target = sampled.get("target")
-        target = f"±{target:.0%}" if isinstance(target, (int, float)) else "the target"
+        # "%g": the default target is ±1.5%, which a whole percent would show as ±2%
+        target = f"±{target * 100:g}%" if isinstance(target, (int, float)) else "the target"
         widest = sorted(loose.items(), key=lambda kv: -(kv[1] if kv[1] is not None else 1e9))
         shown = ", ".join(f"{code(op)} (±{w:.0%})" if isinstance(w, (int, float))
                           else f"{code(op)} (no interval)" for op, w in widest[:8])
@@ -159,12 +160,6 @@ def sampling_warnings(manifest: dict) -> list[str]:
                         f"{sampled.get('stopped_by', '?')}): {shown}{more}. Their intervals "
                         "say how sure each ratio is.")
     return warnings
-
-
-
-
-
-
 
 
 def section_sentences(ops, order, baseline, comparisons) -> list[str]:
