@@ -15,6 +15,12 @@ narrow (a run-level effect they do not hold) give larger z.
 It also prints how often one run's interval holds another run's estimate. For correct
 95% intervals of two runs with equal spread that is P(|Z| < 1.96 / sqrt(2)) = 83%, not
 95%: the other estimate has its own error.
+
+And, as `../shared/tools/repro.py` does with its own unpaired arithmetic (medians of
+per-process means, Mann-Whitney at 1%), the agreement of the report's own ratios, the
+paired ones a reader sees: |log r_i - log r_j| over every pair of runs (median, 90th
+percentile, maximum), and the share of ratios whose verdict (significantly slower,
+faster, or neither) is the same in every run.
 """
 import itertools
 import math
@@ -42,6 +48,11 @@ def ratios(run: str) -> pd.DataFrame:
     return table.set_index(["series", "op"])[["value", "low", "high"]]
 
 
+def verdict(row) -> int:
+    """1 significantly slower, -1 faster, 0 neither: the interval against 1."""
+    return 1 if row.low > 1 else -1 if row.high < 1 else 0
+
+
 def main(run_ids: list[str]) -> int:
     if len(run_ids) < 2:
         print(__doc__)
@@ -59,11 +70,20 @@ def main(run_ids: list[str]) -> int:
                 zs.append(abs(math.log(ra.value / rb.value)) / math.hypot(sa, sb))
     zs.sort()
     p90 = zs[int(0.9 * (len(zs) - 1))]
+    shared = set.intersection(*(set(t.index) for t in tables.values()))
+    spread = sorted(abs(math.log(tables[a].loc[key].value / tables[b].loc[key].value))
+                    for a, b in itertools.combinations(run_ids, 2) for key in shared)
+    same_verdict = sum(len({verdict(tables[run].loc[key]) for run in run_ids}) == 1
+                       for key in shared)
     print(f"run pairs x ratios: {len(zs)}")
     print(f"z: median {statistics.median(zs):.2f} (calibrated: 0.67), p90 {p90:.2f} (1.64), "
           f"above 1.96: {sum(z > Z95 for z in zs) / len(zs):.1%} (5%)")
     print(f"a run's interval holds another run's estimate: {sum(held) / len(held):.1%} "
           f"(calibrated: 83%)")
+    print(f"the report's ratios, |log(ratio_i/ratio_j)|: median "
+          f"{spread[len(spread) // 2]:.3f}, p90 {spread[int(0.9 * len(spread))]:.3f}, max "
+          f"{spread[-1]:.3f}; verdict the same in every run: {same_verdict} of {len(shared)} "
+          f"({same_verdict / len(shared):.0%})")
     return 0
 
 
