@@ -1,0 +1,29 @@
+"""The experiment scripts of docs/experiments still run on what the report writes."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT
+
+HEADER = "run_id,series,op,suite,category,statistic,against,value,low,high,significant,processes\n"
+
+
+def data_csv(path, rows):
+    path.write_text(HEADER + "".join(
+        f"R,{series},{op},lutz2009,read-text,ratio_to_oldest,2.7,{value},{low},{high},"
+        f"{low > 1 or high < 1},10\n" for series, op, value, low, high in rows))
+    return path
+
+
+def test_interval_calibration_prints_the_agreement_of_the_reports_ratios(tmp_path):
+    first = data_csv(tmp_path / "a.csv", [("3.13", "read_x", 1.10, 1.05, 1.15),
+                                          ("3.13", "read_y", 1.00, 0.98, 1.02)])
+    second = data_csv(tmp_path / "b.csv", [("3.13", "read_x", 1.21, 1.16, 1.26),
+                                           ("3.13", "read_y", 1.04, 1.01, 1.07)])
+    out = subprocess.run([sys.executable, str(ROOT / "docs" / "experiments" /
+                                              "interval_calibration.py"), str(first), str(second)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "run pairs x ratios: 2" in out
+    # |log(1.21/1.10)| = 0.095, |log(1.04/1.00)| = 0.039; read_y turned significant
+    assert "max 0.095; verdict the same in every run: 1 of 2 (50%)" in out
