@@ -326,13 +326,15 @@ def per_op_tables(sections: list[Section], fail_above: float, significant_only: 
 def compare(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
             fail_above: float = DEFAULT_FAIL_ABOVE) -> tuple[str, int]:
     """The markdown and the exit status (0 or 1); CompareError for bad input."""
-    text, status, _ = compare_full(arg_a, arg_b, results_dir, label, fail_above)
+    text, status, _, _ = compare_full(arg_a, arg_b, results_dir, label, fail_above)
     return text, status
 
 
 def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
-                 fail_above: float = DEFAULT_FAIL_ABOVE) -> tuple[str, int, list[Section]]:
-    """The markdown, the exit status and the sections; CompareError for bad input."""
+                 fail_above: float = DEFAULT_FAIL_ABOVE) \
+        -> tuple[str, int, list[Section], dict]:
+    """The markdown, the exit status, the sections and each side's machine phase (as_json);
+    CompareError for bad input."""
     a, b = resolve(arg_a, results_dir), resolve(arg_b, results_dir)
     load_side(a, label)
     load_side(b, label)
@@ -341,7 +343,9 @@ def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = 
     count_rows, count_fails = compare_side_counts(a, b, label, fail_above)
     count_lines = counts.compare_markdown(count_rows, fail_above) if count_rows is not None else []
     text = build_markdown(a, b, sections, fail_above, count_lines)
-    return text, int(regressions or count_fails), sections
+    phases = {side_name: dataclasses.asdict(side.data.machine_phase)
+              if side.data.machine_phase else None for side_name, side in (("a", a), ("b", b))}
+    return text, int(regressions or count_fails), sections, phases
 
 
 def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
@@ -367,11 +371,14 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
     return rows, fails
 
 
-def as_json(sections: list[Section], fail_above: float) -> dict:
-    """Every comparison, machine-readable: null bounds and verdict mean too few processes."""
+def as_json(sections: list[Section], fail_above: float, phases: dict | None = None) -> dict:
+    """Every comparison, machine-readable: null bounds and verdict mean too few processes;
+    ``machine_phase``: each side's phase probe summary (iomatrix.phase), null when not
+    measured."""
     paired = any(s.paired for s in sections)
     return {"method": stats.method_sentence(paired), "paired": paired,
             "confidence": stats.CONFIDENCE, "fail_above": fail_above,
+            "machine_phase": phases or {"a": None, "b": None},
             "comparisons": [
                 {"series_a": s.series_a, "series_b": s.series_b, "op": r.op,
                  "time_a": r.time_a, "time_b": r.time_b, "ratio": r.comparison.ratio,
@@ -397,16 +404,16 @@ def main(argv=None) -> int:
                         help="also write every comparison (ratio, interval, verdict) as JSON here")
     args = parser.parse_args(argv)
     try:
-        text, status, sections = compare_full(args.a, args.b, args.results_dir, args.label,
-                                              args.fail_above)
+        text, status, sections, phases = compare_full(args.a, args.b, args.results_dir,
+                                                      args.label, args.fail_above)
     except CompareError as exc:
         print(f"compare: error: {exc}", file=sys.stderr)
         return 2
     print(text)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        store.atomic_write_text(args.json, json.dumps(as_json(sections, args.fail_above),
-                                                      indent=1) + "\n")
+        store.atomic_write_text(args.json, json.dumps(
+            as_json(sections, args.fail_above, phases), indent=1) + "\n")
         print(f"compare: wrote {args.json}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

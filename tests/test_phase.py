@@ -135,6 +135,21 @@ def test_compare_says_when_two_runs_ran_at_different_speeds(tmp_path, capsys):
     assert "Machine phase" not in out  # one run: one phase
 
 
+def test_compare_json_carries_each_sides_phase(tmp_path, capsys):
+    import json
+    results = tmp_path / "results"
+    make_run(results, "A", {"3.13": {READ: processes(0.010)}})
+    run = make_run(results, "B", {"3.13": {READ: processes(0.010)}})
+    (run.path / "phase").mkdir()
+    (run.path / "phase" / "s.tsv").write_text(HEADER + samples(0.002, 0.001))
+    out_json = tmp_path / "compare.json"
+    status, _, _ = run_main(capsys, "A", "B", "--results-dir", results, "--json", out_json)
+    assert status == 0
+    phases = json.loads(out_json.read_text())["machine_phase"]
+    assert phases["a"] is None
+    assert phases["b"]["samples"] == 12 and phases["b"]["copy_median"] == pytest.approx(0.001)
+
+
 def test_compare_says_when_a_run_did_not_measure_its_phase(tmp_path, capsys):
     results = tmp_path / "results"
     make_run(results, "A", {"3.13": {READ: processes(0.010)}})
