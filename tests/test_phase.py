@@ -1,6 +1,7 @@
 """The machine's phase: the probe process, its files, and what the report and compare say."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -15,6 +16,21 @@ HEADER = phase.HEADER + "\n"
 def samples(loop, copy, n=12, start=1_800_000_000.0):
     return "".join(f"{start + i:.3f}\t{loop * (1 + i % 3 / 10):.7f}\t{copy:.7f}\n"
                    for i in range(n))
+
+
+def run_with_phase(results, run_id, files: dict | None = None, **manifest_fields):
+    """A hand-made run of 3.13 (tests/test_compare.py's make_run) with these phase files,
+    {name: text or bytes}."""
+    run = make_run(results, run_id, {"3.13": {READ: processes(0.010)}}, **manifest_fields)
+    if files:
+        (run.path / "phase").mkdir()
+        for name, content in files.items():
+            path = run.path / "phase" / name
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+    return run
 
 
 def timed_cpu():
@@ -121,9 +137,7 @@ def test_what_the_report_says_of_the_phase(tmp_path):
 def test_compare_says_when_two_runs_ran_at_different_speeds(tmp_path, capsys):
     results = tmp_path / "results"
     for run_id, loop in (("A", 0.002), ("B", 0.0025)):
-        run = make_run(results, run_id, {"3.13": {READ: processes(0.010)}})
-        (run.path / "phase").mkdir()
-        (run.path / "phase" / "s.tsv").write_text(HEADER + samples(loop, 0.001))
+        run_with_phase(results, run_id, {"s.tsv": HEADER + samples(loop, 0.001)})
     status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
     assert status == 0
     assert ("> **Machine phase:** The machine ran at another speed in B than in A: the phase "
@@ -136,12 +150,9 @@ def test_compare_says_when_two_runs_ran_at_different_speeds(tmp_path, capsys):
 
 
 def test_compare_json_carries_each_sides_phase(tmp_path, capsys):
-    import json
     results = tmp_path / "results"
-    make_run(results, "A", {"3.13": {READ: processes(0.010)}})
-    run = make_run(results, "B", {"3.13": {READ: processes(0.010)}})
-    (run.path / "phase").mkdir()
-    (run.path / "phase" / "s.tsv").write_text(HEADER + samples(0.002, 0.001))
+    run_with_phase(results, "A")
+    run_with_phase(results, "B", {"s.tsv": HEADER + samples(0.002, 0.001)})
     out_json = tmp_path / "compare.json"
     status, _, _ = run_main(capsys, "A", "B", "--results-dir", results, "--json", out_json)
     assert status == 0
@@ -152,20 +163,16 @@ def test_compare_json_carries_each_sides_phase(tmp_path, capsys):
 
 def test_compare_says_when_a_run_did_not_measure_its_phase(tmp_path, capsys):
     results = tmp_path / "results"
-    make_run(results, "A", {"3.13": {READ: processes(0.010)}})
-    run = make_run(results, "B", {"3.13": {READ: processes(0.010)}})
-    (run.path / "phase").mkdir()
-    (run.path / "phase" / "s.tsv").write_text(HEADER + samples(0.002, 0.001))
+    run_with_phase(results, "A")
+    run_with_phase(results, "B", {"s.tsv": HEADER + samples(0.002, 0.001)})
     status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
     assert status == 0 and "The machine's phase was not measured in A:" in out
 
 
 def test_a_damaged_phase_file_is_named_by_compare_and_blocks_nothing(tmp_path, capsys):
     results = tmp_path / "results"
-    make_run(results, "A", {"3.13": {READ: processes(0.010)}})
-    run = make_run(results, "B", {"3.13": {READ: processes(0.010)}})
-    (run.path / "phase").mkdir()
-    (run.path / "phase" / "s.tsv").write_bytes(b"\xff not a sample")
+    run_with_phase(results, "A")
+    run = run_with_phase(results, "B", {"s.tsv": b"\xff not a sample"})
     status, out, err = run_main(capsys, "A", "B", "--results-dir", results)
     assert status == 0, err
     assert "Phase files not read: B `phase/s.tsv`: not read" in out
@@ -175,12 +182,9 @@ def test_a_damaged_phase_file_is_named_by_compare_and_blocks_nothing(tmp_path, c
 def test_history_lists_each_runs_phase(tmp_path, capsys):
     import history
     results = tmp_path / "results"
-    make_run(results, "A", {"3.13": {READ: processes(0.010)}})
-    run = make_run(results, "B", {"3.13": {READ: processes(0.010)}},
+    run_with_phase(results, "A")
+    run_with_phase(results, "B", {"s.tsv": HEADER + samples(0.002, 0.001), "t.tsv": "garbage\n"},
                    started="2026-01-02T00:00:00+00:00")
-    (run.path / "phase").mkdir()
-    (run.path / "phase" / "s.tsv").write_text(HEADER + samples(0.002, 0.001))
-    (run.path / "phase" / "t.tsv").write_text("garbage\n")
     assert history.main(["3.13", "--results-dir", str(results)]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines()

@@ -82,8 +82,8 @@ def probe(interval: float, out=sys.stdout, stop=sys.stdin) -> None:
             return  # the runner closed our stdin (or died): stop
 
 
-def spare_cpu(timing_cpus: set | None) -> tuple[int | None, str]:
-    """(a CPU this process may use that times no worker, or None and why not)."""
+def spare_cpu(timing_cpus: set | None) -> tuple[int | None, str | None]:
+    """(a CPU this process may use that times no worker, None) or (None, why there is none)."""
     if timing_cpus is None:
         return None, ("not measured: the timed workers are not pinned to one CPU (--affinity "
                       "all, a single CPU, or no affinity here), so no CPU is free of them")
@@ -94,7 +94,7 @@ def spare_cpu(timing_cpus: set | None) -> tuple[int | None, str]:
     spare = sorted(set(allowed) - set(timing_cpus))
     if not spare:
         return None, "not measured: no CPU is left beside the timed one"
-    return spare[0], f"CPU {spare[0]}"
+    return spare[0], None
 
 
 class Probe:
@@ -102,7 +102,7 @@ class Probe:
 
     def __init__(self, run_path: Path, session_name: str, timing_cpus: set | None,
                  interval: float = INTERVAL):
-        self.cpu, self.where = spare_cpu(timing_cpus)
+        self.cpu, self.why_not = spare_cpu(timing_cpus)
         self.file = f"{PHASE_DIR}/{session_name}.tsv"
         self.interval = interval
         self.proc = None
@@ -110,14 +110,14 @@ class Probe:
             return
         directory = Path(run_path) / PHASE_DIR
         if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
-            self.cpu, self.where = None, f"not measured: {directory} is not a plain directory"
+            self.cpu, self.why_not = None, f"not measured: {directory} is not a plain directory"
             return
         directory.mkdir(exist_ok=True)
         try:  # a new file, never a symlink or an earlier session's file
             fd = contract.open_regular(str(Path(run_path) / self.file),
                                        os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except (OSError, ValueError) as exc:
-            self.cpu, self.where = None, f"not measured: cannot create {self.file} ({exc})"
+            self.cpu, self.why_not = None, f"not measured: cannot create {self.file} ({exc})"
             return
         try:
             env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -130,13 +130,13 @@ class Probe:
             os.sched_setaffinity(self.proc.pid, {self.cpu})
         except OSError as exc:  # it exited already, or the CPU was taken away meanwhile
             self.stop()
-            self.where = f"not measured: cannot pin the probe to CPU {self.cpu} ({exc})"
+            self.why_not = f"not measured: cannot pin the probe to CPU {self.cpu} ({exc})"
             self.proc, self.cpu = None, None
 
     def manifest_entry(self) -> dict:
         """What the session's manifest says of the probe."""
         if self.proc is None:
-            return {"status": self.where}
+            return {"status": self.why_not}
         return {"status": "measured", "cpu": self.cpu, "file": self.file,
                 "interval_seconds": self.interval, "loop_iterations": LOOP_ITERATIONS,
                 "copy_bytes": COPY_BYTES}
