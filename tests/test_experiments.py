@@ -27,3 +27,28 @@ def test_interval_calibration_prints_the_agreement_of_the_reports_ratios(tmp_pat
     assert "run pairs x ratios: 2" in out
     # |log(1.21/1.10)| = 0.095, |log(1.04/1.00)| = 0.039; read_y turned significant
     assert "max 0.095; verdict the same in every run: 1 of 2 (50%)" in out
+
+
+FLOOR = ROOT / "docs" / "experiments" / "machine_floor.py"
+
+
+def test_machine_floor_times_fixed_workloads_and_compares_runs(tmp_path):
+    for name in ("a.tsv", "b.tsv"):
+        subprocess.run([sys.executable, str(FLOOR), "run", str(tmp_path / name), "--seconds", "0.5"],
+                       capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, str(FLOOR), "compare", str(tmp_path / "a.tsv"),
+                          str(tmp_path / "b.tsv")], capture_output=True, text=True, check=True).stdout
+    assert "workload pairs: 28, run pairs: 1" in out
+    assert "|log(ratio_i/ratio_j)|: median" in out
+
+
+def test_machine_floor_never_writes_over_a_file_and_names_a_foreign_one(tmp_path):
+    kept = tmp_path / "kept.tsv"
+    kept.write_text("somebody's data\n")
+    run = subprocess.run([sys.executable, str(FLOOR), "run", str(kept), "--seconds", "0.1"],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "exists" in run.stderr
+    assert kept.read_text() == "somebody's data\n"
+    compare = subprocess.run([sys.executable, str(FLOOR), "compare", str(kept), str(kept)],
+                             capture_output=True, text=True)
+    assert compare.returncode != 0 and "not a machine-floor file" in compare.stderr
