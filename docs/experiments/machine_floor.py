@@ -90,7 +90,7 @@ def make_workloads(directory):
     def copy_text():
         target[:] = source
 
-    def copy_large_text():
+    def copy_large_buffer():
         large_target[:] = large_source
 
     def read_text():
@@ -100,7 +100,7 @@ def make_workloads(directory):
         copied(target, text, copy_text)
 
     def copy_large():
-        copied(large_target, large, copy_large_text)
+        copied(large_target, large, copy_large_buffer)
 
     def read():
         copied(target, text, read_text)
