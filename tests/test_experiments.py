@@ -52,3 +52,14 @@ def test_machine_floor_never_writes_over_a_file_and_names_a_foreign_one(tmp_path
     compare = subprocess.run([sys.executable, str(FLOOR), "compare", str(kept), str(kept)],
                              capture_output=True, text=True)
     assert compare.returncode != 0 and "not a machine-floor file" in compare.stderr
+
+
+def test_machine_floor_names_a_run_without_a_complete_round(tmp_path):
+    subprocess.run([sys.executable, str(FLOOR), "run", str(tmp_path / "a.tsv"), "--seconds", "0.2"],
+                   capture_output=True, text=True, check=True)
+    header = (tmp_path / "a.tsv").read_text().splitlines()[0]
+    stopped = tmp_path / "stopped.tsv"
+    stopped.write_text(header + "\n0\tloop\t7\t0.000700000\t1795460000.000\n")
+    compare = subprocess.run([sys.executable, str(FLOOR), "compare", str(tmp_path / "a.tsv"),
+                              str(stopped)], capture_output=True, text=True)
+    assert compare.returncode != 0 and "stopped.tsv: no complete round" in compare.stderr

@@ -42,6 +42,7 @@ import _data  # noqa: E402  (the suites' deterministic text)
 TEXT_BYTES = 2935401          # the study's text file
 LARGE_BYTES = 12 * 1024 * 1024 + 629146   # about the 12.6 MiB large.bin
 VALUE_SECONDS = 0.005
+WORKLOADS = ("loop", "decode", "text_read", "copy", "copy_large", "read", "split_lines", "crc32")
 HEADER = "# iomatrix machine floor 2: round\tworkload\tcalls\tseconds_per_call\twall"
 
 
@@ -111,7 +112,9 @@ def make_workloads(directory):
     def crc32():
         assert zlib.crc32(text) == crc
 
-    return {f.__name__: f for f in (loop, decode, text_read, copy, copy_large, read, split_lines, crc32)}
+    workloads = {f.__name__: f for f in (loop, decode, text_read, copy, copy_large, read, split_lines, crc32)}
+    assert tuple(workloads) == WORKLOADS
+    return workloads
 
 
 def calls_per_value(func):
@@ -123,10 +126,12 @@ def calls_per_value(func):
 
 
 def run(args):
-    if os.path.exists(args.out):
+    try:
+        out = open(args.out, "x")
+    except FileExistsError:
         sys.exit("%s exists; give a new file" % args.out)
     os.sched_setaffinity(0, {args.cpu})
-    with tempfile.TemporaryDirectory() as directory, open(args.out, "x") as out:
+    with tempfile.TemporaryDirectory() as directory, out:
         workloads = make_workloads(directory)
         calls = {name: calls_per_value(f) for name, f in workloads.items()}
         out.write(HEADER + "\n")
@@ -155,7 +160,11 @@ def load(path):
         for line in f:
             round_no, name, _, seconds, _ = line.rstrip("\n").split("\t")
             rounds.setdefault(int(round_no), {})[name] = float(seconds)
-    return [r for r in rounds.values() if len(r) == len(next(iter(rounds.values())))]
+    # A run stopped mid-round leaves that round short of workloads; it is left out.
+    complete = [r for r in rounds.values() if sorted(r) == sorted(WORKLOADS)]
+    if not complete:
+        sys.exit("%s: no complete round" % path)
+    return complete
 
 
 def compare(args):
