@@ -14,7 +14,8 @@ splitting it into lines (many small objects), and its CRC-32. The copies go betw
 fixed page-aligned buffers, the same addresses all run long. Every call checks its result.
 
 `compare` takes the runs' files and, for every pair of workloads, the ratio in each run
-(exp of the median per-round log ratio, as iomatrix pairs its rounds), then prints what
+paired by round like iomatrix's (exp of the plain median of the per-round log ratios;
+iomatrix takes their Hodges-Lehmann estimate), then prints what
 `repro.py` prints for interpreters: the median, 90th percentile and maximum of
 |log(ratio_i / ratio_j)| between runs, and the pairs that moved most.
 
