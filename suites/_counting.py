@@ -58,9 +58,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from _api import SkipOp, load_context, load_suite, prepare_untimed  # noqa: E402
+from _api import (SkipOp, load_context, load_suite, prepare_outputs,  # noqa: E402
+                  prepare_untimed)
 from _results import CACHE_MODES, IO_STACKS, OUTPUT_STATES, PROFILES  # noqa: E402
-from harness import prepare_outputs  # noqa: E402
 
 MARKER_PREFIX = "iomatrix-count-"
 RUSAGE_FIELDS = ("ru_minflt", "ru_majflt", "ru_nvcsw", "ru_nivcsw")

@@ -43,7 +43,7 @@ import sys
 
 import _results as results
 from _api import (Context, SkipOp, available_suites, load_context, load_suite,
-                  prepare_untimed)
+                  prepare_outputs, prepare_untimed)
 from _fixtures import (cold_cache_evictor, make_fixtures, peak_rss_delta,
                        planned_fixture_bytes)
 
@@ -100,18 +100,6 @@ def _rusage():
     except ImportError:  # Windows
         return None
     return resource.getrusage(resource.RUSAGE_SELF)
-
-
-def prepare_outputs(op, output_state, call):
-    """Put the op's output files in the stated state before a timed call."""
-    if not op.outputs:
-        return
-    if output_state == "new":
-        for path in op.outputs:
-            if os.path.exists(path):
-                os.remove(path)
-    elif not all(os.path.exists(path) for path in op.outputs):
-        op.verify(call())  # "overwrite": there must be a previous output to write over
 
 
 def resolve_clock(op, requested, cache, output):
