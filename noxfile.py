@@ -28,6 +28,9 @@ from iomatrix import bench, discovery  # noqa: E402
 from iomatrix import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
+# uv makes a session's venv in seconds (virtualenv and pip take about 40 s for the report and
+# test dependencies); without uv, nox falls back to virtualenv. `pip install 'nox[uv]'` brings both.
+nox.options.default_venv_backend = "uv|virtualenv"
 # `nox` alone runs the matrix session: every bench session's work, in lockstep rounds, then the
 # report. nox applies default sessions before it filters by -p, so when the user selects
 # interpreters with -p we leave the defaults alone and `nox -p 3.13` runs bench-3.13.
@@ -155,4 +158,7 @@ def provision(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (real interpreters, real pyperf runs with tiny settings)."""
     session.install(*EXTRAS["test"])
-    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]))
+    # Two workers (pytest-xdist), one per core: most tests wait on real interpreters and pyperf
+    # workers, so the suite takes about half as long. A module's tests stay on one worker
+    # (--dist loadfile) so its module-scoped fixtures (smoke runs) are built once.
+    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "2", "--dist", "loadfile"]))
