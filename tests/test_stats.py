@@ -1,14 +1,16 @@
 """The ratio, its interval and its verdict (iomatrix.stats): properties that must hold for any data."""
 from __future__ import annotations
 
+import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iomatrix import stats
+from iomatrix import analysis, comparisons, stats, store
 
 # Per-process means in seconds: positive, over the range ops really take.
 TIMES = st.floats(min_value=1e-6, max_value=10.0, allow_nan=False, allow_infinity=False)
@@ -275,3 +277,61 @@ def test_the_method_sentence_names_the_method_in_use():
     assert stats.method_sentence(False) == stats.METHOD and "Mann-Whitney" in stats.METHOD
     assert stats.method_sentence(True) == stats.METHOD_PAIRED
     assert "per-round log ratios" in stats.METHOD_PAIRED and "signed-rank" in stats.METHOD_PAIRED
+
+
+# scipy carries the distributions (issue 26 item 6): the published figures do not move.
+
+PUBLISHED = Path(__file__).parent / "data" / "published_step_ratios.json"
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def published():
+    """Figures computed by the hand-written distributions this module had before scipy
+    (tests/data/published_step_ratios.json): the report's step ratios and intervals of the
+    published run, critical values, and p-values of seeded samples with and without ties."""
+    return json.loads(PUBLISHED.read_text())
+
+
+def test_the_published_runs_step_ratios_and_intervals_do_not_change():
+    fixture = published()
+    run = store.Run(RESULTS, fixture["run"])
+    if not run.path.is_dir():
+        pytest.skip(f"the published run {fixture['run']} is not in results/")
+    an = comparisons.analyse(analysis.load_run(run), None, fixture["threshold"])
+    assert len(an.step_cmp) == len(fixture["paired_steps"])
+    for old in fixture["paired_steps"]:
+        new = an.step_cmp[(old["op"], old["a"], old["b"])]
+        assert (new.significant, new.n_a) == (old["significant"], old["n"]), old
+        for name in ("ratio", "low", "high"):
+            assert getattr(new, name) == pytest.approx(old[name], rel=1e-9, abs=1e-12), old
+    for old in fixture["unpaired_steps"]:
+        new = stats.compare(an.means[(old["a"], old["op"])], an.means[(old["b"], old["op"])])
+        assert (new.significant, new.n_a, new.n_b) == (old["significant"], old["n_a"], old["n_b"])
+        for name in ("ratio", "low", "high"):
+            assert getattr(new, name) == pytest.approx(old[name], rel=1e-9, abs=1e-12), old
+
+
+def test_critical_values_from_scipy_are_the_hand_counted_ones():
+    fixture = published()
+    assert {int(n): stats.critical_t(int(n)) for n in fixture["critical_t"]} == \
+        {int(n): k for n, k in fixture["critical_t"].items()}
+    sizes = [key for key in fixture["critical_u"]
+             if all(int(v) in (1, 2, 3, 4, 5, 8, 13, 24, 25, 26, 40) for v in key.split(","))]
+    assert {key: stats.critical_u(*map(int, key.split(","))) for key in sizes} == \
+        {key: fixture["critical_u"][key] for key in sizes}
+
+
+def test_p_values_from_scipy_are_the_hand_counted_ones():
+    for case in published()["p_values"]:
+        assert stats.mann_whitney_p(case["a"], case["b"]) == \
+            pytest.approx(case["mann_whitney_p"], rel=1e-9, abs=1e-12)
+        assert stats.wilcoxon_signed_rank_p(case["d"]) == \
+            pytest.approx(case["wilcoxon_p"], rel=1e-9, abs=1e-12)
+
+
+def test_the_normal_approximation_needs_no_scipy_and_is_close_to_exact():
+    """The bench side's stopping rule (exact=False) uses the standard library only: its
+    critical values are within one of the exact ones from 6 pairs on."""
+    assert stats.critical_t(5, exact=False) == -1
+    for n in range(6, stats.EXACT_LIMIT_PAIRS + 1):
+        assert abs(stats.critical_t(n, exact=False) - stats.critical_t(n)) <= 1

@@ -22,9 +22,9 @@ noise an unpaired method has to count against the difference. In one sentence:
     The ratio B/A is exp of the one-sample Hodges-Lehmann estimate of the
     per-round log ratios d_r = log b_r - log a_r (the median of the Walsh
     averages (d_i + d_j)/2, i <= j), its 95% interval is Tukey's interval
-    from the Wilcoxon signed-rank distribution (exact up to 60 pairs by
-    counting the subsets of ranks by sum, normal approximation beyond), and a
-    change is significant when that interval excludes 1.
+    from the Wilcoxon signed-rank distribution (scipy's exact distribution up
+    to 60 pairs, normal approximation beyond), and a change is significant
+    when that interval excludes 1.
 
 Only the rounds both sides have are used (a round one side lost pairs with
 nothing). Fewer than 6 pairs can never reach 5% (the best p is 2 / 2**n).
@@ -35,8 +35,9 @@ whose rounds were not measured side by side and so have nothing to pair):
     The ratio B/A is exp of the Hodges-Lehmann shift of the log per-process
     means (the median of all pairwise log b_j - log a_i), its 95% interval is
     the distribution-free Moses interval built from the Mann-Whitney U
-    distribution (exact up to 25 processes a side, normal approximation
-    beyond), and a change is significant when that interval excludes 1.
+    distribution (scipy's exact distribution up to 25 processes a side,
+    normal approximation beyond), and a change is significant when that
+    interval excludes 1.
 
 In both, interval and test are one method: the interval is the set of ratios
 r for which the two-sided test (signed-rank of the d_r - log r; Mann-Whitney
@@ -51,6 +52,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 CONFIDENCE = 0.95
 # The method in one sentence, for every page that shows a ratio.
@@ -85,50 +87,25 @@ def variance(xs):
     return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
-@functools.lru_cache(maxsize=None)
-def _u_counts(n: int, m: int) -> tuple:
-    """How many of the C(n+m, n) orderings give each U = 0 .. n*m (no ties)."""
-    if n == 0 or m == 0:
-        return (1,)
-    # The largest value belongs to the first sample (adds m to U) or to the second.
-    with_first, with_second = _u_counts(n - 1, m), _u_counts(n, m - 1)
-    counts = [0] * (n * m + 1)
-    for u, c in enumerate(with_first):
-        counts[u + m] += c
-    for u, c in enumerate(with_second):
-        counts[u] += c
-    return tuple(counts)
+def _scipy_stats():
+    """scipy.stats, imported when an exact distribution is needed. Not at import time: the
+    bench side (``sampling``, in nox's own interpreter) uses this module with the standard
+    library only, asking for normal-approximation critical values (``exact=False``)."""
+    from scipy import stats as scipy_stats
+    return scipy_stats
 
 
 def mann_whitney_p(a: list[float], b: list[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test of samples a and b."""
-    n, m = len(a), len(b)
-    pooled = sorted((v, side) for side, sample in ((0, a), (1, b)) for v in sample)
-    values = [v for v, _ in pooled]
-    ranks, i = [0.0] * len(pooled), 0
-    while i < len(pooled):
-        j = i
-        while j + 1 < len(pooled) and values[j + 1] == values[i]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[k] = (i + j) / 2 + 1
-        i = j + 1
-    rank_sum_a = sum(r for r, (_, side) in zip(ranks, pooled) if side == 0)
-    u = rank_sum_a - n * (n + 1) / 2
-    ties = len(set(values)) < len(values)
-    if not ties and n <= EXACT_LIMIT and m <= EXACT_LIMIT:
-        counts = _u_counts(n, m)
-        total = sum(counts)
-        lower = sum(counts[: int(u) + 1]) / total
-        upper = sum(counts[int(u):]) / total
-        return min(1.0, 2 * min(lower, upper))
-    mu = n * m / 2
-    tie_term = sum(t ** 3 - t for t in (values.count(v) for v in set(values)))
-    sigma = math.sqrt(n * m / 12 * ((n + m + 1) - tie_term / ((n + m) * (n + m - 1))))
-    if sigma == 0:
-        return 1.0
-    z = (abs(u - mu) - 0.5) / sigma
-    return min(1.0, math.erfc(max(z, 0) / math.sqrt(2)))
+    """Two-sided p-value of the Mann-Whitney U test of samples a and b (scipy): exact without
+    ties up to EXACT_LIMIT a side, otherwise the normal approximation with the tie and
+    continuity corrections."""
+    pooled = list(a) + list(b)
+    if len(set(pooled)) == 1:
+        return 1.0          # nothing to rank: no evidence either way (scipy would give nan)
+    exact = len(set(pooled)) == len(pooled) and len(a) <= EXACT_LIMIT and len(b) <= EXACT_LIMIT
+    result = _scipy_stats().mannwhitneyu(a, b, alternative="two-sided", use_continuity=True,
+                                         method="exact" if exact else "asymptotic")
+    return min(1.0, float(result.pvalue))
 
 
 @dataclass
@@ -162,44 +139,51 @@ def min_processes_for_significance() -> int:
     return n
 
 
-def _lower_critical(counts, total: int, alpha: float) -> int:
-    """The largest statistic k with P(S <= k) < alpha/2, from the exact null counts of S
-    (-1: none, too few observations for any outcome to reach alpha)."""
-    k, cumulative = -1, 0
-    for statistic, count in enumerate(counts):
-        cumulative += count
-        if cumulative / total >= alpha / 2:
-            break
-        k = statistic
-    return k
-
-
-def critical_u(n: int, m: int, alpha: float = ALPHA) -> int:
-    """The largest k with P(U <= k) < alpha/2 under the null (-1: none, too few processes).
-
-    The two-sided test rejects when U <= k or U >= n*m - k.
-    """
-    if n <= EXACT_LIMIT and m <= EXACT_LIMIT:
-        return _lower_critical(_u_counts(n, m), math.comb(n + m, n), alpha)
-    # Normal approximation with the continuity correction of mann_whitney_p.
-    sigma = math.sqrt(n * m * (n + m + 1) / 12)
-    z = _normal_quantile(1 - alpha / 2)
-    return max(math.ceil(n * m / 2 - 0.5 - z * sigma) - 1, -1)
-
-
-def _normal_quantile(p: float) -> float:
-    """The standard normal quantile by bisection on erfc (no scipy in the host venv)."""
-    low, high = -10.0, 10.0
-    for _ in range(100):
-        mid = (low + high) / 2
-        if 0.5 * math.erfc(-mid / math.sqrt(2)) < p:
+def _largest_below(p_at, top: int, alpha: float) -> int:
+    """The largest k in 0..top with p_at(k) < alpha/2 (-1: none); p_at grows with k."""
+    low, high = -1, top          # p_at(low) < alpha/2 (or low == -1); the answer is <= high
+    while low < high:
+        mid = (low + high + 1) // 2
+        if p_at(mid) < alpha / 2:
             low = mid
         else:
-            high = mid
-    return (low + high) / 2
+            high = mid - 1
+    return low
 
 
-def hodges_lehmann(a: list[float], b: list[float]) -> tuple[float, float | None, float | None]:
+def _normal_critical(mu: float, sigma: float, alpha: float) -> int:
+    """The normal approximation's critical value, with the tests' continuity correction."""
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    return max(math.ceil(mu - 0.5 - z * sigma) - 1, -1)
+
+
+@functools.lru_cache(maxsize=None)
+def critical_u(n: int, m: int, alpha: float = ALPHA, exact: bool = True) -> int:
+    """The largest k with P(U <= k) < alpha/2 under the null (-1: none, too few processes).
+
+    The two-sided test rejects when U <= k or U >= n*m - k. Exact (scipy's Mann-Whitney
+    distribution) up to EXACT_LIMIT processes a side unless ``exact`` is False; the normal
+    approximation beyond.
+    """
+    if exact and n <= EXACT_LIMIT and m <= EXACT_LIMIT:
+        scipy_stats = _scipy_stats()
+        y = list(range(1, m + 1))
+
+        def p_at(k):
+            # A first sample whose U (pairs x > y) is k: x_i sits above c_i of the y's,
+            # sum c_i = k; the small offsets keep the x's distinct.
+            x, left = [], k
+            for i in range(n):
+                c = min(m, left)
+                left -= c
+                x.append(c + 0.5 + i / (10 * n))
+            return scipy_stats.mannwhitneyu(x, y, alternative="less", method="exact").pvalue
+        return _largest_below(p_at, n * m // 2, alpha)
+    return _normal_critical(n * m / 2, math.sqrt(n * m * (n + m + 1) / 12), alpha)
+
+
+def hodges_lehmann(a: list[float], b: list[float], exact: bool = True) \
+        -> tuple[float, float | None, float | None]:
     """(ratio, low, high): exp of the HL shift of log b over log a and its Moses interval.
 
     The interval is the (k+1)-th smallest and (k+1)-th largest of the n*m pairwise
@@ -208,80 +192,59 @@ def hodges_lehmann(a: list[float], b: list[float]) -> tuple[float, float | None,
     la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
     diffs = sorted(y - x for x in la for y in lb)
     shift = median(diffs)
-    k = critical_u(len(a), len(b))
+    k = critical_u(len(a), len(b), exact=exact)
     if k < 0:
         return math.exp(shift), None, None
     return math.exp(shift), math.exp(diffs[k]), math.exp(diffs[len(diffs) - 1 - k])
 
 
 @functools.lru_cache(maxsize=None)
-def _signed_rank_counts(n: int) -> tuple:
-    """How many of the 2**n sign patterns give each signed-rank sum T+ = 0 .. n(n+1)/2."""
-    counts = [1]
-    for rank in range(1, n + 1):  # rank is positive (adds rank to T+) or negative
-        grown = counts + [0] * rank
-        for t, c in enumerate(counts):
-            grown[t + rank] += c
-        counts = grown
-    return tuple(counts)
-
-
-def critical_t(n: int, alpha: float = ALPHA) -> int:
+def critical_t(n: int, alpha: float = ALPHA, exact: bool = True) -> int:
     """The largest k with P(T+ <= k) < alpha/2 under the null (-1: too few pairs).
 
-    The two-sided signed-rank test rejects when T+ <= k or T+ >= n(n+1)/2 - k. (Exact
-    probabilities are multiples of 2**-n and 1/40 is none, so "<" and "<=" give the same
-    k; "<" matches the strict p < ALPHA of wilcoxon_signed_rank_p.)
+    The two-sided signed-rank test rejects when T+ <= k or T+ >= n(n+1)/2 - k. Exact
+    (scipy's signed-rank distribution) up to EXACT_LIMIT_PAIRS pairs unless ``exact`` is
+    False; the normal approximation beyond. (Exact probabilities are multiples of 2**-n and
+    1/40 is none, so "<" and "<=" give the same k; "<" matches the strict p < ALPHA of
+    wilcoxon_signed_rank_p.)
     """
-    if n <= EXACT_LIMIT_PAIRS:
-        return _lower_critical(_signed_rank_counts(n), 2 ** n, alpha)
-    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    z = _normal_quantile(1 - alpha / 2)
-    return max(math.ceil(n * (n + 1) / 4 - 0.5 - z * sigma) - 1, -1)
+    if exact and n <= EXACT_LIMIT_PAIRS:
+        scipy_stats = _scipy_stats()
+
+        def p_at(k):
+            # Ranks 1..n, positive for a set of ranks summing to k (greedy from the largest
+            # reaches every k from 0 to n(n+1)/2), negative otherwise: T+ = k.
+            d, left = [], k
+            for rank in range(n, 0, -1):
+                d.append(rank if rank <= left else -rank)
+                left -= rank if rank <= left else 0
+            return scipy_stats.wilcoxon(d, alternative="less", method="exact").pvalue
+        return _largest_below(p_at, n * (n + 1) // 4, alpha)
+    return _normal_critical(n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24), alpha)
 
 
 def wilcoxon_signed_rank_p(diffs: list[float]) -> float:
-    """Two-sided p-value of the signed-rank test that ``diffs`` are centred on 0 (zeros
-    dropped; tied magnitudes get their average rank and the normal approximation)."""
+    """Two-sided p-value of the signed-rank test that ``diffs`` are centred on 0 (scipy; zeros
+    dropped): exact without tied magnitudes up to EXACT_LIMIT_PAIRS, otherwise the normal
+    approximation with the tie and continuity corrections."""
     d = [x for x in diffs if x != 0]
-    n = len(d)
-    if n == 0:
+    if not d:
         return 1.0
-    order = sorted(range(n), key=lambda i: abs(d[i]))
-    ranks, i = [0.0] * n, 0
-    while i < n:
-        j = i
-        while j + 1 < n and abs(d[order[j + 1]]) == abs(d[order[i]]):
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    t_plus = sum(r for r, x in zip(ranks, d) if x > 0)
-    ties = len({abs(x) for x in d}) < n
-    if not ties and n <= EXACT_LIMIT_PAIRS:
-        counts, total = _signed_rank_counts(n), 2 ** n
-        t = int(round(t_plus))
-        lower, upper = sum(counts[: t + 1]) / total, sum(counts[t:]) / total
-        return min(1.0, 2 * min(lower, upper))
-    mu = n * (n + 1) / 4
-    groups = {}
-    for x in d:
-        groups[abs(x)] = groups.get(abs(x), 0) + 1
-    tie_term = sum(c ** 3 - c for c in groups.values()) / 48
-    sigma = math.sqrt(n * (n + 1) * (2 * n + 1) / 24 - tie_term)
-    if sigma == 0:
-        return 1.0
-    z = (abs(t_plus - mu) - 0.5) / sigma
-    return min(1.0, math.erfc(max(z, 0) / math.sqrt(2)))
+    exact = len({abs(x) for x in d}) == len(d) and len(d) <= EXACT_LIMIT_PAIRS
+    result = _scipy_stats().wilcoxon(d, zero_method="wilcox", correction=True,
+                                     alternative="two-sided",
+                                     method="exact" if exact else "approx")
+    return min(1.0, float(result.pvalue))
 
 
-def paired_hodges_lehmann(diffs: list[float]) -> tuple[float, float | None, float | None]:
+def paired_hodges_lehmann(diffs: list[float], exact: bool = True) \
+        -> tuple[float, float | None, float | None]:
     """(estimate, low, high) of the centre of ``diffs``: the median of the Walsh averages
     (d_i + d_j)/2, i <= j, and the (k+1)-th smallest and largest of them, k = critical_t(n)
     (Tukey's interval: the signed-rank test inverted); (estimate, None, None) when k < 0."""
     walsh = sorted((x + y) / 2 for i, x in enumerate(diffs) for y in diffs[i:])
     centre = median(walsh)
-    k = critical_t(len(diffs))
+    k = critical_t(len(diffs), exact=exact)
     if k < 0:
         return centre, None, None
     return centre, walsh[k], walsh[len(walsh) - 1 - k]
@@ -295,11 +258,13 @@ def min_pairs_for_significance() -> int:
     return n
 
 
-def compare(a: dict, b: dict, paired: bool = False) -> Comparison:
+def compare(a: dict, b: dict, paired: bool = False, exact: bool = True) -> Comparison:
     """Compare the per-process means of A and B (dicts keyed by round or any process id).
 
     ``paired``: A's and B's processes of one round were measured side by side (a lockstep
-    run); the comparison uses the rounds both have, round by round.
+    run); the comparison uses the rounds both have, round by round. ``exact=False``: the
+    normal approximation's critical values at every size, without scipy (for the bench
+    side's stopping rule; every published figure uses the exact ones).
     """
     if paired:
         # A round that one side lost (a failed worker, a skipped op) has nothing to cancel its
@@ -308,7 +273,7 @@ def compare(a: dict, b: dict, paired: bool = False) -> Comparison:
         if not rounds:
             raise ValueError("a paired comparison needs a round with a positive mean a side")
         diffs = [math.log(b[r]) - math.log(a[r]) for r in rounds]
-        centre, low, high = paired_hodges_lehmann(diffs)
+        centre, low, high = paired_hodges_lehmann(diffs, exact)
         n = len(rounds)
         if low is None:
             return Comparison(math.exp(centre), None, None, None, n, n, True)
@@ -320,7 +285,7 @@ def compare(a: dict, b: dict, paired: bool = False) -> Comparison:
     vb = [v for v in b.values() if v > 0]
     if not va or not vb:
         raise ValueError("a comparison needs at least one positive process mean a side")
-    ratio, low, high = hodges_lehmann(va, vb)
+    ratio, low, high = hodges_lehmann(va, vb, exact)
     if low is None:
         return Comparison(ratio, None, None, None, len(va), len(vb))
     return Comparison(ratio, low, high, low > 1 or high < 1, len(va), len(vb))
