@@ -90,7 +90,7 @@ from pathlib import Path
 from iomatrix import contract, machine, procs, store
 from iomatrix.counts import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
 from iomatrix.counttools import (callgrind_dumps, methods, syscall_windows, tool_prefix,
-                                 tool_problems, use_valgrind_switch)
+                                 tool_problems, use_valgrind_switch, window_counts)
 from iomatrix.paths import SUITES_DIR
 
 HARNESS = SUITES_DIR / "harness.py"
@@ -196,10 +196,11 @@ def _results_of_attempt(kind: str, rows: list, attempt_dir: Path) -> dict:
         else:
             # Dumps come in pairs per op: at the begin marker, then at the end marker;
             # the second holds the window. A count past 2**63 is callgrind's negative.
-            value = dumps[first + 1] if first + 1 < len(dumps) else None
-            if row.get("markers") != 2 or value is None or value >= 2 ** 63:
+            value = window_counts(dumps[first + 1]) if first + 1 < len(dumps) else None
+            instructions = value and value["instructions"]
+            if row.get("markers") != 2 or instructions is None or instructions >= 2 ** 63:
                 out[op] = ("failed", f"no usable callgrind dump for the window (dump "
-                                     f"{first + 2} of {len(dumps)}: {value})")
+                                     f"{first + 2} of {len(dumps)}: {instructions})")
             else:
                 out[op] = ("ok", value)
     return out
@@ -302,7 +303,11 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                 entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
                 entry.setdefault("failed", {}).pop(counter, None)
                 state, value = results.get(op, ("failed", "the worker never reached this op"))
-                if state == "ok":
+                if state == "ok" and counter == "instructions":
+                    # callgrind's window: the count, and beside it the simulated cache
+                    # misses and the functions the instructions ran in (iomatrix.callgrind)
+                    entry.update(value)
+                elif state == "ok":
                     entry[counter] = value
                 else:
                     entry["failed"][counter] = procs.tail(str(value))

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iomatrix import procs
+from iomatrix import callgrind, procs
 
 PROBE_TIMEOUT_SECONDS = 60
 # callgrind's --dump-before matches this libc function: the worker's window markers.
@@ -111,7 +111,8 @@ def methods(counters, environ=None) -> dict:
                  if use_valgrind_switch() else "whole process instrumented")
         found["instructions"] = (
             f"{_tool_version([shutil.which('valgrind', path=path), '--version'])} callgrind, "
-            f"setarch -R, PYTHONHASHSEED=0, --dump-before={MARKER_FUNCTION}; {where}")
+            f"setarch -R, PYTHONHASHSEED=0, --dump-before={MARKER_FUNCTION}; {where}; "
+            f"{callgrind.CACHE_DESCRIPTION}")
     return found
 
 
@@ -127,7 +128,7 @@ def tool_prefix(kind: str, switch: bool) -> list:
         return ["setarch", platform.machine(), "-R", "valgrind", "--tool=callgrind",
                 "--vgdb=no", "--callgrind-out-file=../callgrind.%p",
                 f"--dump-before={MARKER_FUNCTION}",
-                f"--instr-atstart={'no' if switch else 'yes'}"]
+                f"--instr-atstart={'no' if switch else 'yes'}", *callgrind.CACHE_OPTIONS]
     return []
 
 
@@ -159,19 +160,23 @@ def syscall_windows(strace_file: Path) -> dict:
 
 
 def callgrind_dumps(attempt_dir: Path) -> list:
-    """The instruction totals of callgrind's numbered dumps, in order (None: unreadable)."""
+    """callgrind's numbered dumps of one worker, in order: callgrind.<pid>.<n> (the final
+    dump, at exit, has no <n> and is not a window)."""
     dumps = []
     for path in attempt_dir.glob("callgrind.*"):
         match = DUMP_RE.search(path.name)
-        if match and path.name.count(".") == 2:   # callgrind.<pid>.<n>; the final dump has no n
+        if match and path.name.count(".") == 2:
             dumps.append((int(match.group(1)), path))
-    totals = []
-    for _, path in sorted(dumps):
-        value = None
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith(("summary:", "totals:")):
-                    value = int(line.split()[1])
-                    break
-        totals.append(value)
-    return totals
+    return [path for _, path in sorted(dumps)]
+
+
+def window_counts(dump: Path) -> dict | None:
+    """What the counting pass keeps of one window's dump: {"instructions": Ir, "cache":
+    {event: total} (empty without cache simulation), "functions": [[name, file, self Ir]]};
+    None when the dump cannot be read."""
+    try:
+        profile = callgrind.read_profile(dump)
+    except (OSError, callgrind.CallgrindFormatError):
+        return None
+    return {"instructions": profile["events"].get("Ir"), "cache": callgrind.cache_counts(profile),
+            "functions": callgrind.kept_functions(profile)}

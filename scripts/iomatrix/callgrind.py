@@ -1,0 +1,180 @@
+"""Callgrind's output, read: event totals, simulated cache misses, and where the instructions ran.
+
+The counting pass runs callgrind with its cache simulation on (``--cache-sim=yes``)
+and a fixed cache geometry (``CACHE_OPTIONS``), and keeps per op:
+
+- the totals of every event (instructions ``Ir``, data reads ``Dr`` and writes
+  ``Dw``, first-level misses ``I1mr D1mr D1mw``, last-level misses ``ILmr DLmr
+  DLmw``);
+- the functions the instructions ran in: a function's *self* instructions (not
+  those of what it called), for every function above ``FUNCTION_SHARE`` of the
+  op's total, matched across interpreters by name.
+
+No library reads callgrind's format (``callgrind_annotate`` is a Perl script
+that prints text for people), so this module parses the part we need: name
+compression (``fn=(12) name`` defines id 12, ``fn=(12)`` reuses it), the
+position columns, and the cost line after ``calls=``, which is the inclusive cost
+of a call and belongs to the callee, not to the caller's self cost.
+
+Estimated cycles: ``L1 hits + 5 x LL hits + 35 x RAM hits``, the weights of
+cachegrind's documentation (its "rough estimate" of cycles, which iai-callgrind
+also uses), where L1 hits are accesses that did not miss the first level, LL
+hits first-level misses that hit the last level, and RAM hits last-level misses.
+A count of memory behaviour, not a timing: it repeats as the instruction count
+does. The simulated caches see only instrumented code: with instrumentation
+switched on at the window (counters.py), the window starts with whatever the
+simulation last held, not with what the untimed warm-up call left in a real cache,
+so first-level misses of a short call are a little high; alike for every
+interpreter, and repeatable.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+# The simulated caches are fixed, not detected: valgrind takes them from CPUID, which a VM
+# reports as its host likes (one machine of this kind said LL: 256 MiB, direct-mapped), so
+# two hosts would simulate different caches and their counts could not be compared.
+CACHE_OPTIONS = ["--cache-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64",
+                 "--LL=8388608,16,64"]
+CACHE_DESCRIPTION = ("callgrind --cache-sim=yes, caches fixed: I1 and D1 32 KiB 8-way, "
+                     "LL 8 MiB 16-way, 64 B lines")
+# Weights of cachegrind's documented rough cycle estimate (and iai-callgrind's).
+LL_HIT_CYCLES = 5
+RAM_HIT_CYCLES = 35
+# A function is kept when its self instructions are at least this share of the op's total;
+# at most MAX_FUNCTIONS of them. Enough to say where a change of a few percent went.
+FUNCTION_SHARE = 0.002
+MAX_FUNCTIONS = 40
+# The file names callgrind uses for code without debug information.
+UNKNOWN_FILE = "???"
+
+
+class CallgrindFormatError(ValueError):
+    pass
+
+
+def _compressed(value: str, table: dict) -> str:
+    """``(12) name`` defines id 12 and returns name; ``(12)`` looks it up; ``name`` is itself."""
+    value = value.strip()
+    if not value.startswith("("):
+        return value
+    close = value.find(")")
+    if close < 0:
+        raise CallgrindFormatError(f"bad compressed name {value!r}")
+    key, rest = value[1:close], value[close + 1:].strip()
+    if rest:
+        table[key] = rest
+        return rest
+    if key not in table:
+        raise CallgrindFormatError(f"compressed name ({key}) used before it is defined")
+    return table[key]
+
+
+def read_profile(path: Path) -> dict:
+    """{"events": {event: total}, "functions": {name: {"file": str, event: self cost}}}.
+
+    Self costs are summed over every object a function name appears in (two libraries
+    with a function of one name are one row: names are how functions are matched).
+    """
+    fn_names, file_names = {}, {}
+    events, positions = None, 1
+    summary = None
+    functions = {}
+    current, current_file, after_calls = None, UNKNOWN_FILE, False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            head = line[0]
+            if head.isdigit() or head in "+-*":
+                if after_calls:
+                    after_calls = False      # the inclusive cost of the call just named
+                    continue
+                if current is None or events is None:
+                    continue
+                values = line.split()[positions:]
+                costs = functions[current]
+                for event, value in zip(events, values):
+                    costs[event] += int(value)
+                continue
+            key, _, value = line.partition("=")
+            if key in ("fl", "fi", "fe"):
+                name = _compressed(value, file_names)
+                if key == "fl":
+                    current_file = name
+            elif key in ("cfi", "cfl"):
+                _compressed(value, file_names)
+            elif key == "fn":
+                current = _compressed(value, fn_names)
+                functions.setdefault(current, {"file": current_file,
+                                               **{event: 0 for event in events or EVENTS}})
+            elif key == "cfn":
+                _compressed(value, fn_names)
+            elif key == "calls":
+                after_calls = True
+            elif line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("positions:"):
+                positions = len(line.split()) - 1
+            elif line.startswith(("summary:", "totals:")) and summary is None and events:
+                summary = dict(zip(events, (int(v) for v in line.split()[1:])))
+    if events is None or summary is None:
+        raise CallgrindFormatError(f"{path}: no events or summary line")
+    return {"events": {e: summary.get(e, 0) for e in events}, "functions": functions}
+
+
+def kept_functions(profile: dict) -> list:
+    """[[name, file, self instructions]] of the functions above FUNCTION_SHARE of the total,
+    largest first: the compact form stored per op."""
+    total = profile["events"].get("Ir", 0)
+    if total <= 0:
+        return []
+    rows = sorted(((name, costs["file"], costs.get("Ir", 0))
+                   for name, costs in profile["functions"].items()),
+                  key=lambda row: -row[2])
+    return [[name, file, ir] for name, file, ir in rows[:MAX_FUNCTIONS]
+            if ir >= FUNCTION_SHARE * total]
+
+
+def cache_counts(profile: dict) -> dict:
+    """The cache events of one profile (everything but Ir), or {} without cache simulation."""
+    events = profile["events"]
+    if "D1mr" not in events:
+        return {}
+    return {event: events[event] for event in EVENTS[1:]}
+
+
+def estimated_cycles(instructions: int, cache: dict) -> int | None:
+    """Cachegrind's rough cycle estimate; None without cache counts."""
+    if not cache or instructions is None:
+        return None
+    accesses = instructions + cache["Dr"] + cache["Dw"]
+    l1_misses = cache["I1mr"] + cache["D1mr"] + cache["D1mw"]
+    ram = cache["ILmr"] + cache["DLmr"] + cache["DLmw"]
+    return (accesses - l1_misses) + LL_HIT_CYCLES * (l1_misses - ram) + RAM_HIT_CYCLES * ram
+
+
+def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, calls_b: int,
+                            top: int = 5) -> list:
+    """The ``top`` functions whose self instructions per call changed most from A to B.
+
+    Rows: {"name", "file", "a", "b" (per call; None when the function is below the kept
+    share on that side, i.e. one-sided), "share" (of the whole change of the kept functions,
+    signed)}. Functions are matched by name; a renamed or inlined one shows as two
+    one-sided rows, never dropped.
+    """
+    a = {name: (file, ir / calls_a) for name, file, ir in a_functions}
+    b = {name: (file, ir / calls_b) for name, file, ir in b_functions}
+    rows = []
+    for name in set(a) | set(b):
+        file = (b.get(name) or a.get(name))[0]
+        before = a[name][1] if name in a else None
+        after = b[name][1] if name in b else None
+        rows.append({"name": name, "file": file, "a": before, "b": after,
+                     "change": (after or 0.0) - (before or 0.0)})
+    total_change = sum(row["change"] for row in rows)
+    rows.sort(key=lambda row: -abs(row["change"]))
+    for row in rows:
+        row["share"] = row["change"] / total_change if total_change else None
+    return rows[:top]

@@ -1,0 +1,98 @@
+"""Callgrind's output as the counting pass keeps it (iomatrix/callgrind.py): event totals,
+simulated cache misses, estimated cycles and the functions the instructions ran in.
+
+Real valgrind runs of real interpreters; counts are asserted only where they are exact by
+construction (self costs add up to at most the total), never a timing.
+"""
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import need
+from iomatrix import callgrind, counters, counttools, store
+from test_counters import BLOCKS, CONDITIONS, series_of
+
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or
+                                    shutil.which("setarch") is None,
+                                    reason="valgrind or setarch not installed")
+
+
+@needs_valgrind
+def test_a_real_profile_has_every_event_and_self_costs_that_add_up(tmp_path, machine_interpreters):
+    interp = need(machine_interpreters, "3.12")
+    out = tmp_path / "callgrind.out"
+    subprocess.run(["setarch", platform.machine(), "-R", "valgrind", "--tool=callgrind",
+                    f"--callgrind-out-file={out}", *callgrind.CACHE_OPTIONS,
+                    interp.executable, "-c", "b'x' * 1000000"],
+                   check=True, capture_output=True, timeout=120)
+    profile = callgrind.read_profile(out)
+    assert set(profile["events"]) == set(callgrind.EVENTS)
+    total = profile["events"]["Ir"]
+    self_costs = sum(costs["Ir"] for costs in profile["functions"].values())
+    # Self costs exclude what a function called: they add up to the total, never past it.
+    assert 0.99 * total <= self_costs <= total
+    kept = callgrind.kept_functions(profile)
+    assert kept and all(ir >= callgrind.FUNCTION_SHARE * total for _, _, ir in kept)
+    assert [row[2] for row in kept] == sorted((row[2] for row in kept), reverse=True)
+    cache = callgrind.cache_counts(profile)
+    assert set(cache) == set(callgrind.EVENTS[1:])
+    cycles = callgrind.estimated_cycles(total, cache)
+    assert cycles >= total + cache["Dr"] + cache["Dw"]
+
+
+@needs_valgrind
+def test_the_counting_pass_keeps_cache_counts_and_functions_per_op(tmp_path, machine_interpreters):
+    interp = need(machine_interpreters, "3.12")
+    fixtures = tmp_path / "fixtures"
+    counters.make_fixtures(["lutz2009"], "smoke", fixtures)
+    run = store.Run(tmp_path / "results", "R")
+    run.make_directory()
+    series = series_of(interp, [BLOCKS])
+    work = tmp_path / "work"
+    entry = counters.count_series(run, series, ("instructions",),
+                                  counttools.tool_problems(("instructions",), work), fixtures,
+                                  work, "smoke", CONDITIONS, 120.0,
+                                  counttools.methods(("instructions",)), log=lambda m: None)
+    assert entry["status"] == "ok"
+    op = counters.read_document(run.counters_file(series.series))["ops"][BLOCKS]
+    assert op["instructions"] > 0
+    assert set(op["cache"]) == set(callgrind.EVENTS[1:])
+    names = [name for name, _, _ in op["functions"]]
+    assert names and len(names) == len(set(names))
+    assert sum(ir for _, _, ir in op["functions"]) <= op["instructions"]
+
+
+def test_where_the_instructions_went_names_one_sided_functions():
+    a = [["read_loop", "io.c", 1000], ["gone", "old.c", 300], ["same", "x.c", 50]]
+    b = [["read_loop", "io.c", 1600], ["new_helper", "new.c", 200], ["same", "x.c", 50]]
+    rows = callgrind.where_instructions_went(a, b, calls_a=1, calls_b=1, top=5)
+    by_name = {row["name"]: row for row in rows}
+    assert [row["name"] for row in rows[:3]] == ["read_loop", "gone", "new_helper"]
+    assert by_name["gone"]["b"] is None and by_name["new_helper"]["a"] is None
+    assert by_name["read_loop"]["share"] == pytest.approx(600 / 500)
+    assert by_name["same"]["change"] == 0
+
+
+def test_estimated_cycles_weights():
+    cache = {"Dr": 40, "Dw": 10, "I1mr": 2, "D1mr": 5, "D1mw": 3, "ILmr": 1, "DLmr": 1,
+             "DLmw": 0}
+    # accesses 150; L1 misses 10, of which 2 went to RAM: 140 + 5 * 8 + 35 * 2
+    assert callgrind.estimated_cycles(100, cache) == 140 + 40 + 70
+    assert callgrind.estimated_cycles(100, {}) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no events or summary"),
+    ("events: Ir\nfn=(3)\n", "used before it is defined"),
+    ("events: Ir\nfn=(3 broken\n", "bad compressed name"),
+])
+def test_a_damaged_profile_is_a_clear_error(tmp_path, text, message):
+    path = tmp_path / "callgrind.out"
+    path.write_text(text)
+    with pytest.raises(callgrind.CallgrindFormatError, match=message):
+        callgrind.read_profile(path)
+    assert counttools.window_counts(path) is None
