@@ -14,6 +14,8 @@ environment per interpreter (scripts/environments.py); the session's
 """
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -107,9 +109,20 @@ def matrix(session: nox.Session) -> None:
 
 
 def run_tool(session: nox.Session, tool: str) -> None:
-    """Run scripts/<tool>.py in a session venv with the report dependencies."""
+    """Run scripts/<tool>.py in a session venv with the report dependencies, exiting with its code.
+
+    ``session.run`` turns any failure into nox's own exit 1, which a CI gate reads as a
+    regression; the tool's code (0 done, 1 regression, 2 bad input, 3 internal error) is
+    passed on instead.
+    """
     session.install(*EXTRAS["report"])
-    session.run("python", str(ROOT / "scripts" / f"{tool}.py"), *session.posargs)
+    command = [session.virtualenv.bin + "/python", str(ROOT / "scripts" / f"{tool}.py"),
+               *session.posargs]
+    session.log(" ".join(command[1:]))
+    status = subprocess.call(command, env={**os.environ, "VIRTUAL_ENV": session.virtualenv.location,
+                                           "PATH": session.bin + os.pathsep + os.environ["PATH"]})
+    if status:
+        raise SystemExit(status)
 
 
 @nox.session(default=False)
@@ -122,6 +135,12 @@ def report(session: nox.Session) -> None:
 def compare(session: nox.Session) -> None:
     """Compare two runs or result files op by op, as a PR comment (posargs: A B [--label L])."""
     run_tool(session, "compare")
+
+
+@nox.session(default=False)
+def agree(session: nox.Session) -> None:
+    """How far stored runs agree: ratio spread, findings, A/A twins (posargs: RUN RUN [RUN...])."""
+    run_tool(session, "agree")
 
 
 @nox.session(default=False)
