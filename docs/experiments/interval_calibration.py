@@ -16,11 +16,12 @@ It also prints how often one run's interval holds another run's estimate. For co
 95% intervals of two runs with equal spread that is P(|Z| < 1.96 / sqrt(2)) = 83%, not
 95%: the other estimate has its own error.
 
-And, as `../shared/tools/repro.py` does with its own unpaired arithmetic (medians of
-per-process means, Mann-Whitney at 1%), the agreement of the report's own ratios, the
-paired ones a reader sees: |log r_i - log r_j| over every pair of runs (median, 90th
-percentile, maximum), and the share of ratios whose verdict (significantly slower,
-faster, or neither) is the same in every run.
+And the agreement of the report's own ratios to the oldest release, the paired ones a
+reader sees: |log r_i - log r_j| over every pair of runs (median, 90th percentile,
+maximum, as `nox -s agree` computes them: iomatrix.agree.spread_figures), and the share
+of ratios whose verdict (significantly slower, faster, or neither) is the same in every
+run. `nox -s agree` gives the same kind of figures from the stored runs themselves, for
+the release steps and with the report's findings rule.
 """
 import itertools
 import math
@@ -29,6 +30,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from iomatrix.agree import spread_figures  # noqa: E402  (the project's one spread arithmetic)
 
 Z95 = 1.959964
 
@@ -80,9 +84,10 @@ def main(run_ids: list[str]) -> int:
           f"above 1.96: {sum(z > Z95 for z in zs) / len(zs):.1%} (5%)")
     print(f"a run's interval holds another run's estimate: {sum(held) / len(held):.1%} "
           f"(calibrated: 83%)")
+    median, p90, largest = spread_figures(spread)
     print(f"the report's ratios, |log(ratio_i/ratio_j)|: median "
-          f"{spread[len(spread) // 2]:.3f}, p90 {spread[int(0.9 * len(spread))]:.3f}, max "
-          f"{spread[-1]:.3f}; verdict the same in every run: {same_verdict} of {len(shared)} "
+          f"{median:.3f}, p90 {p90:.3f}, max "
+          f"{largest:.3f}; verdict the same in every run: {same_verdict} of {len(shared)} "
           f"({same_verdict / len(shared):.0%})")
     return 0
 
