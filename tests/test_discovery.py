@@ -86,11 +86,12 @@ class Machine:
     def pyenv_python(self, name: str, version: str, **answer) -> Path:
         return fake_python(self.pyenv / "versions" / name / "bin" / "python3", version, **answer)
 
-    def provisioned(self, name: str, version: str, build_info: bool = True, **answer) -> Path:
+    def provisioned(self, name: str, version: str, build_info: bool = True,
+                    recipe: str | None = None, **answer) -> Path:
         prefix = self.cache / "pythons" / name
         exe = fake_python(prefix / "bin" / "python3", version, **answer)
         if build_info:
-            write_build_info(prefix, version, answer.get("free_threaded", False))
+            write_build_info(prefix, version, answer.get("free_threaded", False), recipe)
         return exe
 
     def discover(self, environ=None, **kwargs) -> list[Interpreter]:
@@ -104,8 +105,9 @@ class Machine:
         return by_label
 
 
-def write_build_info(prefix: Path, version: str, free_threaded: bool):
-    """iomatrix-build.json as provision.py writes it (the keys of a real 3.14.7 build)."""
+def write_build_info(prefix: Path, version: str, free_threaded: bool, recipe: str | None = None):
+    """iomatrix-build.json as provision.py writes it (the keys of a real 3.14.7 build);
+    without a recipe, as it wrote it before recipes."""
     info = {
         "version": prefix.name,
         "python_version": version,
@@ -120,6 +122,8 @@ def write_build_info(prefix: Path, version: str, free_threaded: bool):
         "sys_version": f"{version} (main, Jan  1 2026, 00:00:00) [GCC 12.2.0]",
         "missing_modules": [],
     }
+    if recipe is not None:
+        info.update(recipe=recipe, optimized=recipe == "release")
     (prefix / "iomatrix-build.json").write_text(json.dumps(info, indent=2))
 
 
@@ -470,3 +474,113 @@ def test_select_with_an_unknown_label_lists_the_valid_ones():
     with pytest.raises(DiscoveryError, match=r"unknown interpreter label\(s\) 3\.11, pypy; "
                                              r"valid labels: 3\.12, 3\.13$"):
         discovery.select(found, ["3.12", "3.11", "pypy"])
+
+
+# -- build facts and recipes (issue 25) ------------------------------------------------
+
+PYENV_3_13 = {  # what sysconfig says in pyenv's 3.13.0 on this machine
+    "CONFIG_ARGS": "'--prefix=/root/.pyenv/versions/3.13.0' '--enable-shared' "
+                   "'--libdir=/root/.pyenv/versions/3.13.0/lib' "
+                   "'LDFLAGS=-L/root/.pyenv/versions/3.13.0/lib -Wl,-rpath,/root/.pyenv/versions/"
+                   "3.13.0/lib'",
+    "OPT": "-DNDEBUG -g -O3 -Wall",
+    "CFLAGS": "-fno-strict-overflow -Wsign-compare -DNDEBUG -g -O3 -Wall",
+    "PY_CFLAGS_NODIST": "-std=c11 -Wextra -fvisibility=hidden  -I./Include/internal",
+    "CONFIGURE_CFLAGS_NODIST": "-std=c11 -Wextra -fvisibility=hidden",
+    "Py_ENABLE_SHARED": 1, "Py_JIT": None,
+}
+
+
+def facts(source="pyenv", implementation="cpython", **raw):
+    answer = probe_answer("3.13.0", implementation=implementation,
+                          sysconfig={**PYENV_3_13, **raw})
+    return discovery.build_facts(answer, source)
+
+
+@pytest.mark.parametrize("source, raw, recipe, flags", [
+    ("pyenv", {}, "shared-O3", dict(pgo=False, frame_pointers=False, jit=False)),
+    ("provisioned", {"Py_ENABLE_SHARED": 0, "CONFIG_ARGS": "'--prefix=/p'"}, "static-O3", {}),
+    ("provisioned", {"Py_ENABLE_SHARED": 0,
+                     "CONFIG_ARGS": "'--prefix=/p' '--enable-optimizations' '--with-lto'"},
+     "static-O3-pgo-lto", dict(pgo=True)),
+    # 3.15's configure puts frame pointers into BASECFLAGS, so into CFLAGS
+    ("provisioned", {"CFLAGS": "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer "
+                               "-fno-strict-overflow -DNDEBUG -g -O3 -Wall"},
+     "shared-O3-fp", dict(frame_pointers=True)),
+    ("provisioned", {"CONFIGURE_CFLAGS_NODIST": "-std=c11 -D_Py_JIT -D_Py_TIER2=1"},
+     "shared-O3-jit", dict(jit=True)),
+    ("provisioned", {"CONFIG_ARGS": "'--enable-shared' '--enable-experimental-jit=no'"},
+     "shared-O3", dict(jit=False)),
+    # the last -O is the one the compiler keeps (Python 2.7: "-g -O2 ... -O3")
+    ("pyenv", {"CFLAGS": "-fno-strict-aliasing -g -O2 -DNDEBUG -g -fwrapv -O3 -Wall"},
+     "shared-O3", {}),
+    ("pyenv", {"CFLAGS": "-g -Wall", "OPT": "-g -Wall"}, "shared-O0", {}),
+    # a distribution's scripts may apply PGO and LTO outside configure: not read as absent
+    ("debian", {"OPT": "-DNDEBUG -g -fwrapv -O2 -Wall", "CFLAGS": "-DNDEBUG -g -fwrapv -O2"},
+     "debian-O2", dict(pgo=None)),
+])
+def test_build_facts_name_the_recipe(source, raw, recipe, flags):
+    found = facts(source, **raw)
+    assert found["recipe"] == recipe
+    assert {key: found[key] for key in flags} == flags
+    assert set(found) == set(discovery.BUILD_FACT_KEYS)
+
+
+@pytest.mark.parametrize("implementation, raw", [
+    ("pypy", {"CONFIG_ARGS": None, "OPT": "-DNDEBUG -O2"}),  # what PyPy 7.3's sysconfig says
+    ("cpython", {"CONFIG_ARGS": None, "OPT": None, "CFLAGS": None}),  # no build variables
+])
+def test_unreadable_build_facts_are_null_not_guessed(implementation, raw):
+    assert facts(implementation=implementation, **raw) == dict.fromkeys(discovery.BUILD_FACT_KEYS)
+
+
+def test_an_answer_without_build_variables_has_null_facts(machine):
+    machine.pyenv_python("3.12.1", "3.12.1")  # a probe answer of an older iomatrix
+    (found,) = machine.discover()
+    assert found.recipe is None
+    assert {key: found.as_manifest()[key] for key in discovery.BUILD_FACT_KEYS} == \
+        dict.fromkeys(discovery.BUILD_FACT_KEYS)
+
+
+def test_build_facts_are_in_the_manifest_entry(machine):
+    machine.pyenv_python("3.13.0", "3.13.0", sysconfig=PYENV_3_13)
+    (found,) = machine.discover()
+    entry = found.as_manifest()
+    assert entry["recipe"] == "shared-O3"
+    assert entry["opt"] == "-DNDEBUG -g -O3 -Wall"
+    assert entry["cflags"] == PYENV_3_13["CFLAGS"]
+    assert (entry["pgo"], entry["frame_pointers"], entry["jit"]) == (False, False, False)
+    assert entry["sysconfig"]["CONFIG_ARGS"] == PYENV_3_13["CONFIG_ARGS"]  # the evidence
+    json.dumps(entry)
+
+
+def test_builds_of_another_recipe_than_the_lineages_say_which(machine):
+    machine.pyenv_python("3.13.0", "3.13.0")
+    machine.provisioned("3.13.15", "3.13.15", recipe="lineage")
+    machine.provisioned("3.13.15-pgo", "3.13.15", recipe="release")
+    machine.provisioned("3.13.15-static", "3.13.15", recipe="static")
+    machine.provisioned("3.14.7-pgo", "3.14.7", recipe="release")
+    found = machine.labels()
+    assert sorted(found) == ["3.13", "3.13.15", "3.13.15-pgo", "3.13.15-static", "3.14.7-pgo"]
+    assert found["3.13.15-pgo"].executable.endswith("pythons/3.13.15-pgo/bin/python3")
+
+
+def test_a_build_from_before_recipes_keeps_its_plain_label(machine):
+    machine.provisioned("3.14.7", "3.14.7")  # no recipe in its build info: static then
+    assert sorted(machine.labels()) == ["3.14"]
+
+
+def test_real_interpreters_build_facts(machine_interpreters):
+    """The interpreters of this machine, probed for real: pyenv's are shared -O3 builds."""
+    pyenv = [i for i in machine_interpreters.values() if i.source == "pyenv" and i.ok
+             and i.implementation == "cpython"]
+    if not pyenv:
+        pytest.skip("no pyenv CPython on this machine")
+    for interp in pyenv:
+        assert interp.info["shared"] is True and interp.recipe == "shared-O3", interp.label
+        assert "-O3" in interp.info["opt"]
+    for interp in machine_interpreters.values():
+        if interp.implementation == "pypy":
+            assert interp.recipe is None and interp.info["pgo"] is None
+        if interp.source == "debian" and interp.implementation == "cpython":
+            assert interp.recipe.startswith("debian-O")

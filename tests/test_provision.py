@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "provision.py"
 FAKE_TREE = Path(__file__).resolve().parent / "fake_cpython" / "Python-9.9.9"
 BUILD_INFO_KEYS = {
-    "version", "python_version", "free_threaded", "configure_args", "optimized",
+    "version", "python_version", "free_threaded", "configure_args", "recipe", "optimized",
     "tarball", "sha256", "build_seconds", "built_at", "log",
 }
 OFFLINE_URL = "http://127.0.0.1:9/x.tar.xz"  # nothing listens on the discard port
@@ -127,7 +127,10 @@ def test_build_layout_and_build_info(cache, fake_tarball, capsys):
     assert info["python_version"] == "9.9.9"
     assert info["free_threaded"] is False
     assert info["optimized"] is False
-    assert info["configure_args"] == [f"--prefix={prefix}"]
+    # The lineage recipe, by default: pyenv's shared libpython, found through an rpath.
+    assert info["recipe"] == "lineage"
+    assert info["configure_args"] == [f"--prefix={prefix}", "--enable-shared",
+                                      f"LDFLAGS=-Wl,-rpath,{prefix / 'lib'}"]
     assert info["tarball"] == str(fake_tarball)
     assert info["sha256"] == sources.sha256_of(fake_tarball)
     assert info["build_seconds"] >= 0
@@ -166,10 +169,72 @@ def test_free_threaded_and_optimized_configure_args(cache, fake_tarball):
     prefix = provision.build("9.9.9t", tarball=fake_tarball, optimized=True, jobs=1)
     info = json.loads((prefix / "iomatrix-build.json").read_text())
     assert info["free_threaded"] is True and info["optimized"] is True
+    assert info["recipe"] == "release" and prefix.name == "9.9.9t-pgo"
     assert info["configure_args"] == [
         f"--prefix={prefix}", "--disable-gil", "--enable-optimizations", "--with-lto",
     ]
     assert os.readlink(prefix / "bin" / "python3") == "python9.9t"  # added by provision
+
+
+def test_one_version_under_every_recipe_side_by_side(cache, fake_tarball, capsys):
+    for recipe in ("static", "release", "lineage"):
+        assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--recipe", recipe]) == 0
+    assert pythons_entries(cache) == ["9.9.9", "9.9.9-pgo", "9.9.9-static", "logs"]
+    builds = provision.list_builds()
+    assert [(Path(b["prefix"]).name, b["recipe"]) for b in builds] == [
+        ("9.9.9", "lineage"), ("9.9.9-pgo", "release"), ("9.9.9-static", "static")]
+    static = json.loads((cache / "pythons" / "9.9.9-static" / "iomatrix-build.json").read_text())
+    assert static["configure_args"] == [f"--prefix={cache / 'pythons' / '9.9.9-static'}"]
+    assert sorted(log.name.split("-2")[0] for log in (cache / "pythons" / "logs").iterdir()) == [
+        "9.9.9", "9.9.9-pgo", "9.9.9-static"]
+
+
+def test_unknown_recipe_lists_the_known_ones(cache, fake_tarball, capsys):
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--recipe", "fast"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown recipe 'fast'; known recipes: lineage (" in err
+    assert "release (" in err and "static (" in err
+    assert not cache.exists()
+
+
+def test_optimized_is_the_release_recipe_and_contradicts_another(cache, fake_tarball, capsys):
+    argv = ["9.9.9", "--tarball", str(fake_tarball), "--optimized"]
+    assert provision.main(argv + ["--recipe", "static"]) == 2
+    assert "contradicts --recipe static" in capsys.readouterr().err
+    assert provision.main(argv) == 0
+    assert pythons_entries(cache) == ["9.9.9-pgo", "logs"]
+
+
+def test_a_build_from_before_recipes_is_not_taken_for_the_lineages(cache, fake_tarball):
+    old = cache / "pythons" / "9.9.9"
+    old.mkdir(parents=True)
+    (old / "iomatrix-build.json").write_text(json.dumps(
+        {"version": "9.9.9", "configure_args": [f"--prefix={old}"], "optimized": False}))
+    with pytest.raises(provision.ProvisionError, match=(
+            r"holds a static build of 9.9.9 .*move it to .*pythons/9.9.9-static to keep it")):
+        provision.build("9.9.9", tarball=fake_tarball)
+    assert provision.list_builds()[0]["recipe"] == "static"  # it still counts as what it is
+    assert pythons_entries(cache) == ["9.9.9"]  # refused before anything was written
+
+
+def test_a_build_that_does_not_start_in_place_is_taken_out(cache, tmp_path, capsys):
+    # A python that runs from the staging directory only, as a shared build whose rpath
+    # were wrong would: it is not left installed.
+    tree = tmp_path / "tree" / "Python-9.9.9"
+    import shutil
+    shutil.copytree(FAKE_TREE, tree)
+    script = (tree / "python.in").read_text()
+    (tree / "python.in").write_text(script.replace(
+        '#!/bin/sh\n', '#!/bin/sh\ncase "$0" in *.partial-*) ;; *) '
+        'echo "error while loading shared libraries: libpython9.9.so.1.0" >&2; exit 127;; esac\n', 1))
+    tarball = tmp_path / "Python-9.9.9.tar.xz"
+    with tarfile.open(tarball, "w:xz") as tar:
+        tar.add(tree, arcname="Python-9.9.9")
+    assert provision.main(["9.9.9", "--tarball", str(tarball)]) == 1
+    err = capsys.readouterr().err
+    (log,) = (cache / "pythons" / "logs").iterdir()
+    assert "check in place failed" in err and "libpython9.9.so.1.0" in err and str(log) in err
+    assert pythons_entries(cache) == ["logs"]
 
 
 def test_second_build_does_nothing(cache, fake_tarball, capsys):

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from iomatrix import native, phase, stats, store, study
+from iomatrix import counts, native, phase, stats, store, study
 
 COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
-           "mean", "values", "mem_max_rss", "peak_rss"]
+           "mean", "values", "mem_max_rss", "peak_rss", "clock", "allocator", "output",
+           "minflt"]  # minor faults per call (allocator_section)
 
 
 @dataclasses.dataclass
@@ -35,9 +36,11 @@ class RunData:
 
 
 def load_run(run: store.Run) -> RunData:
-    """Every series file of ``run``; a file that cannot be read is a problem, not an error."""
-    manifest = run.read_manifest()
-    rows, problems = [], []
+    """Every series file of ``run``; a file that cannot be read (the manifest, a series,
+    a counters or phase file) is a problem, named, not an error."""
+    manifest, problems = run.read_manifest_or_problem()
+    problems += counts.unreadable_files(run.path)
+    rows = []
     for path in run.series_files():
         try:
             series_rows = store.load_series(path)
@@ -158,6 +161,9 @@ def context(manifest: dict, frame: pd.DataFrame | None = None) -> dict:
 # The kinds of twin comparison, in the order the report shows them.
 VARIANT_KINDS = {
     "free-threaded": "Free-threaded builds against the default build of the same version",
+    "recipe": "The same release built by another recipe against the lineage's build of it: "
+              "how much the recipe alone moves each op",
+    "patch": "Other patch releases of a minor version against the lineage's release of it",
     "build": "Other builds of a version against the plain build (same version, another "
              "builder or other build flags)",
     "pypy": "PyPy against the CPython of its language version",
@@ -178,6 +184,16 @@ class Variant:
 class Lineage:
     releases: list[str]          # plain CPython builds, one per minor version, oldest first
     variants: list[Variant]
+    # The recipe the lineage is built by (comparable_recipe); None when the run records
+    # no recipes (a run from before build facts: its steps may mix recipes).
+    recipe: str | None = None
+    # (a, b) -> "shared-O3 → static-O3": steps between builds of two recipes. Not findings:
+    # they measure the build as much as the release.
+    recipe_differs: dict = dataclasses.field(default_factory=dict)
+    # (a, b) -> a note on a step that stays a finding (a default the release changed).
+    step_notes: dict = dataclasses.field(default_factory=dict)
+    # chosen release -> the other plain builds of its minor version, which it was chosen over
+    passed_over: dict = dataclasses.field(default_factory=dict)
 
 
 def _minor(info: dict, series: str) -> tuple | None:
@@ -189,12 +205,78 @@ def _minor(info: dict, series: str) -> tuple | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+DISTRIBUTION_SOURCES = ("debian", "system")
+# CPython's configure keeps frame pointers by default from 3.15 on (gh-149202); a build
+# opts out with --without-frame-pointers.
+FRAME_POINTERS_DEFAULT_FROM = (3, 15)
+FRAME_POINTERS_NOTE = ("{b} keeps frame pointers by CPython's own default from 3.15 on "
+                       "(gh-149202; `--without-frame-pointers` opts out): part of the release, "
+                       "not of the recipe")
+
+
+def frame_pointers_by_default(info: dict) -> bool:
+    """The build's frame pointers come from CPython's configure, not from its builder."""
+    args = info.get("configure_args") or ""
+    return (bool(info.get("frame_pointers"))
+            and tuple(info.get("version_info") or (0,))[:2] >= FRAME_POINTERS_DEFAULT_FROM
+            and "--without-frame-pointers" not in args and "omit-frame-pointer" not in args)
+
+
+def comparable_recipe(info: dict) -> str | None:
+    """The recipe as its builder chose it: the manifest's recipe without the frame
+    pointers that CPython's configure adds by default (the lineage recipe builds 3.15 as
+    "shared-O3-fp" and 3.14 as "shared-O3": one recipe, two releases' defaults)."""
+    recipe = info.get("recipe")
+    if recipe and frame_pointers_by_default(info):
+        recipe = "-".join(part for part in recipe.split("-") if part != "fp")
+    return recipe
+
+
+def _release_key(info: dict) -> tuple:
+    """Newest patch release last; a pre-release (3.15.0rc2) before its release."""
+    final = re.fullmatch(r"[0-9.]+\+?", info.get("version", "")) is not None
+    return (tuple(info.get("version_info") or ()), final)
+
+
+def _choose_release(data: RunData, minor: tuple, candidates: list[str],
+                    recipe: str | None) -> str:
+    """The lineage's release of a minor version: the newest patch release built by the
+    lineage's recipe; without one (or without recipes), the build labelled ``X.Y``, else
+    one not built by a distribution, else the first."""
+    same_recipe = [s for s in candidates if recipe is not None
+                   and comparable_recipe(series_info(data, s)) == recipe]
+    if same_recipe:
+        return max(same_recipe, key=lambda s: (_release_key(series_info(data, s)),
+                                               -candidates.index(s)))
+    exact = [s for s in candidates if s == ".".join(map(str, minor))]
+    undistributed = [s for s in candidates
+                     if series_info(data, s).get("source") not in DISTRIBUTION_SOURCES]
+    return (exact or undistributed or candidates)[0]
+
+
+def _lineage_recipe(data: RunData, plain: dict) -> str | None:
+    """The recipe most of the run's plain, undistributed CPython builds share (the oldest
+    one's on a tie); None when none of them records a recipe."""
+    recipes = [comparable_recipe(series_info(data, s))
+               for candidates in plain.values() for s in candidates
+               if series_info(data, s).get("source") not in DISTRIBUTION_SOURCES]
+    recipes = [r for r in recipes if r]
+    if not recipes:
+        return None
+    return max(dict.fromkeys(recipes), key=recipes.count)  # first seen wins a tie
+
+
 def lineage(data: RunData, order: list[str]) -> Lineage:
     """Split the run's series into the release lineage and the variants with their twins.
 
     The lineage is the plain CPython builds (default build, C io, not an A/A twin), one
-    per minor version: the one labelled ``X.Y`` when there is one, else one not built by
-    a distribution, else the first. Every other series is a variant of one kind.
+    per minor version: the newest patch release built by the lineage's recipe (the
+    recipe most plain builds share), so that a step between two releases is not a step
+    between two build scripts. A minor version without a build of that recipe keeps the
+    old choice (the build labelled ``X.Y``, else one not built by a distribution) and
+    its steps are listed in ``recipe_differs``. Every other series is a variant of one
+    kind: the same release under another recipe is a ``recipe`` twin, another patch
+    release of the minor version a ``patch`` twin.
     """
     plain: dict = {}
     for series in order:
@@ -204,19 +286,28 @@ def lineage(data: RunData, order: list[str]) -> Lineage:
                 and not info.get("free_threaded") and not info.get("aa_of")
                 and not label.startswith("pypy") and _minor(info, series) is not None):
             plain.setdefault(_minor(info, series), []).append(series)
-    releases = {}
-    for minor, candidates in plain.items():
-        exact = [s for s in candidates if s == ".".join(map(str, minor))]
-        undistributed = [s for s in candidates
-                         if series_info(data, s).get("source") not in ("debian", "system")]
-        releases[minor] = (exact or undistributed or candidates)[0]
+    recipe = _lineage_recipe(data, plain)
+    releases = {minor: _choose_release(data, minor, candidates, recipe)
+                for minor, candidates in plain.items()}
     chosen = sorted(releases.values(), key=lambda s: series_sort_key(data, s))
+    passed_over = {releases[minor]: [s for s in candidates if s != releases[minor]]
+                   for minor, candidates in plain.items() if len(candidates) > 1}
+    recipe_differs, step_notes = {}, {}
+    for a, b in zip(chosen, chosen[1:]):
+        info_a, info_b = series_info(data, a), series_info(data, b)
+        recipe_a, recipe_b = comparable_recipe(info_a), comparable_recipe(info_b)
+        if recipe_a and recipe_b and recipe_a != recipe_b:
+            recipe_differs[(a, b)] = f"{info_a['recipe']} → {info_b['recipe']}"
+        elif frame_pointers_by_default(info_b) and not frame_pointers_by_default(info_a):
+            step_notes[(a, b)] = FRAME_POINTERS_NOTE.format(b=b)
     variants = []
     for series in order:
         if series in chosen:
             continue
         info = series_info(data, series)
         label, io_stack = store.split_series(series)
+        release = releases.get(_minor(info, series))
+        plain_build = series in plain.get(_minor(info, series), [])
         if info.get("aa_of"):
             kind, twin = "aa", store.series_name(info["aa_of"], io_stack)
         elif _minor(info, series) is None and io_stack == "c":
@@ -227,10 +318,44 @@ def lineage(data: RunData, order: list[str]) -> Lineage:
             kind, twin = "pypy", releases.get(_minor(info, series))
         elif info.get("free_threaded"):
             kind, twin = "free-threaded", releases.get(_minor(info, series))
+        elif (plain_build and info.get("source") not in DISTRIBUTION_SOURCES
+              and info.get("recipe") and series_info(data, release).get("recipe")):
+            same_release = info.get("version") == series_info(data, release).get("version")
+            kind, twin = ("recipe" if same_release else "patch"), release
         else:
             kind, twin = "build", releases.get(_minor(info, series))
         variants.append(Variant(kind, series, twin if twin in order else None))
-    return Lineage(chosen, variants)
+    return Lineage(chosen, variants, recipe, recipe_differs, step_notes, passed_over)
+
+
+def step_recipe_note(lin: Lineage, a: str, b: str) -> str | None:
+    """What the pages say beside the step a → b: "build differs: shared-O3 → static-O3"
+    for a step between two recipes (kept out of the findings), a release's changed
+    default (frame pointers in 3.15), or None."""
+    if (a, b) in lin.recipe_differs:
+        return f"build differs: {lin.recipe_differs[(a, b)]}"
+    return lin.step_notes.get((a, b))
+
+
+def lineage_recipe_lines(data: RunData, lin: Lineage) -> list[str]:
+    """Sentences for a report's lineage: its recipe, which builds it chose over which, and
+    the steps that are between two recipes; for a run without recipes, that it may mix."""
+    if lin.recipe is None:
+        return ["This run records no build recipes (it predates build facts): its lineage "
+                "steps may mix builds made by different recipes."]
+    lines = [f"The lineage is built by one recipe, `{lin.recipe}`: per minor version, the "
+             "newest patch release built that way."]
+    for release, others in lin.passed_over.items():
+        if release in lin.releases:
+            lines.append(f"`{release}` ({series_info(data, release).get('version', '?')}, "
+                         f"{series_info(data, release).get('recipe') or 'recipe unknown'}) "
+                         f"stands for its minor version, not "
+                         + ", ".join(f"`{s}` ({series_info(data, s).get('recipe') or '?'})"
+                                     for s in others) + ".")
+    for (a, b), change in lin.recipe_differs.items():
+        lines.append(f"The step `{a}` → `{b}` is between two recipes ({change}): it is shown "
+                     "apart and is not a finding.")
+    return lines
 
 
 def build_flag_differences(data: RunData, series: str, twin: str) -> tuple[list, list]:

@@ -45,9 +45,11 @@ class Analysis:
         return list(dict.fromkeys(self.suite_of[op] for op in self.ops))
 
     def findings(self) -> list[Finding]:
-        """Steps that are significant and beyond the threshold either way, largest first."""
+        """Steps that are significant and beyond the threshold either way, largest first;
+        a step between two build recipes is not one (Lineage.recipe_differs)."""
         found = [Finding(op, a, b, c) for (op, a, b), c in self.step_cmp.items()
-                 if c.significant and (c.beyond(self.threshold)
+                 if (a, b) not in self.lin.recipe_differs
+                 and c.significant and (c.beyond(self.threshold)
                                        or c.ratio < 1 / (1 + self.threshold))]
         return sorted(found, key=lambda f: (-abs(math.log(f.comparison.ratio)), f.op))
 

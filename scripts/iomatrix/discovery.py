@@ -12,10 +12,17 @@ Sources, in priority order (the first one to claim a label keeps the plain label
 
 Labels: ``X.Y`` for CPython, ``X.Yt`` for a free-threaded build, ``pypyX.Y``
 for PyPy (its language version). A second build of a label already taken gets
-the source as a suffix: ``3.11-debian``, ``3.13-uv``, ``3.12-path``. Two paths
+the source as a suffix: ``3.11-debian``, ``3.13-uv``, ``3.12-path``. A build that
+``nox -s provision`` made with another recipe than the lineage's is named by its
+release and that recipe: ``3.13.15-pgo``, ``3.13.15-static``. Two paths
 to one binary (symlinks) are one interpreter. Every candidate is run once with a
 small probe script; one that does not run is reported and skipped, except a
 declared one, which stays in the list with its error so the run records it.
+
+The probe also reads how each interpreter was built (``build_facts``): optimisation
+flags, shared or static libpython, PGO, LTO, frame pointers, JIT, and the recipe,
+the name of the part of these that changes speed (``shared-O3``, ``static-O3-pgo-lto``).
+What cannot be read (PyPy, a CPython without build variables) is null, never guessed.
 """
 from __future__ import annotations
 
@@ -69,8 +76,18 @@ print(json.dumps({
     "optimized": "--enable-optimizations" in (var("CONFIG_ARGS") or ""),
     "lto": "--with-lto" in (var("CONFIG_ARGS") or ""),
     "compiler": platform.python_compiler(),
+    "sysconfig": dict((name, var(name)) for name in (
+        "CONFIG_ARGS", "OPT", "CFLAGS", "PY_CFLAGS_NODIST", "CONFIGURE_CFLAGS_NODIST",
+        "Py_ENABLE_SHARED", "Py_JIT")),
 }))
 """
+
+# The build facts every manifest entry carries (shared interface, issue 25).
+BUILD_FACT_KEYS = ("opt", "cflags", "pgo", "frame_pointers", "jit", "recipe")
+FRAME_POINTER_FLAGS = ("-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer")
+# A distribution's build scripts apply their own flags and may run PGO and LTO outside
+# configure's arguments (Debian does): its recipe is named by the distribution.
+DISTRIBUTION_SOURCES = ("debian",)
 
 
 class DiscoveryError(Exception):
@@ -105,9 +122,59 @@ class Interpreter:
     def free_threaded(self) -> bool:
         return bool(self.info.get("free_threaded"))
 
+    @property
+    def recipe(self) -> str | None:
+        return self.info.get("recipe")
+
     def as_manifest(self) -> dict:
         return {"label": self.label, "executable": self.executable, "source": self.source,
                 "error": self.error, **self.info}
+
+
+def _flag_words(*texts) -> list[str]:
+    return " ".join(text for text in texts if isinstance(text, str)).split()
+
+
+def build_facts(info: dict, source: str) -> dict:
+    """The build facts of a probed interpreter: BUILD_FACT_KEYS, each None when unreadable.
+
+    info["sysconfig"] holds the raw build variables the probe read. The recipe names
+    what changes speed: libpython shared or static (or the distribution's build), the
+    optimisation level the compiler ends up with (the last -O of the flags), then
+    -pgo, -lto, -fp (frame pointers) and -jit when present: ``shared-O3``,
+    ``static-O3-pgo-lto``, ``shared-O3-fp``, ``debian-O2``. Free-threading is not
+    part of it: the label says it (3.14t).
+    """
+    raw = info.get("sysconfig") or {}
+    facts = dict.fromkeys(BUILD_FACT_KEYS)
+    if info.get("implementation") != "cpython" or not (raw.get("CONFIG_ARGS") is not None
+                                                       and raw.get("OPT")):
+        return facts  # PyPy's sysconfig describes no build of its own; a bare CPython nothing
+    config_args = raw["CONFIG_ARGS"]
+    facts["opt"] = raw["OPT"]
+    facts["cflags"] = raw.get("CFLAGS")
+    # CFLAGS holds OPT; the _NODIST flags come after it on CPython's compile lines.
+    words = _flag_words(raw.get("CFLAGS") or raw["OPT"], raw.get("PY_CFLAGS_NODIST"),
+                        raw.get("CONFIGURE_CFLAGS_NODIST"))
+    levels = [word for word in words if re.fullmatch(r"-O[0-9sgz]?|-Ofast", word)]
+    level = "O" + ((levels[-1][2:] or "1") if levels else "0")  # a bare -O is -O1
+    distribution = source in DISTRIBUTION_SOURCES
+    if not distribution:
+        facts["pgo"] = "--enable-optimizations" in config_args or "-fprofile-use" in words
+        lto = "--with-lto" in config_args or any(w.startswith("-flto") for w in words)
+    else:
+        lto = False
+    facts["frame_pointers"] = any(flag in words for flag in FRAME_POINTER_FLAGS)
+    jit_configured = re.search(r"--enable-experimental-jit(=yes|=yes-off)?'", config_args)
+    facts["jit"] = bool(raw.get("Py_JIT")) or "-D_Py_JIT" in words or bool(jit_configured)
+    linkage = source if distribution else ("shared" if raw.get("Py_ENABLE_SHARED") else "static")
+    parts = [linkage, level]
+    parts += ["pgo"] if facts["pgo"] else []
+    parts += ["lto"] if lto else []
+    parts += ["fp"] if facts["frame_pointers"] else []
+    parts += ["jit"] if facts["jit"] else []
+    facts["recipe"] = "-".join(parts)
+    return facts
 
 
 def probe(executable: str) -> dict:
@@ -272,6 +339,22 @@ def pyenv_candidates() -> list[str]:
     return found
 
 
+def with_build_facts(info: dict, source: str) -> dict:
+    """The probe's answer with its build facts in place of the raw build variables."""
+    facts = build_facts(info, source)
+    return {**info, **facts}  # the raw variables stay: the evidence the facts are read from
+
+
+def provisioned_recipes() -> dict:
+    """{real path of a provisioned python3: the suffix of its recipe's cache directory}.
+
+    The directory, not the recipe, decides: a build made before recipes sits in
+    pythons/<version> and keeps its plain label (its build facts say how it was built)."""
+    from iomatrix import provision
+    return {os.path.realpath(build["python"]): provision.build_suffix(build)
+            for build in provision.list_builds()}
+
+
 def provisioned_candidates() -> list[str]:
     """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json."""
     from iomatrix import provision
@@ -352,11 +435,13 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
             warn(f"declared interpreter {label} = {path} is unusable: {info}")
             interpreters.append(Interpreter(label, path, "declared", error=str(info)))
         else:
-            interpreters.append(Interpreter(label, path, "declared", info))
+            interpreters.append(Interpreter(label, path, "declared",
+                                            with_build_facts(info, classify(path))))
     if not automatic:
         return interpreters
 
     seen_binaries: set[str] = set()
+    provisioned = provisioned_recipes()
     for path in automatic_paths:
         real = os.path.realpath(path)
         if real in seen_binaries:
@@ -371,15 +456,20 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
         if identity != real and identity in seen_binaries:
             continue
         seen_binaries.add(identity)
+        source = classify(path)
+        info = with_build_facts(info, source)
         label = natural_label(info)
-        if (label in taken and classify(path) in RELEASE_SOURCES
+        if provisioned.get(real):
+            # Another recipe than the lineage's: the release and the recipe say which.
+            label = release_label(info) + provisioned[real]
+        elif (label in taken and source in RELEASE_SOURCES
                 and versions_by_label.get(label) not in (None, info.get("version"))):
             # Another patch release of a minor version already here (3.13.0 and 3.13.15):
             # a label that says which, so release-day reports tell them apart. A
             # distribution's build stays a variant named by its source (3.11-debian).
             label = release_label(info)
         if label in taken:
-            label = f"{label}-{SOURCE_SUFFIX[classify(path)]}"
+            label = f"{label}-{SOURCE_SUFFIX[source]}"
         suffix_number = 2
         base = label
         while label in taken:
@@ -387,7 +477,7 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
             suffix_number += 1
         taken.add(label)
         versions_by_label.setdefault(natural_label(info), info.get("version"))
-        interpreters.append(Interpreter(label, path, classify(path), info))
+        interpreters.append(Interpreter(label, path, source, info))
     return interpreters
 
 

@@ -1,17 +1,27 @@
 """Build CPython interpreters from source into the iomatrix cache (``nox -s provision``).
 
     nox -s provision -- 3.14.7 3.14.7t 3.15.0rc2
-    python scripts/provision.py [--optimized] [--jobs N] [--debian-source] VERSION [VERSION...]
+    nox -s provision -- 3.13.15 --recipe release
+    python scripts/provision.py [--recipe NAME] [--jobs N] [--debian-source] VERSION [VERSION...]
 
 VERSION is X.Y.Z with an optional pre-release (3.15.0rc2) and an optional trailing
 "t" for a free-threaded build (configured --disable-gil). The tarball is found,
 fetched and checked by ``iomatrix.sources``; this module builds it.
 
-A build is configured with --prefix=pythons/<version> and installed with DESTDIR
-into a hidden pythons/.<version>.partial-<pid>/ staging directory; iomatrix-build.json
-is written into the staged tree, which is then renamed into place. Discovery only
-looks at directories holding that file, so it never sees half a build. A failed or
-interrupted build removes its staging directory and keeps its log.
+A recipe is how a version is built, and so part of what a benchmark of it measures
+(RECIPES below). ``lineage``, the default, is the recipe of the interpreters already
+on the machine (pyenv's: a shared libpython, CPython's own -O3), so a new release
+extends the same lineage and a step between two releases is not a step between two
+build scripts. One version can be built under several recipes side by side: each
+recipe has its own directory, pythons/<version><suffix> (3.13.15, 3.13.15-pgo).
+
+A build is configured with --prefix=pythons/<version><suffix> and installed with
+DESTDIR into a hidden pythons/.<version><suffix>.partial-<pid>/ staging directory;
+iomatrix-build.json is written into the staged tree, which is then renamed into place
+and started once more from there. Discovery only looks at directories holding that
+file, so it never sees half a build. A failed or interrupted build removes its staging
+directory (and a build that does not start from its final place is taken out again)
+and keeps its log.
 
 Online machines can skip building: `nox --download-python always` and
 `uv python install 3.14` provide python-build-standalone interpreters (--uv runs
@@ -24,6 +34,7 @@ that is not a version), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -36,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from iomatrix import procs
+from iomatrix import procs, sources
 from iomatrix.sources import (VERSION_RE, ProvisionError, Say, UsageError, Version, brief,
                               parse_version, resolve_tarball)
 
@@ -49,12 +60,64 @@ STOP_GRACE_SECONDS = 10  # for make and its compilers to exit on SIGTERM before 
 OPTIMIZED_ARGS = ["--enable-optimizations", "--with-lto"]
 FREE_THREADED_ARGS = ["--disable-gil"]
 
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """How a version is built: the configure arguments that change its speed."""
+    name: str
+    suffix: str  # of the cache directory and the label; "" for the lineage
+    configure_args: tuple[str, ...]
+    shared: bool  # a shared libpython, found through an rpath to the prefix's lib
+    description: str
+
+
+# pyenv (python-build) configures --enable-shared with an rpath to its prefix's lib and
+# leaves OPT to CPython's configure (-DNDEBUG -g -O3 -Wall with GCC), as its builds'
+# sysconfig shows (CONFIG_ARGS, OPT). The lineage recipe does the same and so keeps
+# CPython's own defaults, including those a release changes: 3.15's configure keeps
+# frame pointers by default (gh-149202), so its lineage build reads "shared-O3-fp",
+# as pyenv's own 3.15 would.
+RECIPES = {recipe.name: recipe for recipe in (
+    Recipe("lineage", "", ("--enable-shared",), True,
+           "pyenv's recipe: --enable-shared (rpath to the prefix), CPython's own -O3"),
+    Recipe("release", "-pgo", tuple(OPTIMIZED_ARGS), False,
+           "PGO+LTO (--enable-optimizations --with-lto), as python.org and distributions "
+           "ship; slow"),
+    Recipe("static", "-static", (), False,
+           "a static libpython, CPython's own -O3 (iomatrix's builds before recipes)"),
+)}
+DEFAULT_RECIPE = "lineage"
+SUFFIX_PATTERN = "|".join(re.escape(r.suffix) for r in RECIPES.values() if r.suffix)
+BUILD_DIR_RE = re.compile(
+    rf"(?P<version>{sources.VERSION_RE.pattern})(?P<suffix>{SUFFIX_PATTERN})?")
+
+
+def recipe_named(name: str) -> Recipe:
+    """The recipe called name; an unknown name is a usage error listing the known ones."""
+    if name not in RECIPES:
+        raise UsageError(f"unknown recipe {name!r}; known recipes: "
+                         + "; ".join(f"{r.name} ({r.description})" for r in RECIPES.values()))
+    return RECIPES[name]
+
+
+def recipe_of_build(info: dict) -> str:
+    """The recipe a build was made with; builds from before recipes were static or release."""
+    if info.get("recipe") in RECIPES:
+        return info["recipe"]
+    return "release" if info.get("optimized") else "static"
+
 # Run by the new interpreter before it is moved into place: the build must be
 # the version and the kind (free-threaded or not) that was asked for.
-PROBE = ("import json, platform, sys, sysconfig; print(json.dumps({"
+# A shared build also says which libpython it loaded (Linux: /proc/self/maps), so that a
+# build which would run on another installation's library is caught.
+PROBE = ("import json, os, platform, sys, sysconfig\n"
+         "maps = '/proc/self/maps'\n"
+         "libs = sorted(set(line.split()[-1] for line in open(maps) if 'libpython' in line)) "
+         "if os.path.exists(maps) else []\n"
+         "print(json.dumps({"
          "'python_version': platform.python_version(), "
          "'free_threaded': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), "
-         "'sys_version': sys.version}))")
+         "'sys_version': sys.version, 'libpython': libs}))")
 
 # Headings of the lists that CPython's make prints of stdlib extension modules
 # it did not build; an interpreter without _decimal or _zstd measures something
@@ -87,7 +150,7 @@ _cache_root = cache_root  # list_builds() has a parameter of that name
 
 
 def read_build(prefix: Path) -> dict | None:
-    """The iomatrix-build.json of a finished build, plus "prefix" and "python"."""
+    """The iomatrix-build.json of a finished build, plus "prefix", "python" and "recipe"."""
     try:
         info = json.loads((prefix / BUILD_INFO).read_text())
     except (OSError, ValueError):
@@ -96,23 +159,31 @@ def read_build(prefix: Path) -> dict | None:
         return None
     info["prefix"] = str(prefix)
     info["python"] = str(prefix / "bin" / "python3")
+    info["recipe"] = recipe_of_build(info)
     return info
 
 
+def build_suffix(info: dict) -> str:
+    """The recipe suffix of a build's cache directory: "" (the lineage's), "-pgo", "-static"."""
+    match = BUILD_DIR_RE.fullmatch(Path(info["prefix"]).name)
+    return (match["suffix"] or "") if match else ""
+
+
 def list_builds(cache_root: Path | None = None) -> list[dict]:
-    """Every finished build in the cache, oldest version first."""
+    """Every finished build in the cache, oldest version first, the lineage's recipe first."""
     root = Path(cache_root) if cache_root is not None else _cache_root()
     pythons = root / "pythons"
     if not pythons.is_dir():
         return []
     builds = []
     for prefix in pythons.iterdir():
-        if not VERSION_RE.fullmatch(prefix.name) or not prefix.is_dir():
+        match = BUILD_DIR_RE.fullmatch(prefix.name)
+        if match is None or not prefix.is_dir():
             continue
         info = read_build(prefix)
         if info is not None:
-            builds.append(info)
-    return sorted(builds, key=lambda info: parse_version(Path(info["prefix"]).name).sort_key)
+            builds.append((parse_version(match["version"]).sort_key, match["suffix"] or "", info))
+    return [info for *_, info in sorted(builds, key=lambda entry: entry[:2])]
 
 
 # -- building --------------------------------------------------------------------------
@@ -136,11 +207,11 @@ def _elapsed(seconds: float) -> str:
     return f"{minutes}:{secs:02d}"
 
 
-def _new_log(logs: Path, version: Version) -> Path:
+def _new_log(logs: Path, name: str) -> Path:
     logs.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1, 1000):
-        log = logs / (f"{version}-{stamp}.log" if n == 1 else f"{version}-{stamp}-{n}.log")
+        log = logs / (f"{name}-{stamp}.log" if n == 1 else f"{name}-{stamp}-{n}.log")
         try:
             with open(log, "x"):
                 return log
@@ -158,8 +229,8 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _remove_stale_partials(pythons: Path, version: Version, say: Say) -> None:
-    for partial in pythons.glob(f".{version}.partial-*"):
+def _remove_stale_partials(pythons: Path, name: str, say: Say) -> None:
+    for partial in pythons.glob(f".{name}.partial-*"):
         pid = partial.name.rsplit("-", 1)[-1]
         if pid.isdigit() and procs.pid_alive(int(pid)):
             say(f"leaving {partial}: its build (pid {pid}) is still running")
@@ -226,22 +297,34 @@ class _Builder:
 
 
 def build(version: Version | str, *, root: Path | None = None, tarball: Path | str | None = None,
-          url: str | None = None, sha256: str | None = None, optimized: bool = False,
-          jobs: int | None = None, debian_source: bool = False, say: Say | None = None) -> Path:
-    """Build version into root/pythons/<version>/ unless it is there; return that path."""
+          url: str | None = None, sha256: str | None = None, recipe: str = DEFAULT_RECIPE,
+          optimized: bool = False, jobs: int | None = None, debian_source: bool = False,
+          say: Say | None = None) -> Path:
+    """Build version by recipe into root/pythons/<version><suffix>/ unless it is there;
+    return that path. optimized=True is the release recipe (the option before recipes)."""
     version = parse_version(version) if isinstance(version, str) else version
+    chosen = recipe_named("release" if optimized else recipe)
+    name = version.text + chosen.suffix
     if say is None:
         def say(text: str) -> None:
-            print(f"[{version}] {text}", flush=True)
+            print(f"[{name}] {text}", flush=True)
     root = Path(root).absolute() if root is not None else cache_root()
     pythons = root / "pythons"
-    final = pythons / version.text
-    if (final / BUILD_INFO).exists():
-        say(f"{version} already built at {final}")
+    final = pythons / name
+    existing = read_build(final)
+    if existing is not None:
+        if existing["recipe"] != chosen.name:
+            # Made before recipes, under the name the lineage now uses.
+            raise ProvisionError(
+                f"{final} holds a {existing['recipe']} build of {version} (configure "
+                f"{' '.join(existing.get('configure_args', []))}), not the {chosen.name} recipe; "
+                f"move it to {pythons / (version.text + RECIPES[existing['recipe']].suffix)} to "
+                f"keep it, or remove it, then build again")
+        say(f"{name} already built at {final}")
         return final
     if final.exists():
         raise ProvisionError(f"{final} exists but holds no {BUILD_INFO}: remove it to build "
-                             f"{version}")
+                             f"{name}")
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise UsageError(f"--sha256 {sha256!r} is not a sha256 hex digest")
     jobs = jobs or os.cpu_count() or 1
@@ -251,18 +334,21 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
     say(f"tarball {source.path} (sha256 {source.sha256})")
 
     pythons.mkdir(parents=True, exist_ok=True)
-    _remove_stale_partials(pythons, version, say)
-    log = _new_log(pythons / "logs", version)
-    say(f"building; log: {log}")
+    _remove_stale_partials(pythons, name, say)
+    log = _new_log(pythons / "logs", name)
+    say(f"building with the {chosen.name} recipe; log: {log}")
     configure_args = [f"--prefix={final}"]
     configure_args += FREE_THREADED_ARGS if version.free_threaded else []
-    configure_args += OPTIMIZED_ARGS if optimized else []
-    partial = pythons / f".{version}.partial-{os.getpid()}"
+    configure_args += chosen.configure_args
+    if chosen.shared:
+        # As pyenv does: the interpreter finds its own libpython, not another one.
+        configure_args.append(f"LDFLAGS=-Wl,-rpath,{final / 'lib'}")
+    partial = pythons / f".{name}.partial-{os.getpid()}"
     stage_dir = partial / "stage"
     staged = stage_dir / str(final).lstrip(os.sep)
     builder = _Builder(version, log, say)
-    builder.write(f"iomatrix provision {version}\ntarball: {source.path}\nsha256: {source.sha256}\n"
-                  f"configure: {configure_args}\njobs: {jobs}\n")
+    builder.write(f"iomatrix provision {version}, recipe {chosen.name}\ntarball: {source.path}\n"
+                  f"sha256: {source.sha256}\nconfigure: {configure_args}\njobs: {jobs}\n")
     src: list[Path] = []
     probe: dict = {}
 
@@ -285,11 +371,10 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
                     break
             else:
                 raise ProvisionError(f"make install left no python3 in {bin_dir}")
-        proc = procs.run([str(python3), "-c", PROBE], timeout=PROBE_TIMEOUT, env=_clean_env())
-        builder.write(f"$ {python3} -c PROBE\n{proc.stdout}{proc.stderr}")
-        if proc.returncode != 0:
-            raise ProvisionError(f"the new interpreter does not start: {brief(proc.stderr)}")
-        probe.update(json.loads(proc.stdout))
+        env = _clean_env()
+        if chosen.shared:  # its rpath names the final place, which does not exist yet
+            env["LD_LIBRARY_PATH"] = str(staged / "lib")
+        probe.update(_probe(builder, python3, env))
         if probe["python_version"] != version.python_version:
             raise ProvisionError(f"the tarball built Python {probe['python_version']}, not "
                                  f"{version.python_version}")
@@ -313,7 +398,8 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
             "python_version": version.python_version,
             "free_threaded": version.free_threaded,
             "configure_args": configure_args,
-            "optimized": optimized,
+            "recipe": chosen.name,
+            "optimized": chosen.name == "release",
             "tarball": source.url or str(source.path),
             "tarball_path": str(source.path),
             "sha256": source.sha256,
@@ -329,6 +415,11 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
         if final.exists():
             raise ProvisionError(f"{final} appeared while building (another provision run?)")
         os.rename(staged, final)
+        try:
+            builder.stage("check in place", lambda: _check_in_place(builder, final, chosen))
+        except BaseException:
+            os.rename(final, staged)  # not half-installed: out again, removed below
+            raise
     except BaseException as exc:
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(exc, KeyboardInterrupt):
@@ -340,8 +431,29 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
                 raise ProvisionError(f"{exc}; see the log: {log}") from exc
         raise
     shutil.rmtree(partial, ignore_errors=True)
-    say(f"built {version} in {_elapsed(info['build_seconds'])} at {final}: {probe['sys_version']}")
+    say(f"built {name} ({chosen.name} recipe) in {_elapsed(info['build_seconds'])} at {final}: "
+        f"{probe['sys_version']}")
     return final
+
+
+def _probe(builder: _Builder, python3: Path, env: dict) -> dict:
+    proc = procs.run([str(python3), "-c", PROBE], timeout=PROBE_TIMEOUT, env=env)
+    builder.write(f"$ {python3} -c PROBE\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:
+        raise ProvisionError(f"the new interpreter does not start: {brief(proc.stderr)}")
+    return json.loads(proc.stdout)
+
+
+def _check_in_place(builder: _Builder, final: Path, recipe: Recipe) -> None:
+    """The installed interpreter starts from its final place, on its own libpython."""
+    env = _clean_env()
+    env.pop("LD_LIBRARY_PATH", None)  # it must find its library by itself
+    found = _probe(builder, final / "bin" / "python3", env)
+    foreign = [lib for lib in found.get("libpython", [])
+               if not os.path.realpath(lib).startswith(str(final) + os.sep)]
+    if recipe.shared and foreign:
+        raise ProvisionError(f"the new interpreter loads {foreign[0]}, not its own libpython "
+                             f"in {final / 'lib'} (rpath?)")
 
 
 def uv_install(versions: list[Version], http_timeout: float = UV_TIMEOUT,
@@ -388,8 +500,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sha256", metavar="HEX", help="expected sha256 of the tarball")
     parser.add_argument("--debian-source", action="store_true",
                         help="fetch Debian's orig tarball with apt-get when tarballs/ lacks it")
+    parser.add_argument("--recipe", default=DEFAULT_RECIPE, metavar="NAME",
+                        help="how to build: " + "; ".join(
+                            f"{r.name}{' (default)' if r.name == DEFAULT_RECIPE else ''}: "
+                            f"{r.description}" for r in RECIPES.values()))
     parser.add_argument("--optimized", action="store_true",
-                        help=f"configure {' '.join(OPTIMIZED_ARGS)} (slow)")
+                        help="the release recipe (the option's name before recipes)")
     parser.add_argument("--jobs", type=int, metavar="N", help="make -jN (default: CPU count)")
     return parser
 
@@ -405,6 +521,12 @@ def main(argv: list[str]) -> int:
                 raise UsageError(f"{option} applies to one VERSION, not {len(versions)}")
         if args.jobs is not None and args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
+        recipe = recipe_named(args.recipe)
+        if args.optimized and recipe.name not in ("release", DEFAULT_RECIPE):
+            raise UsageError(f"--optimized is the release recipe; it contradicts --recipe "
+                             f"{recipe.name}")
+        if args.optimized:
+            recipe = RECIPES["release"]
         if args.uv:
             uv_install(versions)
             return 0
@@ -412,12 +534,12 @@ def main(argv: list[str]) -> int:
         for version in versions:
             try:
                 build(version, tarball=args.tarball, url=args.url, sha256=args.sha256,
-                      optimized=args.optimized, jobs=args.jobs, debian_source=args.debian_source)
+                      recipe=recipe.name, jobs=args.jobs, debian_source=args.debian_source)
             except UsageError:
                 raise
             except ProvisionError as exc:
-                print(f"error: [{version}] {exc}", file=sys.stderr, flush=True)
-                failed.append(version.text)
+                print(f"error: [{version}{recipe.suffix}] {exc}", file=sys.stderr, flush=True)
+                failed.append(version.text + recipe.suffix)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
