@@ -22,7 +22,9 @@ the harness's function.
 
 The allocator state comes from the environment the host sets (the same glibc
 variables as the matrix: suites/_results.py ALLOCATOR_ENVIRONMENT); the process
-reports what it saw.
+reports what it saw. Under ``default`` it refuses, as the harness does, an
+environment that sets allocator variables unless ``--keep-allocator-env``; the
+process times one op only, so its history is that op's own calls.
 """
 from __future__ import division, print_function
 
@@ -34,7 +36,7 @@ import timeit
 
 import _results as results
 from _api import SkipOp, load_context, load_suite
-from harness import allocator_state
+from harness import allocator_state, inherited_allocator_refusal
 
 # timeit's default timer is the best wall clock of each version: time.time() on 2.7
 # (gettimeofday, microseconds), time.perf_counter() from 3.3.
@@ -106,9 +108,15 @@ def main(argv=None):
                         choices=results.OUTPUT_STATES)
     parser.add_argument("--allocator", default="steady", choices=results.ALLOCATORS,
                         help="the state the host pinned (recorded as seen, not set here)")
+    parser.add_argument("--keep-allocator-env", dest="keep_allocator_env", action="store_true",
+                        help="under --allocator default, time even with MALLOC_*/MIMALLOC_* "
+                             "variables in the environment (recorded either way)")
     args = parser.parse_args(argv)
     if args.calls < 1:
         parser.error("--calls must be at least 1")
+    refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)
+    if refusal:
+        parser.error(refusal)
     ctx = load_context(args.fixtures, args.scratch, "quick", "c", "warm", args.output)
     ops = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))
     if args.op not in ops:
@@ -119,7 +127,9 @@ def main(argv=None):
     rows = time_op(op, args.calls, args.output)
     print(json.dumps({
         "op": op.name, "python": sys.version.split()[0],
-        "allocator": allocator_state(args.allocator), "output": args.output if op.outputs else None,
+        "allocator": allocator_state(args.allocator),
+        "allocator_env": results.describe_variables(results.allocator_variables(os.environ)),
+        "output": args.output if op.outputs else None,
         "wall": [r[0] for r in rows], "cpu": [r[1] for r in rows],
         "minflt": [r[2] for r in rows], "nivcsw": [r[3] for r in rows]}))
     return 0

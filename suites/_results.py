@@ -28,12 +28,15 @@ import stat
 PROFILES = ("smoke", "quick", "full")
 IO_STACKS = ("c", "pyio")
 CACHE_MODES = ("warm", "cold")
-# glibc's allocator: "steady" pins its thresholds high, so the buffers of a call come
-# from the heap that earlier calls left (a long-running program's state); "fresh" pins
-# them at glibc's defaults, so every large buffer is a new mmap with its page faults
-# (a program that reads one file once). Unpinned, glibc moves the threshold by itself
-# as a process frees large blocks, and a worker's timings depend on what ran before.
-ALLOCATORS = ("steady", "fresh")
+# glibc's allocator: "default" leaves it alone (no MALLOC_* or MIMALLOC_* variable: what
+# an ordinary program gets). glibc then moves its mmap threshold by itself as the process
+# frees large blocks, so a timing depends on what ran before in the process: under
+# "default" a worker times one op only, after nothing but that op's own untimed calls
+# (harness.py; docs/allocator.md says what the history changes and why). "steady" pins
+# the thresholds high, so the buffers of a call come from the heap that earlier calls
+# left (a long-running program's state); "fresh" pins them at glibc's defaults, so every
+# large buffer is a new mmap with its page faults (a program that reads one file once).
+ALLOCATORS = ("default", "steady", "fresh")
 # Where a write goes: a new file (the old one is removed outside the timed region),
 # or over an existing file of the same size (truncated inside the timed call).
 OUTPUT_STATES = ("new", "overwrite")
@@ -60,6 +63,10 @@ FIXTURE_READ_BACK = "read back from disk after writing"
 
 # What the host sets for each allocator state; the worker records what it sees.
 ALLOCATOR_ENVIRONMENT = {
+    # Nothing: glibc's and mimalloc's own behaviour. The worker refuses to time under
+    # "default" when the caller's environment holds allocator variables (allocator_variables)
+    # unless it is told to keep them (harness.py --keep-allocator-env).
+    "default": {},
     # glibc caps the mmap threshold at 32 MiB on 64-bit; below it every buffer of a
     # lutz2009 call (25 MiB at most) comes from the heap, which is never trimmed.
     # Free-threaded builds allocate with mimalloc, which by default gives freed memory
@@ -76,6 +83,29 @@ ALLOCATOR_ENVIRONMENT = {
 }
 
 
+# Variables that change what the allocator does, whoever set them: glibc's MALLOC_*
+# (mallopt from the environment), mimalloc's MIMALLOC_*, glibc's tunables when they name
+# a malloc setting, and CPython's own choice of allocator (PYTHONMALLOC).
+ALLOCATOR_VARIABLE_PREFIXES = ("MALLOC_", "MIMALLOC_")
+
+
+def allocator_variables(environ):
+    """{name: value} of the variables in ``environ`` that change the allocator."""
+    found = {}
+    for name, value in environ.items():
+        if name.startswith(ALLOCATOR_VARIABLE_PREFIXES) or name == "PYTHONMALLOC" or \
+                (name == "GLIBC_TUNABLES" and "glibc.malloc." in value):
+            found[name] = value
+    return found
+
+
+def describe_variables(variables):
+    """``NAME=value NAME=value`` in name order, or ``none``: one line for the metadata."""
+    if not variables:
+        return "none"
+    return " ".join("%s=%s" % (name, variables[name]) for name in sorted(variables))
+
+
 # -- metadata keys ------------------------------------------------------------
 KEY_SUITE = "iomatrix_suite"
 KEY_CATEGORY = "iomatrix_category"
@@ -85,6 +115,12 @@ KEY_CACHE = "iomatrix_cache"
 KEY_PROFILE = "iomatrix_profile"
 KEY_ROUND = "iomatrix_round"
 KEY_ALLOCATOR = "iomatrix_allocator"
+# The allocator variables the worker saw in its environment (describe_variables), under
+# every condition: the pinned ones set by the host, and any that came from the caller.
+KEY_ALLOCATOR_ENV = "iomatrix_allocator_env"
+# How many ops this worker process timed before this one (0: the op ran alone after its
+# own untimed calls). Under "default" it is always 0 (harness.py refuses a second op).
+KEY_EARLIER_OPS = "iomatrix_earlier_ops"
 KEY_OUTPUT = "iomatrix_output"
 KEY_NATIVE = "iomatrix_native"
 KEY_PEAK_RSS = "iomatrix_peak_rss"

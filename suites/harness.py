@@ -21,7 +21,13 @@ Conditions are chosen, not inherited: before every timed call the op's output
 files are put in the stated state (``--output new``: removed, so the call
 creates them; ``overwrite``: left by the previous call), outside the timed
 region; the allocator state is pinned by the host through glibc's environment
-variables (``--allocator``, see _results.py) and recorded here as seen. Per
+variables (``--allocator``, see _results.py) and recorded here as seen. Under
+``--allocator default`` nothing is pinned: glibc moves its thresholds as the
+process frees large blocks, so a timing depends on what the process did
+before. The worker then times one op only, after nothing but its own untimed
+calls (it refuses a batch of several), and refuses to time at all when the
+caller's environment holds allocator variables, unless ``--keep-allocator-env``
+says the user wants them (docs/allocator.md). Per
 process, the page faults and context switches of the timed calls are recorded
 (getrusage, outside the timed region), so a bimodal series can be explained
 from its own data.
@@ -81,11 +87,59 @@ def allocator_state(requested):
     import platform
     libc = platform.libc_ver()[0]
     if libc != "glibc":
+        if requested == "default":  # the platform's own allocator is still what is asked for
+            return "default (%s, not glibc)" % (libc or sys.platform)
         return "unpinned (%s: no glibc)" % (libc or sys.platform)
     expected = results.ALLOCATOR_ENVIRONMENT[requested]
     if any(os.environ.get(k) != v for k, v in expected.items()):
         return "unpinned (the allocator variables of %r are not set)" % requested
+    if requested == "default":
+        inherited = results.allocator_variables(os.environ)
+        if inherited:  # only with --keep-allocator-env: the user asked to time with them
+            return "default with the caller's %s" % results.describe_variables(inherited)
     return requested
+
+
+class AllocatorHistoryError(RuntimeError):
+    """A second op in a process under --allocator default."""
+
+
+# The ops this process has timed, in order. Under "default" glibc's thresholds after an
+# op depend on the blocks it freed (docs/allocator.md), so a second op would be timed in
+# a state the first one left: it is refused, and every op records how many ran before it.
+TIMED_OPS = []
+
+
+def start_timing(op_name, allocator):
+    """Note that this process times ``op_name`` now; the number of ops it timed before."""
+    if allocator == "default" and TIMED_OPS:
+        raise AllocatorHistoryError(
+            "--allocator default times one op per process (glibc's thresholds depend on what "
+            "the process freed before); this one already timed %s" % ", ".join(TIMED_OPS))
+    TIMED_OPS.append(op_name)
+    return len(TIMED_OPS) - 1
+
+
+def inherited_allocator_refusal(allocator, keep):
+    """The one-line reason this worker must not time, or None.
+
+    Under "default" the allocator must be glibc's own: a MALLOC_* variable from the
+    caller (a shell profile, a CI setting) would make the values another condition
+    under the name of the untouched one."""
+    if allocator != "default" or keep:
+        return None
+    inherited = results.allocator_variables(os.environ)
+    if not inherited:
+        return None
+    return ("--allocator default measures the allocator untouched, but the environment sets "
+            "%s; unset them, or pass --keep-allocator-env to time with them (they are recorded)"
+            % ", ".join(sorted(inherited)))
+
+
+def refuse(message):
+    """Bad input: one line on stderr, exit status 2, nothing timed or written."""
+    sys.stderr.write("harness.py: error: %s\n" % message)
+    raise SystemExit(2)
 
 
 def allowed_cpus():
@@ -210,6 +264,8 @@ def base_metadata(op, args):
         results.KEY_PROFILE: args.iomatrix_profile,
         results.KEY_ROUND: args.round,
         results.KEY_ALLOCATOR: allocator_state(args.allocator),
+        results.KEY_ALLOCATOR_ENV: results.describe_variables(
+            results.allocator_variables(os.environ)),
         results.KEY_CPU: allowed_cpus(),
         results.KEY_CLOCK: resolve_clock(op, args.clock, args.cache, args.output),
     }
@@ -227,6 +283,9 @@ def add_common_options(parser):
     parser.add_argument("--io", default="c", choices=results.IO_STACKS)
     parser.add_argument("--cache", default="warm", choices=results.CACHE_MODES)
     parser.add_argument("--allocator", default="steady", choices=results.ALLOCATORS)
+    parser.add_argument("--keep-allocator-env", dest="keep_allocator_env", action="store_true",
+                        help="under --allocator default, time even when the environment sets "
+                             "MALLOC_*/MIMALLOC_* variables (they are recorded either way)")
     parser.add_argument("--output-state", dest="output", default="new",
                         choices=results.OUTPUT_STATES)
     parser.add_argument("--round", type=int, default=0)
@@ -243,6 +302,8 @@ def add_cmdline_args(cmd, args):
                 "--output-state", args.output, "--round", str(args.round)))
     if args.clock:
         cmd.extend(("--clock", args.clock))
+    if args.keep_allocator_env:
+        cmd.append("--keep-allocator-env")
 
 
 def find_op(ctx, suite_name, op_name):
@@ -280,6 +341,9 @@ def run_pyperf(argv=None):
     add_common_options(runner.argparser)
     runner.argparser.add_argument("--op", required=True)
     args = runner.parse_args(argv)
+    refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)
+    if refusal:
+        refuse(refusal)
     ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
                        args.output)
     ctx.clock = args.clock
@@ -290,9 +354,11 @@ def run_pyperf(argv=None):
         runner.bench_time_func(op.name, never)  # the manager spawns workers; they do the rest
         return
     try:
+        earlier = start_timing(op.name, args.allocator)
         timer, extra = prepare(op, ctx, set())
         metadata = base_metadata(op, args)
         metadata.update(extra)
+        metadata[results.KEY_EARLIER_OPS] = earlier
         runner.bench_time_func(op.name, timer, inner_loops=op.inner_loops, metadata=metadata)
     except SkipOp as exc:
         raise SystemExit("op %s is unavailable here: %s" % (op.name, exc))
@@ -350,6 +416,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     import time
     import pyperf
     rusage_totals = {}
+    earlier = start_timing(op.name, args.allocator)
     try:
         timer, extra = prepare(op, ctx, checked, rusage_totals)
         inner = op.inner_loops or 1
@@ -375,6 +442,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     metadata = base_metadata(op, args)
     metadata.update(extra)
     metadata[results.KEY_STARTED] = started
+    metadata[results.KEY_EARLIER_OPS] = earlier
     metadata[results.KEY_FINISHED] = finished
     for key, total in rusage_totals.items():
         metadata[key] = total / (len(values) * loops)  # per call
@@ -439,6 +507,14 @@ def run_batch(argv):
     parser.add_argument("--lockstep", action="store_true",
                         help="wait for a line on stdin before each op (iomatrix.lockstep)")
     args = parser.parse_args(argv)
+    op_names = json.loads(args.ops)
+    refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)
+    if refusal:
+        refuse(refusal)
+    if args.allocator == "default" and len(op_names) != 1:
+        refuse("--allocator default times one op per worker process (glibc's thresholds "
+               "depend on what the process freed before); --ops names %d: start one worker "
+               "per op" % len(op_names))
     control = take_control_channel() if args.lockstep else None
     ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
                        args.output)
@@ -452,7 +528,7 @@ def run_batch(argv):
         if control.readline().strip() != "go":
             raise HostStopped(step)
 
-    for name in json.loads(args.ops):
+    for name in op_names:
         if control is not None:
             try:
                 wait_for_host(name)

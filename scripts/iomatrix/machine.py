@@ -83,5 +83,17 @@ def facts() -> dict:
 
 
 def allocator_environment(allocator: str) -> dict:
-    """The environment variables that pin glibc's allocator in the stated state."""
+    """The environment variables that pin glibc's allocator in the stated state (none for
+    ``default``: the worker then checks that none came in from the caller).
+
+    Raises ValueError naming the valid conditions for an unknown one."""
+    if allocator not in contract.ALLOCATORS:
+        raise ValueError(f"unknown allocator {allocator!r}; valid: {', '.join(contract.ALLOCATORS)}")
     return dict(contract.ALLOCATOR_ENVIRONMENT[allocator])
+
+
+def inherited_allocator_variables(environ=None) -> dict:
+    """The allocator variables (MALLOC_*, MIMALLOC_*, malloc tunables, PYTHONMALLOC) in the
+    caller's environment: the manifest names them, whatever the condition, because the
+    workers inherit them beside what the host sets."""
+    return contract.allocator_variables(os.environ if environ is None else environ)

@@ -1,0 +1,250 @@
+"""The untouched allocator as a condition (issue 28): the worker's checks, the reproducer,
+and the report section on constructed data.
+
+Real interpreters and real files; never asserts a timing (faults are counts, and only
+their presence in the output is checked, except where glibc's behaviour is the point).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from iomatrix import contract, machine, store
+from iomatrix.allocator_section import (allocator_section, condition_of, condition_series_name,
+                                        step_changes)
+from iomatrix.analysis import RunData
+
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "suites" / "harness.py"
+PLAIN_TIMER = ROOT / "suites" / "_plain_timer.py"
+REPRODUCER = ROOT / "docs" / "allocator_faults.py"
+PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
+OP = "read_allAtOnce_textMode"
+
+
+def clean_environment(**extra) -> dict:
+    """This process's environment without allocator variables, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in contract.allocator_variables(os.environ)}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def lutz_fixtures(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("fixtures")
+    subprocess.run([sys.executable, str(HARNESS), "--make-fixtures", "lutz2009", "smoke",
+                    str(directory)], check=True, capture_output=True, timeout=300)
+    return directory
+
+
+def batch(tmp_path, fixtures, ops, *options, env=None):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    output, errors = tmp_path / "out.json", tmp_path / "errors.json"
+    proc = subprocess.run(
+        [sys.executable, str(HARNESS), "--batch", "--suite", "lutz2009", "--ops", json.dumps(ops),
+         "--fixtures", str(fixtures), "--scratch", str(scratch), "--iomatrix-profile", "smoke",
+         "--warmups", "1", "--values", "2", "--output", str(output), "--errors", str(errors),
+         *options], capture_output=True, text=True, timeout=300,
+        env=clean_environment() if env is None else env)
+    return proc, output, errors
+
+
+# -- the worker ----------------------------------------------------------------------
+
+def test_one_op_under_default_runs_alone_and_records_what_it_saw(tmp_path, lutz_fixtures):
+    proc, output, errors = batch(tmp_path, lutz_fixtures, [OP], "--allocator", "default")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(errors.read_text()) == {}
+    rows = store.load_series(output)
+    assert [r["op"] for r in rows] == [OP]
+    assert rows[0]["allocator"] == "default"
+    assert rows[0]["minflt"] is not None and rows[0]["minflt"] >= 0
+    metadata = json.loads(output.read_text())["metadata"]
+    assert metadata[contract.KEY_ALLOCATOR_ENV] == "none"
+    assert metadata[contract.KEY_EARLIER_OPS] == 0
+
+
+def test_default_refuses_allocator_variables_from_the_caller(tmp_path, lutz_fixtures):
+    env = clean_environment(MALLOC_ARENA_MAX="2")
+    proc, output, errors = batch(tmp_path, lutz_fixtures, [OP], "--allocator", "default", env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "MALLOC_ARENA_MAX" in proc.stderr and "--keep-allocator-env" in proc.stderr
+    assert not output.exists() and not errors.exists()
+
+
+def test_kept_allocator_variables_are_recorded(tmp_path, lutz_fixtures):
+    env = clean_environment(MALLOC_ARENA_MAX="2")
+    proc, output, _ = batch(tmp_path, lutz_fixtures, [OP], "--allocator", "default",
+                            "--keep-allocator-env", env=env)
+    assert proc.returncode == 0, proc.stderr
+    metadata = json.loads(output.read_text())["metadata"]
+    assert metadata[contract.KEY_ALLOCATOR_ENV] == "MALLOC_ARENA_MAX=2"
+    assert metadata[contract.KEY_ALLOCATOR] == "default with the caller's MALLOC_ARENA_MAX=2"
+
+
+def test_steady_records_its_pinned_variables(tmp_path, lutz_fixtures):
+    env = clean_environment(**machine.allocator_environment("steady"))
+    proc, output, _ = batch(tmp_path, lutz_fixtures, [OP, "read_allAtOnce_binaryMode"],
+                            "--allocator", "steady", env=env)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(output.read_text())
+    assert "MALLOC_MMAP_THRESHOLD_=33554432" in document["metadata"][contract.KEY_ALLOCATOR_ENV]
+    earlier = sorted(b["metadata"].get(contract.KEY_EARLIER_OPS, document["metadata"].get(
+        contract.KEY_EARLIER_OPS)) for b in document["benchmarks"])
+    assert earlier == [0, 1]  # a batch under a pinned condition still runs its ops in turn
+
+
+def test_default_refuses_a_second_op_in_the_same_process(tmp_path, lutz_fixtures):
+    proc, output, errors = batch(tmp_path, lutz_fixtures, [OP, "read_allAtOnce_binaryMode"],
+                                 "--allocator", "default")
+    assert proc.returncode == 2
+    assert "one op per worker process" in proc.stderr
+    assert not output.exists() and not errors.exists()
+
+
+def test_unknown_allocator_lists_the_valid_ones(tmp_path, lutz_fixtures):
+    proc, output, _ = batch(tmp_path, lutz_fixtures, [OP], "--allocator", "untouched")
+    assert proc.returncode == 2
+    assert "'default', 'steady', 'fresh'" in proc.stderr
+    assert not output.exists()
+    with pytest.raises(ValueError, match="valid: default, steady, fresh"):
+        machine.allocator_environment("untouched")
+
+
+def test_plain_timer_refuses_allocator_variables_under_default(tmp_path, lutz_fixtures):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = [sys.executable, str(PLAIN_TIMER), "--op", OP, "--fixtures", str(lutz_fixtures),
+               "--scratch", str(scratch), "--calls", "3", "--allocator", "default"]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             env=clean_environment(MIMALLOC_PURGE_DELAY="0"))
+    assert refused.returncode == 2 and "MIMALLOC_PURGE_DELAY" in refused.stderr
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                         env=clean_environment())
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert (result["allocator"], result["allocator_env"]) == ("default", "none")
+    assert len(result["minflt"]) == 3
+
+
+def test_allocator_variables_are_found_by_name():
+    found = contract.allocator_variables({
+        "MALLOC_ARENA_MAX": "2", "MIMALLOC_PURGE_DELAY": "0", "PYTHONMALLOC": "malloc",
+        "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1", "HOME": "/root"})
+    assert sorted(found) == ["GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MIMALLOC_PURGE_DELAY",
+                             "PYTHONMALLOC"]
+    assert contract.allocator_variables({"GLIBC_TUNABLES": "glibc.rtld.nns=2"}) == {}
+    assert contract.describe_variables({}) == "none"
+    assert machine.allocator_environment("default") == {}
+
+
+# -- the reproducer --------------------------------------------------------------------
+
+def reproducer_rows(python: str, *args: str) -> tuple[list[str], list[list[str]]]:
+    proc = subprocess.run([python, str(REPRODUCER), *args], capture_output=True, text=True,
+                          timeout=120, env=clean_environment())
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    comments = [line for line in lines if line.startswith("#")]
+    table = [line.split() for line in lines if not line.startswith("#")]
+    return comments, table
+
+
+@pytest.mark.parametrize("python", [PY27, sys.executable], ids=["2.7", "3.x"])
+def test_reproducer_prints_faults_and_times_per_size_and_mode(python):
+    if not os.path.exists(python):
+        pytest.skip(f"no {python} here")
+    comments, table = reproducer_rows(python, "--size", "4K", "300K", "--calls", "3")
+    assert "untouched" in comments[1]
+    header, rows = table[0], table[1:]
+    assert header == ["size", "mode", "calls", "pages", "faults_1st", "faults_2nd",
+                      "faults/call", "ms/call", "cpu_ms/call"]
+    assert [(r[0], r[1]) for r in rows] == [("4096", "text"), ("4096", "binary"),
+                                            ("307200", "text"), ("307200", "binary")]
+    for row in rows:
+        assert int(row[3]) == -(-int(row[0]) // 4096)
+        assert int(row[4]) >= 0 and int(row[5]) >= 0 and float(row[6]) >= 0
+        assert float(row[7]) > 0 and float(row[8]) >= 0
+
+
+def test_reproducer_names_allocator_variables_and_refuses_bad_input():
+    proc = subprocess.run([sys.executable, str(REPRODUCER), "--size", "4K", "--calls", "3"],
+                          capture_output=True, text=True, timeout=120,
+                          env=clean_environment(MALLOC_TRIM_THRESHOLD_="1073741824"))
+    assert proc.returncode == 0 and "MALLOC_TRIM_THRESHOLD_ SET" in proc.stdout
+    for bad in (["--size", "12Q"], ["--size", "0"], ["--calls", "2"]):
+        proc = subprocess.run([sys.executable, str(REPRODUCER), *bad], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 2, bad
+        assert "error:" in proc.stderr.strip().splitlines()[-1]
+
+
+# -- the report section, on constructed data -----------------------------------------
+
+STEADY_MS = {("2.7", OP): 0.15, ("3.13", OP): 0.30,
+             ("2.7", "read_allAtOnce_binaryMode"): 0.11, ("3.13", "read_allAtOnce_binaryMode"): 0.19}
+DEFAULT_MS = {("2.7", OP): 0.14, ("3.13", OP): 4.0,
+              ("2.7", "read_allAtOnce_binaryMode"): 0.11, ("3.13", "read_allAtOnce_binaryMode"): 0.20}
+FAULTS = {("3.13", OP, "default"): 1401.0}
+ROUNDS = 8
+
+
+def constructed_run(conditions=("steady", "default")) -> RunData:
+    """Two interpreters under both conditions, lockstep rounds, a little noise per round."""
+    rows, interpreters = [], {}
+    for label, version in (("2.7", [2, 7, 18]), ("3.13", [3, 13, 0])):
+        for allocator in conditions:
+            series = condition_series_name(label, allocator)
+            interpreters[series] = {"series": series, "version_info": version,
+                                    "implementation": "cpython", "allocator": allocator}
+            times = DEFAULT_MS if allocator == "default" else STEADY_MS
+            for (who, op), ms in times.items():
+                if who != label:
+                    continue
+                for r in range(ROUNDS):
+                    mean = ms / 1000 * (1 + 0.01 * ((r * 7) % 5 - 2))
+                    rows.append({"series": series, "op": op, "suite": "lutz2009",
+                                 "category": "read-text", "bytes": 2935401, "round": r, "io": "c",
+                                 "cache": "warm", "profile": "quick", "mean": mean,
+                                 "values": [mean], "clock": "cpu", "allocator": allocator,
+                                 "output": None,
+                                 "minflt": FAULTS.get((label, op, allocator), 0.0)})
+    manifest = {"suites": ["lutz2009"], "allocator": "steady", "interpreters": interpreters,
+                "order": {"method": store.LOCKSTEP_ORDER, "seed": 1}}
+    return RunData(None, manifest, pd.DataFrame(rows), [])
+
+
+def test_section_lists_the_steps_the_condition_changes_first():
+    data = constructed_run()
+    steps = step_changes(data)
+    assert [(s.op, s.older, s.newer) for s in steps] == [(OP, "2.7", "3.13")]
+    assert steps[0].pinned.ratio == pytest.approx(2.0, rel=0.05)
+    assert steps[0].untouched.ratio == pytest.approx(4.0 / 0.14, rel=0.05)
+    text = allocator_section(data)
+    first_table = text.split("### Default against steady")[0]
+    assert f"`{OP}` | 2.7 → 3.13" in first_table and "read_allAtOnce_binaryMode" not in first_table
+    assert "1,401" in text                       # the faults per call of the default side
+    assert text.count("**geometric mean**") == 2
+    assert "▲" in text                           # 3.13's text read: significantly slower
+
+
+def test_section_says_when_a_run_has_pinned_conditions_only():
+    text = allocator_section(constructed_run(conditions=("steady",)))
+    assert "shows pinned conditions only" in text and "`steady`" in text
+    assert "###" not in text
+
+
+def test_series_conditions_come_from_the_manifest_then_the_name():
+    data = constructed_run()
+    assert condition_of(data, "3.13@default") == ("3.13", "default")
+    data.manifest["interpreters"]["3.13@default"].pop("allocator")
+    assert condition_of(data, "3.13@default") == ("3.13", "default")
+    assert condition_of(data, "3.13") == ("3.13", "steady")   # a plain name: the run's own
