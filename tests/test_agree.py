@@ -100,7 +100,11 @@ def test_the_figures_of_runs_that_differ_by_construction(tmp_path, capsys):
     assert status == 0
     assert "median 0.269, p90 0.357, max 0.357." in out
     assert "the same in every run: 2 of 4 (50%)." in out
-    assert "hold in every run: 1; in some runs only: 2." in out
+    # each flipped cell: 1.0 in A, 0.7 or 1/0.7 in B, so exp(|log 0.7| / 2) - 1 from 1
+    assert result.distance_from_one(agree.Cell(WRITE, "3.11", "3.12")) == \
+        pytest.approx(math.exp(-math.log(0.7) / 2) - 1, abs=0.005)
+    assert "hold in every run: 1; in some runs only: 2 (their estimates a median 20% from 1, " \
+           "at most 20%)." in out
     somewhere = out.split("do not hold in every run (2)")[1].split("####")[0]
     assert "3.11 → 3.12" in somewhere and "0.70 [0.69, 0.71] ▼" in somewhere
     assert "3.12 → 3.13" in somewhere and "**1.43 [1.41, 1.45] ▲**" in somewhere
@@ -122,11 +126,13 @@ def test_runs_that_differ_compare_what_they_share_and_name_the_rest(tmp_path, ca
     results = tmp_path / "results"
     make_run(results, "A")
     make_run(results, "B", labels=("3.12", "3.13"), ops=(READ,), allocator="fresh",
-             clock="cpu")
+             clock="cpu", order={"method": "interleaved rounds"})
     status, out, err = run_main(capsys, results / "A", results / "B")
     assert status == 0, err
     differ = next(line for line in out.splitlines() if line.startswith("> **Conditions differ"))
     assert "allocator (`steady` → `fresh`)" in differ and "clock (`auto` → `cpu`)" in differ
+    assert "rounds (`paired (lockstep)` → `unpaired`)" in differ
+    assert "The runs differ in method" in out
     left = next(line for line in out.splitlines() if line.startswith("Compared on what"))
     assert "interpreters not in every run, `A` has `3.11`, `3.13-aa`" in left
     assert f"ops not in every run, `A` has `{WRITE}`" in left

@@ -111,14 +111,18 @@ class Agreement:
         return self._by_size([cell for cell in self.cells
                               if len({run.verdicts[cell] for run in self.runs}) > 1])
 
+    def distance_from_one(self, cell: Cell) -> float:
+        """How far a cell's estimates are from 1: exp of the mean over runs of |log ratio|,
+        minus 1 (0.04: 4%)."""
+        return math.exp(sum(abs(math.log(run.cells[cell].ratio)) for run in self.runs)
+                        / len(self.runs)) - 1
+
     def moved_most(self, count: int = MOVED_MOST) -> list:
         return sorted(self.cells, key=lambda cell: (-max(self.spreads[cell]), cell))[:count]
 
     def _by_size(self, cells: list) -> list:
-        """Largest change first: by the sum over runs of |log ratio|."""
-        def size(cell):
-            return -sum(abs(math.log(run.cells[cell].ratio)) for run in self.runs)
-        return sorted(cells, key=lambda cell: (size(cell), cell))
+        """Largest change first."""
+        return sorted(cells, key=lambda cell: (-self.distance_from_one(cell), cell))
 
 
 # -- the runs ------------------------------------------------------------------------
@@ -311,9 +315,19 @@ def render(result: Agreement) -> str:
     same = result.same_verdict()
     everywhere, somewhere = result.findings_everywhere(), result.findings_somewhere()
     pairs = len(runs) * (len(runs) - 1) // 2
+    if somewhere:
+        distances = [result.distance_from_one(cell) for cell in somewhere]
+        flipped = (f" (their estimates a median {stats.median(distances):.0%} "
+                   f"from 1, at most {max(distances):.0%})")
+    else:
+        flipped = ""
+    methods = {run.analysis.data.paired for run in runs}
+    method = stats.method_sentence(methods.pop()) if len(methods) == 1 else \
+        ("The runs differ in method: a lockstep run's ratios are paired by round, another "
+         f"run's unpaired. {stats.METHOD_PAIRED} Unpaired: {stats.METHOD}")
     lines += [
-        f"Release-step ratios as each run's report computes them "
-        f"({stats.method_sentence(runs[0].analysis.data.paired)}). A verdict is slower or "
+        "Release-step ratios as each run's report computes them. "
+        f"{method} A verdict is slower or "
         f"faster when significant and beyond {threshold:.0%}, else the same.", "",
         f"- **Spread** over {len(result.cells)} cells × {pairs} pair{'s' * (pairs > 1)} of "
         f"runs, |log(r_i / r_j)|: median {median:.3f}, p{SPREAD_PERCENTILE} {p90:.3f}, "
@@ -321,7 +335,7 @@ def render(result: Agreement) -> str:
         f"- **Verdicts** the same in every run: {len(same)} of {len(result.cells)} "
         f"({len(same) / len(result.cells):.0%}).",
         f"- **Findings** that hold in every run: {len(everywhere)}; in some runs only: "
-        f"{len(somewhere)}.", ""]
+        f"{len(somewhere)}{flipped}.", ""]
 
     def ratio_row(cell):
         return [code(cell.op), cell.step] + [fmt_ratio(run.cells[cell], threshold)
