@@ -75,6 +75,14 @@ MIN_VALUE_SECONDS = 0.005
 # stays the warm-ups' job.
 MIN_VALUE_SECONDS_PYPY = 0.05
 MAX_LOOPS = 1000
+# Untimed calls before the values under --allocator default, at least. glibc's first
+# call of a large read maps its buffer and, unmapping it, raises the mmap threshold; the
+# second takes the buffer from the heap, which grows (714 faults for 2.7 reading the
+# study's file whole); only from the third call on is a call what every later call
+# costs (docs/allocator.md). With the profiles' one warm-up, 2.7's first value held
+# the second call (0.77 ms against 0.14 ms for the others) and its calls per value were
+# reckoned from the slow warm-up (3 instead of 16).
+MIN_WARMUPS_DEFAULT_ALLOCATOR = 2
 
 
 def min_value_seconds(implementation):
@@ -421,7 +429,10 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
         timer, extra = prepare(op, ctx, checked, rusage_totals)
         inner = op.inner_loops or 1
         started = time.time()
-        warmups = [(1, timer(1) / inner) for _ in range(args.warmups)]
+        warmup_count = args.warmups
+        if args.allocator == "default":
+            warmup_count = max(warmup_count, MIN_WARMUPS_DEFAULT_ALLOCATOR)
+        warmups = [(1, timer(1) / inner) for _ in range(warmup_count)]
         # From the fastest warm-up: a PyPy warm-up that held a major collection asked for
         # a few calls only, and its values then held a collection or not (5 to 91 calls).
         loops = loops_per_value(min(w[1] for w in warmups) * inner if warmups else None,

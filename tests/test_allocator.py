@@ -66,9 +66,11 @@ def test_one_op_under_default_runs_alone_and_records_what_it_saw(tmp_path, lutz_
     assert [r["op"] for r in rows] == [OP]
     assert rows[0]["allocator"] == "default"
     assert rows[0]["minflt"] is not None and rows[0]["minflt"] >= 0
-    metadata = json.loads(output.read_text())["metadata"]
-    assert metadata[contract.KEY_ALLOCATOR_ENV] == "none"
-    assert metadata[contract.KEY_EARLIER_OPS] == 0
+    document = json.loads(output.read_text())
+    assert document["metadata"][contract.KEY_ALLOCATOR_ENV] == "none"
+    assert document["metadata"][contract.KEY_EARLIER_OPS] == 0
+    # asked for one warm-up: two untimed calls (map and unmap, then the heap's growth)
+    assert len(document["benchmarks"][0]["runs"][0]["warmups"]) == 2
 
 
 def test_default_refuses_allocator_variables_from_the_caller(tmp_path, lutz_fixtures):
