@@ -14,7 +14,7 @@ def tree(directory):
 @pytest.mark.parametrize("posargs, message", [
     (["bogus"], "unknown interpreter 'bogus'"),
     (["3.12", "--against", "nope"], "unknown interpreter 'nope' for --against"),
-    (["2.7"], "no other 2.7 release here"),
+    (["2.7"], "no earlier 2.7 release built by 2.7's recipe"),
     (["3.12", "--fail-above", "nan"], "--fail-above"),
     (["3.12", "--run-id", "x\n"], "run id"),
 ])
@@ -42,24 +42,96 @@ def test_a_version_that_cannot_be_built_is_exit_2_with_what_to_do(tmp_path, monk
     assert not (tmp_path / "results").exists()
 
 
-def _refuse_to_build(version, debian_source, log):
+def _refuse_to_build(version, debian_source, log, recipe="lineage"):
     raise release.ReleaseError(f"cannot build {version} here (provisioning exited 1); build it "
                                f"with `nox -s provision -- {version}` or declare an interpreter "
                                "in iomatrix.toml, then rerun")
 
 
-def test_old_defaults_to_the_newest_other_release_of_the_minor_version():
-    def interp(label, version, source="pyenv", free_threaded=False):
-        info = {"implementation": "cpython", "version": version, "free_threaded": free_threaded,
-                "version_info": [int(x) for x in version.split(".")[:3]]}
-        return discovery.Interpreter(label, f"/x/{label}", source, info)
+def interp(label, version, source="pyenv", free_threaded=False, recipe="shared-O3"):
+    """An interpreter as discovery describes it, with its build recipe."""
+    info = {"implementation": "cpython", "version": version, "free_threaded": free_threaded,
+            "version_info": [int(x) for x in version.split("rc")[0].split(".")[:3]],
+            "recipe": recipe}
+    return discovery.Interpreter(label, f"/x/{label}", source, info)
+
+
+def test_old_defaults_to_the_previous_release_of_the_minor_version():
     here = [interp("3.13", "3.13.0"), interp("3.13.9", "3.13.9"), interp("3.13.15", "3.13.15"),
             interp("3.13t", "3.13.0", free_threaded=True), interp("3.14", "3.14.7"),
-            interp("3.13-debian", "3.13.12", source="debian")]
+            interp("3.13-debian", "3.13.12", source="debian", recipe="debian-O2")]
     assert release.default_old(here, release.find(here, "3.13.15")).label == "3.13.9"
     assert release.find(here, "3.13.15").label == "3.13.15"
-    with pytest.raises(release.ReleaseError, match="no other 3.13 release"):
+    # a newer release is no base: 3.13.9's previous release here is 3.13.0
+    assert release.default_old(here, release.find(here, "3.13.9")).label == "3.13"
+    with pytest.raises(release.ReleaseError, match="no earlier 3.13 release"):
         release.default_old(here, release.find(here, "3.13t"))
+
+
+def test_old_is_built_by_news_recipe():
+    here = [interp("3.13", "3.13.0"), interp("3.13.14", "3.13.14", "provisioned",
+                                             recipe="static-O3"),
+            interp("3.13.15", "3.13.15", "provisioned")]
+    new = release.find(here, "3.13.15")
+    assert release.default_old(here, new).label == "3.13"  # not the static 3.13.14
+    only_static = [i for i in here if i.label != "3.13"]
+    with pytest.raises(release.ReleaseError, match=r"built by 3.13.15's recipe \(shared-O3\).*"
+                       r"other recipes are not compared by default: 3.13.14 \(static-O3\).*"
+                       r"build 3.13.14"):
+        release.default_old(only_static, new)
+
+
+def test_the_previous_patch_release_is_built_when_it_can_be():
+    here = [interp("3.13", "3.13.0"), interp("3.13.15", "3.13.15", "provisioned")]
+    asked = []
+
+    def build(version):  # what provisioning and discovery would give back
+        asked.append(version)
+        return here + [interp("3.13.14", "3.13.14", "provisioned")]
+    found = list(here)
+    assert release.default_old(found, release.find(here, "3.13.15"), build).label == "3.13.14"
+    assert asked == ["3.13.14"] and "3.13.14" in [i.label for i in found]
+    # Not buildable: the newest older release of the recipe here.
+    assert release.default_old(list(here), release.find(here, "3.13.15"),
+                               lambda version: None).label == "3.13"
+
+
+@pytest.mark.parametrize("version, previous", [
+    ("3.13.15", "3.13.14"), ("3.14.7t", "3.14.6t"), ("3.15.0rc2", "3.15.0rc1"),
+    ("3.15.0rc1", None), ("3.14.0", None), ("3.15.0b3", "3.15.0b2"),
+])
+def test_previous_release(version, previous):
+    assert release.previous_release(version) == previous
+
+
+def test_a_base_of_another_recipe_is_refused_unless_allowed(tmp_path):
+    here = [interp("3.13", "3.13.0"), interp("3.13.15-pgo", "3.13.15", "provisioned",
+                                             recipe="static-O3-pgo-lto")]
+    args = release.parser().parse_args(["3.13.15-pgo", "--against", "3.13"])
+    with pytest.raises(release.ReleaseError, match=(
+            r"3.13 is built shared-O3 and 3.13.15-pgo static-O3-pgo-lto.*"
+            r"nox -s provision -- 3.13.0 --recipe release\) or give --allow-recipe-change")):
+        release.resolve(args, here, log=lambda *a: None)
+    args = release.parser().parse_args(["3.13.15-pgo", "--against", "3.13",
+                                        "--allow-recipe-change"])
+    _, new, old = release.resolve(args, here, log=lambda *a: None)
+    assert (new.label, old.label) == ("3.13.15-pgo", "3.13")
+    manifest = {"host": "vm", "cpu": "AMD EPYC", "cpu_count": 2, "os": "Linux 6.1",
+                "interpreters": {"3.13": {**old.info, "shared": True, "opt": "-O3"},
+                                 "3.13.15-pgo": {**new.info, "shared": False, "pgo": True,
+                                                 "configure_args": "'--prefix=/p' "
+                                                 "'--enable-optimizations' '--with-lto'"}}}
+    lines = release.context_lines(args, manifest, new, old)
+    assert lines[0].startswith("> **The builds differ: shared-O3 → static-O3-pgo-lto**")
+    text = "\n".join(lines)
+    assert "| recipe | shared-O3 | static-O3-pgo-lto |" in text
+    assert "| libpython | shared | static |" in text
+    assert "| PGO | unknown | yes |" in text
+    assert "| configure | — | `--enable-optimizations --with-lto` |" in text
+    assert "Machine: vm, AMD EPYC, 2 CPUs, Linux 6.1." in text
+    assert "iomatrix commit: " in text and "unknown" not in text.split("commit: ")[1][:12]
+    assert ("Reproduce: `nox -s release -- 3.13.15-pgo --against 3.13 --profile quick --suite "
+            in text and "--allow-recipe-change`" in text)
 
 
 def test_a_release_check_runs_both_with_an_aa_twin_and_writes_the_comment(tmp_path,
@@ -68,7 +140,8 @@ def test_a_release_check_runs_both_with_an_aa_twin_and_writes_the_comment(tmp_pa
     need(machine_interpreters, "3.11-debian")
     results = tmp_path / "results"
     status = release.main(["3.11", "--against", "3.11-debian", "--profile", "smoke",
-                           "--results-dir", str(results), "--run-id", "R"], log=lambda *a: None)
+                           "--results-dir", str(results), "--run-id", "R",
+                           "--allow-recipe-change"], log=lambda *a: None)
     assert status in (0, 1)
     run_dir = results / "R"
     assert {"3.11.json", "3.11-debian.json", "3.11-debian-aa.json"} <= {
@@ -76,6 +149,10 @@ def test_a_release_check_runs_both_with_an_aa_twin_and_writes_the_comment(tmp_pa
     comment = (run_dir / "release.md").read_text()
     assert comment.startswith("## Release check: `3.11`")
     assert f"(exit {status})" in comment and "A/A check" in comment
+    # Pyenv's 3.11 against Debian's: the recipe change comes first, then both builds.
+    assert "> **The builds differ: debian-O2 → shared-O3**" in comment.split("| build |")[0]
+    assert "| recipe | debian-O2 | shared-O3 |" in comment
+    assert "Reproduce: `nox -s release -- 3.11 --against 3.11-debian" in comment
     assert len(comment) <= 65536
 
 
@@ -83,4 +160,4 @@ def test_the_release_session_exits_with_the_gates_code(tmp_path, machine_interpr
     need(machine_interpreters, "2.7")
     done = run_nox("-s", "release", "--", "2.7", "--results-dir", str(tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "no other 2.7 release here" in done.stderr + done.stdout
+    assert "no earlier 2.7 release" in done.stderr + done.stdout

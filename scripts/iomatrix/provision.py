@@ -69,6 +69,7 @@ class Recipe:
     configure_args: tuple[str, ...]
     shared: bool  # a shared libpython, found through an rpath to the prefix's lib
     description: str
+    reads_as: str  # the recipe discovery reads from such a build with GCC (before -fp)
 
 
 # pyenv (python-build) configures --enable-shared with an rpath to its prefix's lib and
@@ -79,12 +80,14 @@ class Recipe:
 # as pyenv's own 3.15 would.
 RECIPES = {recipe.name: recipe for recipe in (
     Recipe("lineage", "", ("--enable-shared",), True,
-           "pyenv's recipe: --enable-shared (rpath to the prefix), CPython's own -O3"),
+           "pyenv's recipe: --enable-shared (rpath to the prefix), CPython's own -O3",
+           "shared-O3"),
     Recipe("release", "-pgo", tuple(OPTIMIZED_ARGS), False,
            "PGO+LTO (--enable-optimizations --with-lto), as python.org and distributions "
-           "ship; slow"),
+           "ship; slow", "static-O3-pgo-lto"),
     Recipe("static", "-static", (), False,
-           "a static libpython, CPython's own -O3 (iomatrix's builds before recipes)"),
+           "a static libpython, CPython's own -O3 (iomatrix's builds before recipes)",
+           "static-O3"),
 )}
 DEFAULT_RECIPE = "lineage"
 SUFFIX_PATTERN = "|".join(re.escape(r.suffix) for r in RECIPES.values() if r.suffix)
@@ -98,6 +101,15 @@ def recipe_named(name: str) -> Recipe:
         raise UsageError(f"unknown recipe {name!r}; known recipes: "
                          + "; ".join(f"{r.name} ({r.description})" for r in RECIPES.values()))
     return RECIPES[name]
+
+
+def recipe_reading_as(recipe: str | None) -> Recipe | None:
+    """The provisioning recipe that builds what discovery reads as ``recipe`` (shared-O3:
+    lineage), frame pointers aside (a release's default); None when none does."""
+    if not recipe:
+        return None
+    base = "-".join(part for part in recipe.split("-") if part != "fp")
+    return next((r for r in RECIPES.values() if r.reads_as == base), None)
 
 
 def recipe_of_build(info: dict) -> str:
