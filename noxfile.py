@@ -66,7 +66,9 @@ def describe(interp: discovery.Interpreter) -> str:
         return f"{interp.executable} (unusable: {interp.error})"
     kind = {"cpython": "CPython", "pypy": "PyPy"}.get(interp.implementation, interp.implementation)
     ft = " free-threaded" if interp.free_threaded else ""
-    return f"{kind} {interp.version}{ft}, {interp.source}"
+    # The build recipe (shared-O3, static-O3-pgo-lto): what of the build changes speed.
+    recipe = interp.recipe or ("recipe unknown" if interp.implementation == "cpython" else None)
+    return f"{kind} {interp.version}{ft}, {interp.source}" + (f", {recipe}" if recipe else "")
 
 
 def register_bench_session(interp: discovery.Interpreter) -> None:
@@ -169,8 +171,12 @@ def crosscheck(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def provision(session: nox.Session) -> None:
-    """Build CPython VERSION[t] from source into the iomatrix cache (posargs: VERSION ...)."""
-    session.run(sys.executable, str(ROOT / "scripts" / "provision.py"), *session.posargs)
+    """Build CPython into the iomatrix cache (posargs: VERSION... [--recipe lineage|release|static])."""
+    # Its own exit status (1 a build failed, 2 bad input), not nox's 1 for any failure.
+    status = subprocess.call([sys.executable, str(ROOT / "scripts" / "provision.py"),
+                              *session.posargs])
+    if status:
+        raise SystemExit(status)
 
 
 @nox.session(default=False)

@@ -539,3 +539,12 @@ def test_real_build(cache):
         capture_output=True, text=True, check=True,
     ).stdout
     assert out.strip() == version
+
+
+def test_the_provision_session_passes_on_the_exit_status(cache):
+    from conftest import run_nox
+    done = run_nox("-s", "provision", "--", "9.9.9", "--recipe", "fast",
+                   env=dict(os.environ, IOMATRIX_CACHE=str(cache)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unknown recipe 'fast'; known recipes: lineage" in done.stderr
+    assert not cache.exists()
