@@ -539,6 +539,14 @@ def test_real_build(cache):
         capture_output=True, text=True, check=True,
     ).stdout
     assert out.strip() == version
+    # The lineage recipe: read back as pyenv's builds read (shared-O3; -fp from 3.15 on, by
+    # CPython's default), on the build's own libpython.
+    from iomatrix import discovery
+    python3 = str(prefix / "bin" / "python3")
+    facts = discovery.build_facts(discovery.probe(python3), "provisioned")
+    assert facts["recipe"] in ("shared-O3", "shared-O3-fp")
+    ldd = subprocess.run(["ldd", python3], capture_output=True, text=True, check=True).stdout
+    assert f"{prefix}/lib/libpython" in ldd
 
 
 def test_the_provision_session_passes_on_the_exit_status(cache):

@@ -462,3 +462,55 @@ def compare_markdown(rows, fail_above: float) -> list:
                          f"{_fmt(r['a'])} -> {_fmt(r['b'])}")
         lines.append("")
     return lines
+
+
+# -- how one op's counts moved, for a finding's class (comparisons.evidence_of) -------------
+
+# Instructions per call "moved" beyond 2%: 100 times the largest A/A difference of the published
+# trio (0.018%, 3.15 counted twice in one run), and under half the 5% timing threshold, so an
+# instruction change below it cannot carry a finding alone. Counts of two hosts differ by up
+# to 3.5% (another memcpy for the CPU, issue 26): across hosts pass a larger fraction.
+INSTRUCTIONS_MOVE = 0.02
+
+
+def count_move(rows, op: str, before: str, after: str,
+               instructions_move: float = INSTRUCTIONS_MOVE) -> dict | None:
+    """How ``op``'s counts moved from series ``before`` to ``after``; None when a side has no
+    syscall count of the op (nothing to say, nothing guessed).
+
+    {"up": bool, "down": bool, "instructions": relative change or None, "syscalls":
+    [(name, a, b)] per call that changed, "note": why instructions were left out or None}.
+    "up": instructions grew beyond ``instructions_move`` or there are more syscalls per call;
+    "down" the reverse; a syscall mix that changed at the same total counts both ways (one
+    kind of call for another can cost more or less). A side without instruction counts (PyPy,
+    no valgrind) or counted by another method: syscalls only, said in "note".
+    """
+    index = _index(rows)
+    ops = [index.get((series, op, "syscalls")) for series in (before, after)]
+    if None in ops:
+        return None
+    names = sorted({r["counter"][8:] for r in rows if r["op"] == op
+                    and r["series"] in (before, after) and r["counter"].startswith("syscall:")})
+    changed = []
+    for name in names:
+        a = index.get((before, op, "syscall:" + name), {}).get("per_call", 0)
+        b = index.get((after, op, "syscall:" + name), {}).get("per_call", 0)
+        if a != b:
+            changed.append((name, a, b))
+    total_a, total_b = ops[0]["per_call"], ops[1]["per_call"]
+    up, down = total_b > total_a, total_b < total_a
+    if changed and total_a == total_b:
+        up = down = True
+    ia, ib = index.get((before, op, "instructions")), index.get((after, op, "instructions"))
+    instructions, note = None, None
+    if ia is None or ib is None:
+        missing = [s for s, r in ((before, ia), (after, ib)) if r is None]
+        note = f"syscalls only: no instruction counts for {' and '.join(missing)}"
+    elif ia["method"] != ib["method"]:
+        note = "syscalls only: instructions counted by different methods"
+    elif ia["per_call"]:
+        instructions = (ib["per_call"] - ia["per_call"]) / ia["per_call"]
+        up = up or instructions > instructions_move
+        down = down or instructions < -instructions_move
+    return {"up": up, "down": down, "instructions": instructions, "syscalls": changed,
+            "note": note}
