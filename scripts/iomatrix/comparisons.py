@@ -1,16 +1,34 @@
 """The comparisons a report is built from, made once: along the lineage, against the oldest
 release, of each variant against its twin and against a chosen baseline; and the findings.
+
+A finding (a release step significant and beyond the threshold either way) carries three
+classes that say how far to trust it (issue 26):
+
+- ``evidence``: do the counts of the same run move with it? "confirmed" (instructions beyond
+  ``counts.INSTRUCTIONS_MOVE`` the same way, or a syscall count changed), "time only"
+  (counts flat or the other way), None when a side has no counts. Steps whose counts moved
+  while the timing did not decide are "counts only" (``Analysis.counts_only``).
+- ``firmness``: "firm" when the interval for the next run (``stats.next_run_interval``, a
+  block bootstrap of the per-round log ratios) lies wholly beyond the threshold, "borderline"
+  when it crosses it; None in a run without lockstep rounds (nothing to pair).
+- ``modes``: the series that split into two modes (``stats.split_modes``), in words; such
+  a finding is never firm.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
-from iomatrix import cli, native, stats
+from iomatrix import cli, counts, native, stats
 from iomatrix.analysis import (Lineage, RunData, compare_all, default_baseline, lineage,
                                ordered_ops, ordered_series, process_means)
 
 MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
+
+
+EVIDENCE = ("confirmed", "time only", "counts only")
+FIRMNESS = ("firm", "borderline")
 
 
 @dataclasses.dataclass
@@ -19,6 +37,39 @@ class Finding:
     a: str
     b: str
     comparison: stats.Comparison
+    evidence: str | None = None     # EVIDENCE, or None when a side has no counts
+    firmness: str | None = None     # FIRMNESS, or None without lockstep rounds
+    modes: str | None = None        # "3.13: 6 of 10 processes 7.0x slower", or None
+    note: str | None = None         # what the evidence rests on when not every count
+    next_run: tuple | None = None   # (low, high): where the next run's ratio should land
+
+
+def is_finding(comparison: stats.Comparison, threshold: float) -> bool:
+    """Significant, and the estimate beyond the threshold either way."""
+    return bool(comparison.significant) and (comparison.beyond(threshold)
+                                             or comparison.ratio < 1 / (1 + threshold))
+
+
+def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | None) -> str | None:
+    """The class of one step from its timing and its counts' move (``counts.count_move``):
+    "confirmed", "time only", "counts only", or None (no counts on a side, or nothing moved)."""
+    if move is None:
+        return None
+    if is_finding(comparison, threshold):
+        return "confirmed" if move["up" if comparison.ratio > 1 else "down"] else "time only"
+    return "counts only" if move["up"] or move["down"] else None
+
+
+def firmness_of(comparison: stats.Comparison, threshold: float, next_run: tuple | None,
+                split: bool) -> str | None:
+    """A finding is "firm" when the next run's interval lies wholly beyond the threshold on
+    its side and neither series splits into modes, "borderline" otherwise; None when it is
+    no finding or there is no interval for the next run."""
+    if not is_finding(comparison, threshold) or next_run is None:
+        return None
+    low, high = next_run
+    beyond = low > 1 + threshold if comparison.ratio > 1 else high < 1 / (1 + threshold)
+    return "firm" if beyond and not split else "borderline"
 
 
 @dataclasses.dataclass
@@ -39,6 +90,7 @@ class Analysis:
     oldest_cmp: dict              # (op, series) -> Comparison against the oldest
     twin_cmp: dict                # (op, series) -> Comparison of a variant against its twin
     baseline_cmp: dict            # (op, series) -> Comparison against --baseline
+    counted: list = dataclasses.field(default_factory=list)   # counts.load_counts rows
 
     @property
     def suites(self) -> list:
@@ -47,11 +99,53 @@ class Analysis:
     def findings(self) -> list[Finding]:
         """Steps that are significant and beyond the threshold either way, largest first;
         a step between two build recipes is not one (Lineage.recipe_differs)."""
-        found = [Finding(op, a, b, c) for (op, a, b), c in self.step_cmp.items()
-                 if (a, b) not in self.lin.recipe_differs
-                 and c.significant and (c.beyond(self.threshold)
-                                       or c.ratio < 1 / (1 + self.threshold))]
-        return sorted(found, key=lambda f: (-abs(math.log(f.comparison.ratio)), f.op))
+        return list(self._classified[0])
+
+    def counts_only(self) -> list[Finding]:
+        """Steps whose counts moved beyond their threshold while the timing found nothing
+        (within the threshold or undecided), largest count change first."""
+        return list(self._classified[1])
+
+    def modes_of(self, series: str, op: str) -> stats.Modes | None:
+        return stats.split_modes((self.means.get((series, op)) or {}).values())
+
+    def round_log_ratios(self, op: str, a: str, b: str) -> list[float]:
+        """The per-round log ratios of a lockstep step, in round order (stats.compare's)."""
+        pa, pb = self.means[(a, op)], self.means[(b, op)]
+        return [math.log(pb[r]) - math.log(pa[r])
+                for r in sorted(pa) if r in pb and pa[r] > 0 and pb[r] > 0]
+
+    def classify(self, op: str, a: str, b: str) -> Finding:
+        """One step with its classes (the module docstring)."""
+        c = self.step_cmp[(op, a, b)]
+        move = counts.count_move(self.counted, op, a, b) if self.counted else None
+        split = [f"{s}: {m.describe()}" for s in (a, b) if (m := self.modes_of(s, op))]
+        next_run = None
+        if self.data.paired and is_finding(c, self.threshold):
+            next_run = stats.next_run_interval(self.round_log_ratios(op, a, b))
+        return Finding(op, a, b, c, evidence_of(c, self.threshold, move),
+                       firmness_of(c, self.threshold, next_run, bool(split)),
+                       "; ".join(split) or None, move["note"] if move else None, next_run)
+
+    @functools.cached_property
+    def _classified(self) -> tuple[list[Finding], list[Finding]]:
+        # The bootstrap costs some 50 ms a finding: classify once, for every page.
+        found, counts_only = [], []
+        for (op, a, b), c in self.step_cmp.items():
+            if (a, b) in self.lin.recipe_differs:
+                continue
+            move = counts.count_move(self.counted, op, a, b) if self.counted else None
+            if is_finding(c, self.threshold):
+                found.append(self.classify(op, a, b))
+            elif evidence_of(c, self.threshold, move) == "counts only":
+                counts_only.append(Finding(op, a, b, c, "counts only", note=move["note"]))
+        found.sort(key=lambda f: (-abs(math.log(f.comparison.ratio)), f.op))
+        counts_only.sort(key=lambda f: (-abs(self._instructions(f) or 0), f.op, f.a))
+        return found, counts_only
+
+    def _instructions(self, f: Finding) -> float | None:
+        move = counts.count_move(self.counted, f.op, f.a, f.b)
+        return move["instructions"] if move else None
 
     def listed(self) -> tuple[list[Finding], list[Finding]]:
         """The findings the main page lists: the largest slowdowns, then the largest speed-ups."""
@@ -81,4 +175,5 @@ def analyse(data: RunData, baseline: str | None, threshold: float) -> Analysis:
                     dict(zip(data.frame["op"], data.frame["suite"])),
                     dict(zip(data.frame["op"], data.frame["category"])), steps, step_cmp,
                     compare_all(means, ops, oldest, order, data.paired), twin_cmp,
-                    compare_all(means, ops, chosen, order, data.paired) if chosen else {})
+                    compare_all(means, ops, chosen, order, data.paired) if chosen else {},
+                    counts.load_counts(data.run.path) if data.run is not None else [])

@@ -1,0 +1,230 @@
+"""Findings that explain themselves (issue 26): confirmed by counts or time only, firm or
+borderline by an interval for the next run, and series that split into modes."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from iomatrix import analysis, comparisons, counts, stats, store
+from conftest import ROOT, write_pyperf_file
+
+RESULTS = ROOT / "results"
+TRIO = ["20261123T165527Z-vm", "20261123T170327Z-vm", "20261123T171157Z-vm"]
+FIRM_FINDINGS = ROOT / "docs" / "experiments" / "firm_findings.py"
+SPLIT_OP = "read_allAtOnce_binaryMode"
+
+
+def stored(run_id: str) -> store.Run:
+    if not (RESULTS / run_id / store.MANIFEST).is_file():
+        pytest.skip(f"the published run {run_id} is not in results/")
+    return store.Run(RESULTS, run_id)
+
+
+@pytest.fixture(scope="module")
+def trio():
+    """The published trio, analysed as the report does."""
+    return [comparisons.analyse(analysis.load_run(stored(r)), None, 0.05) for r in TRIO]
+
+
+# -- evidence: do the counts move with the timing? ------------------------------------------
+
+def comparison(ratio, low, high):
+    return stats.Comparison(ratio, low, high, low > 1 or high < 1, 25, 25, True)
+
+
+MORE_INSTRUCTIONS = {"up": True, "down": False, "instructions": 0.10, "syscalls": [], "note": None}
+FLAT = {"up": False, "down": False, "instructions": 0.001, "syscalls": [], "note": None}
+
+
+def test_the_evidence_classes_by_hand():
+    slower, faster = comparison(1.20, 1.15, 1.25), comparison(0.80, 0.75, 0.85)
+    within = comparison(1.02, 1.01, 1.03)
+    assert comparisons.evidence_of(slower, 0.05, MORE_INSTRUCTIONS) == "confirmed"
+    assert comparisons.evidence_of(faster, 0.05, MORE_INSTRUCTIONS) == "time only"  # other way
+    assert comparisons.evidence_of(slower, 0.05, FLAT) == "time only"
+    assert comparisons.evidence_of(within, 0.05, MORE_INSTRUCTIONS) == "counts only"
+    assert comparisons.evidence_of(within, 0.05, FLAT) is None
+    assert comparisons.evidence_of(slower, 0.05, None) is None       # a side without counts
+
+
+def test_the_counts_of_the_published_runs_move_as_the_issue_says(trio):
+    rows = trio[2].counted
+    byline = counts.count_move(rows, "read_byLines_binaryMode", "3.11", "3.12")
+    assert byline["up"] and byline["instructions"] == pytest.approx(0.898, abs=0.001)
+    # PyPy has no instruction counts: its evidence is its syscalls, and the note says so.
+    pypy = counts.count_move(rows, "read_byLines_binaryMode", "3.9", "pypy3.9")
+    assert pypy["instructions"] is None
+    assert pypy["note"] == "syscalls only: no instruction counts for pypy3.9"
+    # A series the counting pass did not count: nothing to say, nothing guessed.
+    assert counts.count_move([r for r in rows if r["series"] != "3.12"],
+                             "read_byLines_binaryMode", "3.11", "3.12") is None
+
+
+def test_instruction_noise_is_far_below_the_move_threshold(trio):
+    """INSTRUCTIONS_MOVE is 100 times what the A/A twin shows; syscalls are identical."""
+    for an in trio:
+        for e in counts.aa_exactness(an.counted):
+            if e["counter"] == "syscalls":
+                assert e["identical"] == e["ops"]
+            if e["counter"] == "instructions":
+                assert e["max_rel_diff"] < counts.INSTRUCTIONS_MOVE / 100
+
+
+def test_every_finding_of_the_published_runs_has_a_class(trio):
+    for an in trio:
+        found = {(f.op, f.a, f.b): f for f in an.findings()}
+        assert found and all(f.evidence in ("confirmed", "time only") for f in found.values())
+        assert all(f.firmness in comparisons.FIRMNESS for f in found.values())
+        assert found[("read_byLines_binaryMode", "3.11", "3.12")].evidence == "confirmed"
+        # The whole-file text reads of issue 26: the same counts, slower then faster.
+        for step in (("3.7", "3.8"), ("3.8", "3.9")):
+            assert found[("read_allAtOnce_textMode", *step)].evidence == "time only"
+        counts_only = an.counts_only()
+        assert counts_only and all(f.evidence == "counts only" for f in counts_only)
+        assert not any(comparisons.is_finding(f.comparison, an.threshold) for f in counts_only)
+
+
+# -- firm or borderline: an interval for the next run ---------------------------------------
+
+def test_the_next_run_interval_holds_the_estimate_and_is_wider_than_this_runs():
+    rng = __import__("random").Random(26)
+    diffs = [0.10 + rng.gauss(0, 0.03) for _ in range(25)]
+    low, high = stats.next_run_interval(diffs)
+    c = stats.compare({r: 1.0 for r in range(25)}, {r: math.exp(d) for r, d in enumerate(diffs)},
+                      paired=True)
+    assert low < c.ratio < high
+    assert high / low > c.high / c.low                  # the next run's noise is in it
+    assert stats.next_run_interval(diffs) == (low, high)   # seeded: the same page every time
+    shifted = stats.next_run_interval([d + 0.5 for d in diffs])
+    assert shifted == pytest.approx((low * math.exp(0.5), high * math.exp(0.5)), rel=1e-9)
+
+
+def test_too_few_rounds_give_no_next_run_interval():
+    assert stats.next_run_interval([0.1, 0.2, 0.1, 0.2, 0.1]) is None
+
+
+def test_firm_and_borderline_by_hand():
+    slower = comparison(1.20, 1.15, 1.25)
+    assert comparisons.firmness_of(slower, 0.05, (1.10, 1.30), split=False) == "firm"
+    assert comparisons.firmness_of(slower, 0.05, (1.03, 1.30), split=False) == "borderline"
+    assert comparisons.firmness_of(slower, 0.05, (1.10, 1.30), split=True) == "borderline"
+    faster = comparison(0.80, 0.75, 0.85)
+    assert comparisons.firmness_of(faster, 0.05, (0.70, 0.90), split=False) == "firm"
+    assert comparisons.firmness_of(faster, 0.05, (0.70, 0.96), split=False) == "borderline"
+    assert comparisons.firmness_of(comparison(1.02, 1.01, 1.03), 0.05, (1.0, 1.04), False) is None
+    assert comparisons.firmness_of(slower, 0.05, None, split=False) is None
+
+
+def test_firm_findings_of_the_published_trio_hold_in_the_other_runs():
+    """The experiment script over the published trio: the issue's target is 95% and none the
+    other way (the figures are in the report of issue 26's work)."""
+    for run_id in TRIO:
+        stored(run_id)
+    out = subprocess.run([sys.executable, str(FIRM_FINDINGS), *TRIO], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    print(out.stdout)
+    held, pairs = map(int, out.stdout.split("other run ")[1].split()[0].split("/"))
+    assert held / pairs >= 0.95
+    assert "in another run): 0\n" in out.stdout
+    assert "firm findings from a series split into modes: 0" in out.stdout
+
+
+def test_the_experiment_names_bad_input_in_one_line(tmp_path):
+    out = subprocess.run([sys.executable, str(FIRM_FINDINGS), str(tmp_path), str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"firm_findings.py: {tmp_path}: not a run directory " \
+                                 "(no manifest.json)"
+    out = subprocess.run([sys.executable, str(FIRM_FINDINGS), "--threshold", "5", "a", "b"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and "'5' is not a fraction between 0 and 1" in out.stderr
+
+
+# -- a series that splits into modes ----------------------------------------------------------
+
+# 3.13's whole-file binary reads in the second of issue 26's fresh runs: 6 of its first 10
+# processes read the file in 1.3-2.1 ms instead of 0.2-0.3 ms (that run is not stored here).
+FAST_MS = [0.21, 0.24, 0.27, 0.29]
+SLOW_MS = [1.3, 1.45, 1.6, 1.75, 1.9, 2.1]
+
+
+def test_the_issues_split_is_found_and_named():
+    modes = stats.split_modes([v / 1000 for v in FAST_MS + SLOW_MS])
+    assert modes is not None and (modes.processes, modes.slow) == (10, 6)
+    assert modes.describe() == "6 of 10 processes 6.6x slower"
+
+
+def test_one_slow_process_is_no_mode_and_steady_series_do_not_split():
+    assert stats.split_modes([0.3] * 9 + [1.42]) is None            # 1 of 10: no second mode
+    rng = __import__("random").Random(5)
+    for _ in range(200):
+        assert stats.split_modes([math.exp(rng.gauss(0, 0.05)) for _ in range(25)]) is None
+
+
+def test_the_published_runs_3_13_whole_file_reads_do_not_split(trio):
+    for an in trio:
+        assert an.modes_of("3.13", SPLIT_OP) is None
+
+
+def make_lockstep_run(results, run_id, slow_ms):
+    """A lockstep run of 3.12 and 3.13 reading SPLIT_OP: 3.12 at 0.25 ms, 3.13 in the
+    per-round times ``slow_ms``; the counts are the published run's, so evidence has them."""
+    run_dir = results / run_id
+    run_dir.mkdir(parents=True)
+    base = [0.25, 0.24, 0.26, 0.25, 0.27, 0.24, 0.25, 0.26, 0.25, 0.24]
+    series = {"3.12": base, "3.13": slow_ms}
+    manifest = {"run_id": run_id, "host": "testhost", "profile": "quick", "cache": "warm",
+                "suites": ["lutz2009"], "io": ["c"], "started": "2026-01-01T00:00:00+00:00",
+                "order": {"method": store.LOCKSTEP_ORDER}, "interpreters": {}}
+    for label, per_round in series.items():
+        write_pyperf_file(run_dir / f"{label}.json",
+                          {SPLIT_OP: [[ms / 1000] * 3 for ms in per_round]})
+        minor = int(label.split(".")[1])
+        manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
+                                           "version_info": [3, minor, 0],
+                                           "version": f"3.{minor}.0", "status": "ok"}
+        published = RESULTS / TRIO[1] / f"{label}{store.COUNTERS_SUFFIX}"
+        if published.is_file():
+            shutil.copy(published, run_dir / published.name)
+    (run_dir / store.MANIFEST).write_text(json.dumps(manifest))
+    return store.Run(results, run_id)
+
+
+def test_a_finding_from_a_split_series_says_so_and_is_never_firm(tmp_path):
+    # Rounds 1-10 of 3.13: the slow mode mixed in as the issue's run had it.
+    split = [0.24, 1.3, 1.45, 0.27, 1.6, 1.75, 0.29, 1.9, 2.1, 0.21]
+    an = comparisons.analyse(analysis.load_run(make_lockstep_run(tmp_path, "S", split)), None,
+                             0.05)
+    (finding,) = an.findings()
+    assert (finding.op, finding.a, finding.b) == (SPLIT_OP, "3.12", "3.13")
+    assert finding.comparison.ratio > 2 and finding.comparison.significant
+    assert finding.modes == "3.13: 6 of 10 processes 6.6x slower"
+    assert finding.firmness == "borderline"
+    # Its counts (the published run's: instructions -5.4%, the same syscalls) do not move
+    # with a slowdown: time only, as issue 26 found for this finding.
+    if an.counted:
+        assert finding.evidence == "time only"
+
+
+def test_the_same_slowdown_in_every_round_is_firm_and_unsplit(tmp_path):
+    steady = [0.50, 0.49, 0.52, 0.50, 0.51, 0.50, 0.49, 0.52, 0.51, 0.50]
+    an = comparisons.analyse(analysis.load_run(make_lockstep_run(tmp_path, "F", steady)), None,
+                             0.05)
+    (finding,) = an.findings()
+    assert finding.modes is None and finding.firmness == "firm"
+    assert finding.next_run[0] > 1.05
+
+
+def test_a_run_without_counts_has_no_evidence_and_says_nothing_guessed(tmp_path):
+    run = make_lockstep_run(tmp_path, "N", [0.50] * 10)
+    for path in run.path.glob("*" + store.COUNTERS_SUFFIX):
+        path.unlink()
+    an = comparisons.analyse(analysis.load_run(run), None, 0.05)
+    (finding,) = an.findings()
+    assert finding.evidence is None and finding.note is None and an.counts_only() == []
