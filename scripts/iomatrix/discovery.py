@@ -500,7 +500,8 @@ def select(interpreters: list[Interpreter], labels: list[str]) -> list[Interpret
 def main(argv=None) -> int:
     for interp in sorted(discover(), key=sort_key):
         status = "ok" if interp.ok else f"FAILED: {interp.error}"
-        print(f"{interp.label:16} {interp.version:10} {interp.source:12} {interp.executable}  {status}")
+        print(f"{interp.label:16} {interp.version:10} {interp.source:12} "
+              f"{interp.recipe or '-':18} {interp.executable}  {status}")
     return 0
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Callable
 
 from iomatrix import procs, sources
-from iomatrix.sources import (VERSION_RE, ProvisionError, Say, UsageError, Version, brief,
+from iomatrix.sources import (ProvisionError, Say, UsageError, Version, brief,
                               parse_version, resolve_tarball)
 
 BUILD_INFO = "iomatrix-build.json"
@@ -117,6 +117,7 @@ def recipe_of_build(info: dict) -> str:
     if info.get("recipe") in RECIPES:
         return info["recipe"]
     return "release" if info.get("optimized") else "static"
+
 
 # Run by the new interpreter before it is moved into place: the build must be
 # the version and the kind (free-threaded or not) that was asked for.

@@ -10,7 +10,9 @@ OLD defaults to the previous patch release of NEW's minor version built by NEW's
 tarballs/, or Debian's pool with --debian-source) with that recipe, else the newest older
 release here of that recipe. A base of another recipe (``--against``) is refused: the
 comparison would measure the build as much as the release; ``--allow-recipe-change``
-compares them anyway and the comment says so at its top. NEW and OLD run in lockstep in one run, with an A/A
+compares them anyway and the comment says so at its top. The comment also states both
+builds' facts, the machine, the iomatrix commit and the command that reproduces it.
+NEW and OLD run in lockstep in one run, with an A/A
 twin of OLD, so the comment states how often the harness flags a difference between an
 interpreter and itself. The comment is ``compare``'s, ready for a pull request:
 
@@ -206,7 +208,7 @@ def resolve(args, interpreters, log=print):
         new = find(interpreters, args.new)
         if new is None:
             raise ReleaseError(f"{args.new} was built but discovery does not find it; see "
-                               "`python scripts/iomatrix/discovery.py`")
+                               "`cd scripts && python -m iomatrix.discovery`")
     interpreters = list(interpreters)
     old = find(interpreters, args.against) if args.against else default_old(
         interpreters, new, base_builder(new, args.debian_source, log))
