@@ -161,3 +161,19 @@ def test_the_release_session_exits_with_the_gates_code(tmp_path, machine_interpr
     done = run_nox("-s", "release", "--", "2.7", "--results-dir", str(tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "no earlier 2.7 release" in done.stderr + done.stdout
+
+
+def test_release_day_compares_with_the_previous_patch_release_of_the_same_recipe(
+        tmp_path, machine_interpreters):
+    """On a machine with the lineage builds of 3.13.14 and 3.13.15 (nox -s provision --
+    3.13.14 3.13.15) beside pyenv's 3.13.0: the base is 3.13.14, not 3.13.0."""
+    new = need(machine_interpreters, "3.13.15")
+    need(machine_interpreters, "3.13.14")
+    results = tmp_path / "results"
+    status = release.main(["3.13.15", "--profile", "smoke", "--results-dir", str(results),
+                           "--run-id", "R"], log=lambda *a: None)
+    assert status in (0, 1)
+    comment = (results / "R" / "release.md").read_text()
+    assert comment.startswith("## Release check: `3.13.15` (3.13.15) against `3.13.14` (3.13.14)")
+    assert f"| recipe | {new.recipe} | {new.recipe} |" in comment
+    assert "The builds differ" not in comment

@@ -362,7 +362,7 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
     text = (f"## Release check: `{new.label}` ({new.version}) against `{old.label}` "
             f"({old.version})\n\n**{verdict}** beyond {args.fail_above:.0%} (exit {gate}); "
             f"run `{args.run_id}`, {args.profile} profile, suites: {args.suite}.\n\n"
-            + "\n".join(context_lines(args, manifest, new, old))
+            + "\n".join(context_lines(args, manifest, new, old)) + "\n"
             + comment.strip() + "\n\n<details><summary>A/A check: "
             f"<code>{old.label}</code> against itself in the same run (how often the harness "
             "flags a difference that is not there)</summary>\n\n" + aa_comment.strip()
