@@ -12,6 +12,14 @@ opens, reads to the end and closes it (smoke makes several passes a call,
 except under ``--cache cold``). Every op counts the bytes it got and
 keeps its last chunk; verify compares the total with the fixture's size, the
 number of chunks with what N implies and the last chunk with the file's tail.
+
+In ``core``, the default selection (the 2009 study plus a handful of ops from each
+suite), for what they showed as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``chunks_iterate_lines``: for chunk in f (readline per ~256 bytes): 3.11 -> 3.12 1.40x,
+  3.13 -> 3.14 0.50x
+- ``chunks_read_64KiB``: 64 KiB reads, slower in 3.14 (1.20x) while 4 KiB got 0.43x
 """
 from __future__ import division
 
@@ -47,6 +55,15 @@ def _tail(path, size):
     with open(path, "rb") as f:
         f.seek(-size, 2)
         return f.read()
+
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "chunks_iterate_lines":
+        "for chunk in f (readline per ~256 bytes): 3.11 -> 3.12 1.40x, 3.13 -> 3.14 0.50x",
+    "chunks_read_64KiB": "64 KiB reads, slower in 3.14 (1.20x) while 4 KiB got 0.43x",
+}
 
 
 def ops(ctx):

@@ -16,6 +16,13 @@ harness runs one untimed call first in each worker process and records how far
 the resident set grew during it as metadata ``iomatrix_peak_rss`` (see
 ``harness.peak_rss_delta``). pyperf's --track-memory is not used: its thread
 changes the timings.
+
+In ``core``, the default selection (the 2009 study plus a handful of ops from each
+suite), for what they showed as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``copies_copyfileobj_default``: shutil.copyfileobj, the usual stream copy:
+  3.7 -> 3.8 0.62x
 """
 from __future__ import division
 
@@ -91,6 +98,13 @@ def _unavailable(what):
         if not hasattr(os, "copy_file_range"):
             return "this os module has no copy_file_range (CPython 3.8+ on Linux has it)"
     return None
+
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "copies_copyfileobj_default": "shutil.copyfileobj, the usual stream copy: 3.7 -> 3.8 0.62x",
+}
 
 
 def ops(ctx):

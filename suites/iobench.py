@@ -26,6 +26,15 @@ so one pass over 400 KiB would take seconds; 20 and 4096 units show the cost.
 Writing ops work on copies under the scratch directory and toggle the copy
 between two payloads (the original and a transformed one), so every call must
 really write: verify compares the whole file's crc32 with the payload's.
+
+In ``core``, the default selection (the 2009 study plus a handful of ops from each
+suite), for what they showed as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``iobench_readmodify_text_utf8_lf_400KiB_4096units``: text read-modify-write:
+  3.11 -> 3.12 1.96x, 3.13 -> 3.14 0.28x
+- ``iobench_seek_text_utf8_lf_400KiB_1000units``: text seek and tell: 3.6 -> 3.7 0.79x,
+  3.11 -> 3.12 1.20x
 """
 from __future__ import division, print_function
 
@@ -520,6 +529,16 @@ def _smoke_gate(ctx, label, ops):
                 op.unavailable = ("reading %s by 1 or 20 units takes seconds a call: full "
                                   "profile only" % label)
     return ops
+
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "iobench_readmodify_text_utf8_lf_400KiB_4096units":
+        "text read-modify-write: 3.11 -> 3.12 1.96x, 3.13 -> 3.14 0.28x",
+    "iobench_seek_text_utf8_lf_400KiB_1000units":
+        "text seek and tell: 3.6 -> 3.7 0.79x, 3.11 -> 3.12 1.20x",
+}
 
 
 def ops(ctx):

@@ -10,6 +10,25 @@ the C stdio file object, which is what the study timed.
 
 Every op verifies what it read (characters or bytes counted against the
 fixture) or wrote (size and tail of the output file), outside the timed region.
+
+Every op of the study is in ``core``, the default selection (the other suites add a
+handful each). Why each tells, as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``read_byLines_textMode``: text lines: 3.10 -> 3.11 0.66x, 3.11 -> 3.12 1.18x
+- ``read_byLines_binaryMode``: binary lines: 3.11 -> 3.12 1.72x, 3.13 -> 3.14 0.61x
+- ``read_byBlocks_textMode``: 4 KiB text blocks: 2.7 -> 3.6 2.03x, the study's regression
+- ``read_byBlocks_binaryMode``: 4 KiB binary blocks: 3.13 -> 3.14 0.38x
+- ``read_allAtOnce_textMode``: whole file as text: 2.7 -> 3.6 2.73x (decoding a new str)
+- ``read_allAtOnce_binaryMode``: whole file as bytes: the study's baseline read
+- ``read_byBlocks_binaryMode[large.bin]``: 4 KiB blocks of 12.6 MiB: 3.13 -> 3.14 0.41x
+- ``read_allAtOnce_binaryMode[large.bin]``: one 12.6 MiB read: the large-buffer path
+- ``write_byLines_textMode``: text lines: 3.7 -> 3.8 0.65x, 3.13 -> 3.14 0.66x
+- ``write_byBlocks_textMode``: 4 KiB text blocks: 3.13 -> 3.14 0.43x
+- ``write_allAtOnce_textMode``: one 25 MiB text write: encoding the whole str
+- ``write_byLines_binaryMode``: binary lines: 3.13 -> 3.14 0.49x, 3.14 -> 3.15 0.77x
+- ``write_byBlocks_binaryMode``: 4 KiB binary blocks: 3.13 -> 3.14 0.27x
+- ``write_allAtOnce_binaryMode``: one 25 MiB binary write: the system-call floor
 """
 from __future__ import division
 
@@ -176,6 +195,26 @@ def _write_ops(ctx):
                           write_bytes_, run, verify(expected_tail), setup=setup,
                           teardown=teardown, native=native, outputs=(out_path,)))
     return ops
+
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "read_byLines_textMode": "text lines: 3.10 -> 3.11 0.66x, 3.11 -> 3.12 1.18x",
+    "read_byLines_binaryMode": "binary lines: 3.11 -> 3.12 1.72x, 3.13 -> 3.14 0.61x",
+    "read_byBlocks_textMode": "4 KiB text blocks: 2.7 -> 3.6 2.03x, the study's regression",
+    "read_byBlocks_binaryMode": "4 KiB binary blocks: 3.13 -> 3.14 0.38x",
+    "read_allAtOnce_textMode": "whole file as text: 2.7 -> 3.6 2.73x (decoding a new str)",
+    "read_allAtOnce_binaryMode": "whole file as bytes: the study's baseline read",
+    "read_byBlocks_binaryMode[large.bin]": "4 KiB blocks of 12.6 MiB: 3.13 -> 3.14 0.41x",
+    "read_allAtOnce_binaryMode[large.bin]": "one 12.6 MiB read: the large-buffer path",
+    "write_byLines_textMode": "text lines: 3.7 -> 3.8 0.65x, 3.13 -> 3.14 0.66x",
+    "write_byBlocks_textMode": "4 KiB text blocks: 3.13 -> 3.14 0.43x",
+    "write_allAtOnce_textMode": "one 25 MiB text write: encoding the whole str",
+    "write_byLines_binaryMode": "binary lines: 3.13 -> 3.14 0.49x, 3.14 -> 3.15 0.77x",
+    "write_byBlocks_binaryMode": "4 KiB binary blocks: 3.13 -> 3.14 0.27x",
+    "write_allAtOnce_binaryMode": "one 25 MiB binary write: the system-call floor",
+}
 
 
 def ops(ctx):

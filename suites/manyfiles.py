@@ -19,6 +19,14 @@ on 2.7, ``asyncio.to_thread`` before 3.9, fork pools where ``os.fork`` is missin
 
 The async code is compiled from a string at setup time: ``async def`` is a
 syntax error on 2.7, which must still import this module.
+
+In ``core``, the default selection (the 2009 study plus a handful of ops from each
+suite), for what they showed as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``manyfiles_read_sequential``: many small files, one by one: 3.13 -> 3.14 0.74x; 3.14t
+  1.36x of 3.14
+- ``manyfiles_read_threads``: the same in threads: 2.7 -> 3.6 1.82x; 3.14t 0.67x of 3.14
 """
 from __future__ import division
 
@@ -255,6 +263,15 @@ def _unavailable(needs):
 
 
 # -- ops ------------------------------------------------------------------------------------
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "manyfiles_read_sequential":
+        "many small files, one by one: 3.13 -> 3.14 0.74x; 3.14t 1.36x of 3.14",
+    "manyfiles_read_threads": "the same in threads: 2.7 -> 3.6 1.82x; 3.14t 0.67x of 3.14",
+}
+
 
 def ops(ctx):
     files, rows = PROFILES[ctx.profile]

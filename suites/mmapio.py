@@ -22,6 +22,14 @@ smoke file the whole-file and find ops repeat (inner_loops) except under
 compares counts, offsets and crc32s with references computed in setup from
 one plain read (outside timing). mmap objects are not context managers on
 2.7, hence the try/finally blocks.
+
+In ``core``, the default selection (the 2009 study plus a handful of ops from each
+suite), for what they showed as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``mmapio_slices_seek_read``: f.seek(i); f.read(n): 3.13 -> 3.14 4.34x (each small read
+  after a seek refills a 128 KiB buffer)
+- ``mmapio_find_mmap``: mmap.find: 3.10 -> 3.11 0.23x
 """
 from __future__ import division
 
@@ -81,6 +89,16 @@ def record_offsets(size, count=RECORDS, record=RECORD_BYTES):
 
 def _map(f, access=mmap.ACCESS_READ):
     return mmap.mmap(f.fileno(), 0, access=access)
+
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "mmapio_slices_seek_read":
+        "f.seek(i); f.read(n): 3.13 -> 3.14 4.34x (each small read after a seek refills "
+        "a 128 KiB buffer)",
+    "mmapio_find_mmap": "mmap.find: 3.10 -> 3.11 0.23x",
+}
 
 
 def ops(ctx):

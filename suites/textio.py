@@ -23,6 +23,14 @@ from the same module. Sizes: smoke 256 KiB, quick 2 MiB, full 32 MiB a file.
 Written files must be byte-identical to the fixture they were decoded from
 (crc32); reads verify characters, lines and the last line against a
 ``bytes.decode`` of the file made in setup.
+
+In ``core``, the default selection (the 2009 study plus a handful of ops from each
+suite), for what they showed as ratios of new to old time per call in the
+all-suites reference report (reports/20261122T083756Z-vm.md):
+
+- ``textio_decode_utf8``: the utf-8 codec alone (bytes.decode): 3.14t 0.77x of 3.14,
+  PyPy 0.54x of 3.9
+- ``textio_write_lines_ascii``: ascii text written by lines: 3.13 -> 3.14 0.52x
 """
 from __future__ import division, print_function
 
@@ -147,6 +155,15 @@ def surrogateescape_unavailable():
 
 
 # -- ops -------------------------------------------------------------------------------------
+
+# This suite's ops in ``--suite core`` (the default run) and why each is there; the
+# docstring says the same. iomatrix.selection reads this literal (never imports it).
+CORE = {
+    "textio_decode_utf8":
+        "the utf-8 codec alone (bytes.decode): 3.14t 0.77x of 3.14, PyPy 0.54x of 3.9",
+    "textio_write_lines_ascii": "ascii text written by lines: 3.13 -> 3.14 0.52x",
+}
+
 
 def ops(ctx):
     size = TEXT_BYTES[ctx.profile]

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from conftest import need, run_nox
+from iomatrix import selection
 
 STUDY_OPS = ["read_byLines_textMode", "read_byLines_binaryMode", "read_byBlocks_textMode",
              "read_byBlocks_binaryMode", "read_allAtOnce_textMode", "read_allAtOnce_binaryMode",
@@ -20,7 +21,8 @@ STUDY_OPS = ["read_byLines_textMode", "read_byLines_binaryMode", "read_byBlocks_
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory, machine_interpreters):
-    """One smoke run of the core suite under 2.7 and 3.13 (or the newest CPython here)."""
+    """One smoke run of the default selection (core) under 2.7 and 3.13 (or the newest
+    CPython here)."""
     need(machine_interpreters, "2.7")
     newest = "3.13" if "3.13" in machine_interpreters else sorted(
         (l for l, i in machine_interpreters.items() if i.implementation == "cpython"),
@@ -60,14 +62,15 @@ def test_smoke_run_writes_pyperf_files_and_a_manifest(smoke_run):
     proc = subprocess.run([sys.executable, "-m", "pyperf", "compare_to", str(run_dir / "2.7.json"),
                            str(run_dir / f"{newest}.json")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    # every op recorded the bytes it processed
+    # every op recorded the bytes it processed; the default run is the core selection
     data = json.loads((run_dir / "2.7.json").read_text())
     names = set()
     for bench in data["benchmarks"]:
         meta = {**data.get("metadata", {}), **bench.get("metadata", {})}
         names.add(meta["name"])
-        assert meta["iomatrix_bytes"] > 2_000_000
-    assert names == set(STUDY_OPS)
+        assert meta["iomatrix_bytes"] > (2_000_000 if meta["name"] in STUDY_OPS else 0)
+    assert names == set(selection.resolve("core")[1])
+    assert manifest["spec"]["selection"] == "core" and "mmapio" in manifest["suites"]
 
 
 def test_report_has_every_op_ratio_and_sentence(smoke_run):
@@ -103,12 +106,13 @@ def test_a_run_refuses_another_profile(smoke_run):
     results, _ = smoke_run
     proc = run_nox("-s", "bench-2.7", "--", "--profile", "quick", "--results-dir", str(results),
                    "--run-id", "R")
-    assert proc.returncode != 0
-    assert "was made with profile 'smoke'" in proc.stdout + proc.stderr
+    assert proc.returncode == 2
+    assert "profile: 'smoke' -> 'quick'" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("posargs, expected", [
-    (["--suite", "nosuch"], "unknown suite(s) nosuch; valid suites: "),
+    (["--suite", "nosuch"], "unknown suite(s) 'nosuch'; valid: core, all, chunks, "),
+    (["--suite", "core,lutz2009"], "'core' and 'all' stand alone"),
     (["--profile", "fast"], "unknown profile 'fast'; valid: smoke, quick, full"),
     (["--bogus"], "valid options: --affinity, --allocator, --budget"),
     (["--io", "java"], "valid: c, pyio"),
@@ -121,9 +125,18 @@ def test_bad_options_are_errors_listing_the_choices(posargs, expected, machine_i
     assert expected in proc.stdout + proc.stderr
 
 
+def test_list_marks_the_core_ops_and_says_why(smoke_run):
+    proc = run_nox("-s", "bench-2.7", "--", "--list", "--suite", "mmapio", "--profile", "smoke")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    why = selection.core_ops()["mmapio"]["mmapio_slices_seek_read"]
+    assert f"mmapio_slices_seek_read  [core: {why}]" in proc.stdout + proc.stderr
+    assert "mmapio_slices_mmap\n" in proc.stdout + proc.stderr  # not in core: no mark
+    assert "2 of them in core" in proc.stdout + proc.stderr
+
+
 def test_unknown_label_lists_the_valid_ones(tmp_path):
     proc = run_nox("-s", "matrix", "--", "--pythons", "9.9", "--results-dir", str(tmp_path))
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "unknown interpreter label(s) 9.9; valid labels:" in proc.stdout + proc.stderr
 
 

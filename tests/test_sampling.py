@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
 
-from iomatrix import runner, sampling, store
+from iomatrix import planning, runner, sampling, store
 from iomatrix.profiles import PROFILES
 from conftest import need
 
@@ -67,3 +68,17 @@ def test_the_report_names_the_target_as_it_was_set(target, shown):
         "target": target, "stopped_by": "the time budget", "loose_ops": {"read_x": 0.22}}}]}
     warning, = sections.sampling_warnings(manifest)
     assert f"every ratio within {shown};" in warning and "`read_x` (±22%)" in warning
+
+
+def test_a_part_of_one_op_is_read_with_its_metadata_at_the_top(tmp_path):
+    """pyperf moves what every benchmark of a file shares to the file's own metadata, so a
+    part of one op (a suite with one chosen op, a redo of one op) has its name there."""
+    run = store.Run(tmp_path, "P")
+    part = run.parts_dir("3.13") / "r000--copies.json"
+    part.parent.mkdir(parents=True)
+    part.write_text(json.dumps({
+        "version": "1.0", "metadata": {"name": "copies_copyfileobj_default", "loops": 1},
+        "benchmarks": [{"runs": [{"metadata": {"date": "2026-01-01"},
+                                  "values": [0.02, 0.04]}]}]}))
+    assert planning.parts_on_disk(run, "3.13") == {("copies", 0): {"copies_copyfileobj_default"}}
+    assert sampling.process_means(run, "3.13") == {"copies_copyfileobj_default": {0: 0.03}}

@@ -1,8 +1,9 @@
 """The bench and matrix commands: their options, and a run of chosen interpreters.
 
 ``noxfile.py`` only declares sessions; each bench session and the matrix session
-parse their posargs with ``parser()`` and call ``run()``, which raises
-``BenchError`` with a message for the session to fail with.
+parse their posargs with ``parser()`` and call ``run()``, which builds the run
+spec once (``RunSpec.from_args``) and raises ``BenchError`` with a message for the
+session to fail with (``BadBenchInput``, exit 2, when the input is what is wrong).
 """
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import argparse
 import os
 from pathlib import Path
 
-from iomatrix import (cli, contract, counters, discovery, environments, runner, sampling, store,
-                      workdirs)
+from iomatrix import (cli, contract, counters, discovery, environments, runner, sampling,
+                      selection, store, workdirs)
 from iomatrix.paths import RESULTS_DIR
-from iomatrix.profiles import PROFILES
+from iomatrix.spec import AFFINITIES, RunSpec
 
 DEFAULT_RUN_ID = store.default_run_id()
 
@@ -22,14 +23,20 @@ class BenchError(RuntimeError):
     """The run could not start or an interpreter failed: the session fails with this."""
 
 
+class BadBenchInput(BenchError):
+    """The options, a label or the run id asked for is what is wrong: exit status 2."""
+
+
 class IncompleteRun(BenchError):
     """The run finished, but some series are not complete (their status says why)."""
 
 
 def parser(prog: str, matrix: bool) -> cli.Parser:
     p = cli.Parser(prog=prog, description="Run iomatrix suites.")
-    p.add_argument("--suite", default=runner.CORE_SUITE,
-                   help="suite name(s), comma-separated, or 'all' (default: %(default)s)")
+    p.add_argument("--suite", default=runner.DEFAULT_SELECTION,
+                   help="core (the default: the 2009 study's ops and a handful of telling ops "
+                        "of every other suite; --list shows them), all, or suite names, "
+                        "comma-separated (lutz2009: the study alone)")
     p.add_argument("--profile", default="quick", choices=contract.PROFILES,
                    help="(default: %(default)s)")
     p.add_argument("--results-dir", default=RESULTS_DIR, type=Path)
@@ -39,14 +46,14 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                    help="io stack(s): c, pyio or c,pyio (pyio: the pure-Python _pyio)")
     p.add_argument("--cache", default="warm", choices=contract.CACHE_MODES)
     p.add_argument("--allocator", default="steady", choices=contract.ALLOCATORS,
-                   help="glibc allocator state: steady (heap reused, the default) or fresh "
-                        "(every large buffer a new mmap)")
+                   help="glibc allocator state: steady (heap reused, the default), fresh "
+                        "(every large buffer a new mmap) or default (glibc's own behaviour)")
     p.add_argument("--output-state", dest="output", default="new", choices=contract.OUTPUT_STATES,
                    help="writes go into a new file (default) or over an existing one")
     p.add_argument("--clock", default="auto", choices=("auto", *contract.CLOCKS),
                    help="what a value measures: auto (default: CPU time where nothing waits "
                         "for the disk, wall time otherwise), cpu or wall")
-    p.add_argument("--affinity", default="one", choices=runner.AFFINITIES,
+    p.add_argument("--affinity", default="one", choices=AFFINITIES,
                    help="one (default): every timed worker on the same CPU, so both sides of "
                         "a ratio run on the same one; all: not pinned")
     p.add_argument("--seed", type=int, default=None, help="seed of the shuffled order")
@@ -63,9 +70,12 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
     p.add_argument("--counters", default=None, type=counters.parse_counters,
                    help="the counting pass after timing: on, off, or some of "
                         + ",".join(counters.COUNTERS) + " (default: on for the matrix "
-                        "session's quick and full profiles, which keeps the main command "
-                        "within 10 minutes here; off for smoke runs and bench sessions)")
-    p.add_argument("--list", action="store_true", help="print the suites and their ops")
+                        "session's quick and full profiles, for the suites with counting "
+                        "sizes (lutz2009), which keeps the main command within 10 minutes "
+                        "here; off for smoke runs and bench sessions; given, it counts every "
+                        "chosen op)")
+    p.add_argument("--list", action="store_true",
+                   help="print the chosen suites and their ops, marking those in core")
     if matrix:
         p.add_argument("--pythons", default=None, type=cli.label_list,
                        help="labels, comma-separated (default: every interpreter found)")
@@ -96,73 +106,61 @@ def resolve_aa(value: str | None, labels: list[str], interpreters) -> str | None
     return cli.checked_name(value, "--aa")
 
 
-def list_ops(interp: discovery.Interpreter, suites: list[str], profile: str, log) -> None:
+def list_ops(interp: discovery.Interpreter, spec: RunSpec, log=print) -> None:
+    """The chosen suites' ops as ``interp`` lists them; ops in core say why they are."""
     env = environments.ensure_environment(interp, log=log)
-    rows = runner.list_ops(env, suites, "c", profile)
-    for suite in suites:
-        ops = [r for r in rows if r["suite"] == suite]
-        print(f"{suite} ({len(ops)} ops)")
+    rows = runner.list_ops(env, spec.suites, "c", spec.profile.name)
+    core = {op: why for ops in selection.core_ops().values() for op, why in ops.items()}
+    chosen = [r for r in rows if spec.chooses(r["suite"], r["op"])]
+    for suite in spec.suites:
+        ops = [r for r in chosen if r["suite"] == suite]
+        log(f"{suite} ({len(ops)} ops)")
         for r in ops:
-            note = f"  [unavailable: {r['unavailable']}]" if r["unavailable"] else ""
-            print(f"  {r['op']}{note}")
-    print(f"total: {len(rows)} ops in {len(suites)} suites")
-
-
-def counting_of(args: argparse.Namespace, matrix: bool) -> tuple:
-    """The counters to count: --counters when given, else on for a matrix run beyond smoke."""
-    if args.counters is not None:
-        return args.counters
-    return counters.COUNTERS if matrix and args.profile != "smoke" else ()
+            note = f"  [core: {core[r['op']]}]" if r["op"] in core else ""
+            note += f"  [unavailable: {r['unavailable']}]" if r["unavailable"] else ""
+            log(f"  {r['op']}{note}")
+    in_core = sum(1 for r in chosen if r["op"] in core)
+    log(f"total: {len(chosen)} ops in {len(spec.suites)} suites, {in_core} of them in core")
 
 
 def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argparse.Namespace,
         aa: str | None = None, log=print) -> dict | None:
     """Run the matrix for ``labels`` (plus an A/A twin of ``aa``); the manifest, or None
     for --list. Raises BenchError when the run cannot start or an interpreter failed."""
+    matrix = hasattr(args, "pythons")
     try:
-        suites = runner.parse_suites(args.suite)
+        spec = RunSpec.from_args(args, interpreters=labels, aa=aa, matrix=matrix)
         selected = discovery.select(interpreters, labels)
-    except (ValueError, RuntimeError, discovery.DiscoveryError) as exc:
-        raise BenchError(str(exc))
-    if args.list:
-        list_ops(selected[0], suites, args.profile, log)
-        return None
-    out = report_out(args) if hasattr(args, "out") and not args.no_report else None
-    if out is not None:  # refused before the run, not after its minutes
-        try:
+        out = report_out(args) if matrix and not args.no_report else None
+        if out is not None and not args.list:  # refused before the run, not after its minutes
             store.check_report_destination(out, args.results_dir)
-        except cli.BadInput as exc:
-            raise BenchError(str(exc))
-    aa_of = {}
+    except (cli.BadInput, discovery.DiscoveryError) as exc:
+        raise BadBenchInput(str(exc))
+    if args.list:
+        list_ops(selected[0], spec, log)
+        return None
     if aa:
         original = selected[labels.index(aa)]
-        twin = discovery.Interpreter(f"{aa}-aa", original.executable, "aa", original.info,
-                                     original.error)
-        selected.append(twin)
-        aa_of[twin.label] = aa
+        selected.append(discovery.Interpreter(spec.aa_twin, original.executable, "aa",
+                                              original.info, original.error))
     for interp in selected:
         ft = " free-threaded" if interp.free_threaded else ""
         state = "" if interp.ok else f"  UNUSABLE: {interp.error}"
         log(f"{interp.label}: {interp.implementation} {interp.version}{ft} "
             f"({interp.executable}){state}")
-    options = dict(suites=suites, profile=PROFILES[args.profile], results_dir=args.results_dir,
-                   io_stacks=args.io, cache=args.cache, allocator=args.allocator,
-                   output=args.output, clock=args.clock, affinity=args.affinity,
-                   seed=args.seed, work_dir=args.work_dir,
-                   keep_fixtures=args.keep_fixtures, timeout=args.timeout, aa_of=aa_of,
-                   target=args.target, budget=args.budget, counting=counting_of(args, matrix=hasattr(args, "pythons")),
-                   log=log)
     try:
         try:
-            manifest = runner.run_matrix(selected, run_id=args.run_id, **options)
+            manifest = runner.run_matrix(selected, spec, log=log)
         except store.RunInUseError:
             if args.run_id != DEFAULT_RUN_ID:
                 raise  # an explicit id in use by a live run is refused
             # Two runs started in the same second on one host: the second gets its own id.
             args.run_id = f"{DEFAULT_RUN_ID}-{os.getpid()}"
             log(f"run {DEFAULT_RUN_ID} is in use by another process; using {args.run_id}")
-            manifest = runner.run_matrix(selected, run_id=args.run_id, **options)
-    except (runner.MatrixError, workdirs.WorkDirError, store.RunInUseError, cli.BadInput) as exc:
+            manifest = runner.run_matrix(selected, spec.with_run_id(args.run_id), log=log)
+    except cli.BadInput as exc:  # a resume that asks for another spec, a .lock symlink
+        raise BadBenchInput(str(exc))
+    except (runner.MatrixError, workdirs.WorkDirError, store.RunInUseError) as exc:
         raise BenchError(str(exc))
     log(f"run {args.run_id} in {args.results_dir / args.run_id}")
     return manifest

@@ -56,11 +56,19 @@ def parts_on_disk(run, series) -> dict:
         if key is None:
             continue
         try:
-            names = {b["metadata"]["name"] for b in store.read_json(part)["benchmarks"]}
+            document = store.read_json(part)
+            names = {op_name(document, b) for b in document["benchmarks"]}
         except (store.ResultFileError, KeyError, TypeError):
             continue  # an unreadable part is as good as missing: its ops are redone
         found.setdefault(key, set()).update(names)
     return found
+
+
+def op_name(document: dict, benchmark: dict) -> str:
+    """The op of one benchmark of a pyperf file. A file of one benchmark (a suite with one
+    chosen op, a redo of one op) keeps all its metadata at the top: pyperf moves what
+    every benchmark shares there."""
+    return {**(document.get("metadata") or {}), **(benchmark.get("metadata") or {})}["name"]
 
 
 def part_key(name: str):

@@ -82,7 +82,7 @@ def process_means(run: store.Run, series: str) -> dict:
                 for process in bench["runs"]:
                     values = [float(v) for v in process.get("values") or []]
                     if values:
-                        means.setdefault(bench["metadata"]["name"], {})[key[1]] = \
+                        means.setdefault(planning.op_name(document, bench), {})[key[1]] = \
                             sum(values) / len(values)
         except (store.ResultFileError, KeyError, TypeError, ValueError):
             continue  # an unreadable part adds no evidence; the merge will report it

@@ -1,0 +1,86 @@
+"""Which ops a run measures: ``--suite core`` (the default), ``all``, or suite names.
+
+``core`` is the 2009 study's 14 ops (suite ``lutz2009``) plus a handful of telling
+ops from every other suite. Each suite declares its share next to its ops, as a
+literal ``CORE = {"op": "why it is in core"}`` (its module docstring says the same,
+one line per op); this module collects them. They are read from the files with
+``ast``, not imported: the suites are worker code (every Python from 2.7), and the
+host never imports them.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from iomatrix.paths import SUITES_DIR
+
+CORE = "core"
+ALL = "all"
+# The suite whose every op is in core: the study the project started from.
+STUDY_SUITE = "lutz2009"
+# Machinery in suites/, not suites (the same rule as suites/_api.available_suites).
+NOT_SUITES = ("harness.py",)
+
+
+class SelectionError(ValueError):
+    """A --suite value that names no selection; the message lists the valid names."""
+
+
+def available_suites(directory: Path = SUITES_DIR) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.py")
+                  if not p.name.startswith("_") and p.name not in NOT_SUITES)
+
+
+def declared(suite: str, name: str, directory: Path = SUITES_DIR):
+    """The literal a suite module assigns to ``name`` at top level, or None."""
+    path = directory / f"{suite}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def core_ops(directory: Path = SUITES_DIR) -> dict[str, dict[str, str]]:
+    """{suite: {op: why it is in core}}, in suite order, from every suite's ``CORE``."""
+    found = {}
+    for suite in available_suites(directory):
+        core = declared(suite, "CORE", directory)
+        if core:
+            found[suite] = dict(core)
+    return found
+
+
+def valid_names(directory: Path = SUITES_DIR) -> list[str]:
+    return [CORE, ALL, *available_suites(directory)]
+
+
+def resolve(value: str, directory: Path = SUITES_DIR) -> tuple[tuple, tuple | None]:
+    """(suites, ops) of a --suite value; ops is None when every op of the suites runs.
+
+    ``core`` and ``all`` stand alone; suite names may be combined with commas.
+    """
+    names = [name.strip() for name in str(value).split(",") if name.strip()]
+    valid = valid_names(directory)
+    unknown = [name for name in names if name not in valid]
+    if unknown or not names:
+        raise SelectionError(f"unknown suite(s) {', '.join(map(repr, unknown or [value]))}; "
+                             f"valid: {', '.join(valid)}")
+    if len(names) > 1 and ({CORE, ALL} & set(names)):
+        raise SelectionError(f"{value!r}: {CORE!r} and {ALL!r} stand alone; give one of them, "
+                             "or suite names separated by commas")
+    if names == [ALL]:
+        return tuple(available_suites(directory)), None
+    if names == [CORE]:
+        core = core_ops(directory)
+        return tuple(core), tuple(op for ops in core.values() for op in ops)
+    return tuple(dict.fromkeys(names)), None
+
+
+def core_reason(op: str, directory: Path = SUITES_DIR) -> str | None:
+    """Why ``op`` is in core, or None when it is not."""
+    for ops in core_ops(directory).values():
+        if op in ops:
+            return ops[op]
+    return None

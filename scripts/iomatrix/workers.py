@@ -1,0 +1,187 @@
+"""The worker processes of a run: their command lines, and one lockstep group run through.
+
+A batch is one worker process's work: the ops of one suite, for one series, in one
+round. The batches of one (round, suite) run as a lockstep group
+(``iomatrix.lockstep``): every series' worker takes each op in turn. A worker
+that crashes or hangs costs the op it was in; the rest of its ops run again in a
+worker of their own (``run_task``). What each worker is told comes from the run
+spec only: the same options reach every worker (pyperformance's lesson: a worker
+left to its defaults quietly measures something else).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+from pathlib import Path
+from typing import Callable
+
+from iomatrix import contract, lockstep, machine, native, planning, procs, store
+from iomatrix.paths import SUITES_DIR
+from iomatrix.planning import SeriesPlan, Task
+from iomatrix.spec import RunSpec
+
+HARNESS = SUITES_DIR / "harness.py"
+# An interpreter whose first tasks all fail (crash on start, hang) is given up on, rather
+# than failing every op of every round one timeout at a time.
+GIVE_UP_AFTER_FAILURES = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """What the workers of one session of a run share: its spec, work dirs and log."""
+    spec: RunSpec
+    fixtures_dir: Path
+    scratch_dir: Path
+    log: Callable = print
+
+
+@dataclasses.dataclass
+class Batch:
+    """One worker process's work: the ops of one suite, one series, one round."""
+    plan: SeriesPlan
+    task: Task
+    ops: list
+    part: Path
+    partial: Path
+
+    @property
+    def errors_file(self) -> Path:
+        return Path(f"{self.partial}.errors")
+
+
+def worker_command(session: Session, batch: Batch, ops: list[str]) -> list[str]:
+    spec, plan, task = session.spec, batch.plan, batch.task
+    profile, conditions = spec.profile, spec.conditions
+    warmups = profile.pypy_warmups if plan.interp.implementation == "pypy" else profile.warmups
+    return [plan.env.python, str(HARNESS), "--batch", "--suite", task.suite,
+            "--ops", json.dumps(ops), "--fixtures", str(session.fixtures_dir),
+            "--scratch", str(session.scratch_dir),
+            "--iomatrix-profile", profile.name, "--io", task.io_stack,
+            "--cache", conditions.cache, "--allocator", conditions.allocator,
+            "--output-state", conditions.output,
+            *([] if conditions.clock == "auto" else ["--clock", conditions.clock]),
+            "--round", str(task.round_index), "--warmups", str(warmups),
+            "--values", str(profile.values), "--output", str(batch.partial),
+            "--errors", str(batch.errors_file)]
+
+
+def worker_environment(plan: SeriesPlan, spec: RunSpec) -> dict:
+    env = plan.env.command_env()
+    env.update(machine.allocator_environment(spec.conditions.allocator))
+    return env
+
+
+def worker_cpus(batch: Batch, spec: RunSpec):
+    """The CPUs a batch's worker may use: the run's timing CPU, unless an op of the batch
+    works in threads or child processes (its clock is the wall clock): those get every
+    CPU, or they would measure concurrency on one."""
+    if any(batch.plan.op_info.get(op, {}).get("clock") == "wall" for op in batch.ops):
+        return None
+    return machine.timing_cpus(spec.conditions.affinity)[0]
+
+
+def run_group(session: Session, batches: list[Batch]) -> None:
+    """One round of one suite: the interpreters' batches in lockstep, then the native
+    reference's. A batch whose lockstep worker failed is blamed on its op and the rest of
+    its ops run again on their own (run_task)."""
+    stepped = [b for b in batches if b.plan.interp is not None]
+    if stepped:
+        _run_lockstep(session, stepped)
+    for batch in batches:
+        if batch.plan.interp is None:
+            run_task(session, batch, batch.ops)
+
+
+def _run_lockstep(session: Session, stepped: list[Batch]) -> None:
+    spec, task = session.spec, stepped[0].task
+    workers = []
+    try:
+        for batch in stepped:
+            workers.append(lockstep.LockstepWorker(
+                batch, [*worker_command(session, batch, batch.ops), "--lockstep"],
+                worker_environment(batch.plan, spec), cwd=session.scratch_dir,
+                cpus=worker_cpus(batch, spec)))
+        order = planning.round_order((op for b in stepped for op in b.ops), spec.seed,
+                                     task.round_index, task.suite)
+        lockstep.run_round(workers, order, spec.timeout_seconds,
+                           random.Random(f"{spec.seed}-{task.round_index}-{task.suite}-turns"))
+    finally:
+        for worker in workers:
+            worker.close()
+    for worker in workers:
+        batch = worker.key
+        if worker.failure is None:
+            collect(session, batch, batch.ops)
+            continue
+        culprit, fatal = worker.failure
+        culprit = culprit if culprit in batch.ops else batch.ops[0]
+        fail_op(session, batch, culprit, fatal)
+        rest = [op for op in batch.ops if op != culprit]
+        if rest and batch.plan.error is None:
+            run_task(session, batch, rest)
+
+
+def run_task(session: Session, batch: Batch, ops: list[str]) -> None:
+    """Run a batch in a worker of its own; when it crashes or hangs, blame the op it was in
+    and rerun the rest."""
+    spec, plan, task = session.spec, batch.plan, batch.task
+    while ops:
+        if plan.interp is None:
+            culprit, fatal = native.run_batch(
+                plan.tool, plan.op_info, task.suite, task.round_index, ops, spec.profile,
+                spec.conditions.cache, session.fixtures_dir, session.scratch_dir,
+                batch.partial, spec.timeout_seconds)
+        else:
+            culprit, fatal = procs.supervise(
+                worker_command(session, batch, ops), worker_environment(plan, spec),
+                spec.timeout_seconds, cwd=session.scratch_dir, cpus=worker_cpus(batch, spec))
+        if fatal is None:
+            collect(session, batch, ops)
+            return
+        culprit = culprit if culprit in ops else ops[0]
+        fail_op(session, batch, culprit, fatal)
+        if plan.error is not None:
+            return
+        ops = [op for op in ops if op != culprit]
+
+
+def collect(session: Session, batch: Batch, ops: list[str]) -> None:
+    """A worker that finished: its result becomes the part; the ops it reports as failed
+    are recorded."""
+    errors = store.read_json(batch.errors_file) if batch.errors_file.exists() else {}
+    if batch.partial.exists():
+        os.replace(batch.partial, batch.part)
+        batch.plan.succeeded = True
+    for op, error in errors.items():
+        # An op that raised (a failed verification, a missing API) is not a dead
+        # interpreter: it never counts towards giving up on the interpreter.
+        fail_op(session, batch, op, str(error), may_give_up=False)
+    if not batch.part.exists() and not errors:
+        fail_op(session, batch, ops[0], "the worker exited without writing its result")
+
+
+def fail_op(session: Session, batch: Batch, op: str, error: str, may_give_up=True) -> None:
+    plan, task, log = batch.plan, batch.task, session.log
+    plan.failed_ops[op] = error
+    log(f"iomatrix: {task.series} {op} FAILED (round {task.round_index + 1}): "
+        f"{procs.tail(error, 4)}")
+    plan.hard_failures += may_give_up
+    if may_give_up and not plan.succeeded and plan.hard_failures >= GIVE_UP_AFTER_FAILURES:
+        plan.error = (f"gave up after its first {plan.hard_failures} worker processes crashed "
+                      f"or hung; the last one: {error}")
+        log(f"iomatrix: {task.series}: {plan.error.splitlines()[0]}")
+
+
+def remove_leftovers(batch: Batch) -> None:
+    """A batch's half-results: gone once its group is over (Ctrl-C included)."""
+    for leftover in (batch.partial, batch.errors_file):
+        if leftover.exists():
+            leftover.unlink()
+
+
+def new_batch(run: store.Run, plan: SeriesPlan, task: Task, ops: list[str]) -> Batch:
+    part = planning.part_for(run, task)
+    part.parent.mkdir(parents=True, exist_ok=True)
+    return Batch(plan, task, ops, part, Path(contract.partial_path(str(part))))
