@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent
 # their own directory; pytest through pyproject.toml).
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from iomatrix import bench, cli, discovery  # noqa: E402
+from iomatrix import bench, discovery  # noqa: E402
 from iomatrix import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
@@ -50,13 +50,6 @@ except discovery.DiscoveryError as exc:
 LABELS = [interp.label for interp in INTERPRETERS]
 
 
-def bad_input(message: str) -> None:
-    """Bad input ends a bench or matrix session with exit status 2 and one line, as every
-    iomatrix command (nox would turn session.error into 1, a regression's status)."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = None,
               before_failing=lambda: None) -> None:
     try:
@@ -64,8 +57,6 @@ def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = No
     except bench.IncompleteRun as exc:
         before_failing()
         session.error(str(exc))
-    except bench.BadBenchInput as exc:
-        bad_input(str(exc))
     except bench.BenchError as exc:
         session.error(str(exc))
 
@@ -107,10 +98,7 @@ def matrix(session: nox.Session) -> None:
     """The main job: every interpreter, in lockstep rounds, with an A/A twin; then the report."""
     args = bench.parser("nox -s matrix --", matrix=True).parse_args(session.posargs)
     labels = args.pythons or list(LABELS)
-    try:
-        aa = bench.resolve_aa(args.aa, labels, INTERPRETERS)
-    except cli.BadInput as exc:
-        bad_input(str(exc))
+    aa = bench.resolve_aa(args.aa, labels, INTERPRETERS)
     if aa and aa not in labels:
         labels.append(aa)
 
@@ -143,6 +131,12 @@ def run_tool(session: nox.Session, tool: str) -> None:
 def report(session: nox.Session) -> None:
     """Write the markdown report of a run (posargs: --run-id, --baseline, --out, ...)."""
     run_tool(session, "report")
+
+
+@nox.session(default=False)
+def preview(session: nox.Session) -> None:
+    """Render a run's pages to HTML as GitHub shows them (posargs: [--run-id ID | PAGE.md] ...)."""
+    run_tool(session, "preview")
 
 
 @nox.session(default=False)

@@ -27,13 +27,14 @@ def write_report(text: str, out: Path) -> None:
 
 
 def write_pages(result: pages.Pages, out: Path) -> list[Path]:
-    """The main page at ``out``, its suite pages and CSV in ``out``'s stem directory."""
+    """The main page at ``out``; its suite pages, other pages (counts, machine) and CSV in
+    ``out``'s stem directory."""
     detail = out.parent / out.stem
     written = [out]
     write_report(result.main, out)
-    for suite, text in result.suites.items():
-        write_report(text, detail / f"{suite}.md")
-        written.append(detail / f"{suite}.md")
+    for name, text in {**result.suites, **result.others}.items():
+        write_report(text, detail / f"{name}.md")
+        written.append(detail / f"{name}.md")
     if result.csv:
         write_report(result.csv, detail / "data.csv")
         written.append(detail / "data.csv")
@@ -69,6 +70,7 @@ def main(argv=None) -> int:
     if args.out is not None:
         store.check_report_destination(args.out, args.results_dir)
     runs, missing = find_runs(args.results_dir, args.run_id)
+    summary = ""
     for name in missing:
         print(f"report: run {name}: not found, skipped", file=sys.stderr)
     if not runs:
@@ -88,6 +90,7 @@ def main(argv=None) -> int:
                                        draw=k == 0)
             for path in write_pages(result, out):
                 print(f"report: wrote {path}")
+            summary = result.summary
     else:
         text = pages.build_merged_report(loaded, missing, args.baseline, args.threshold,
                                          figures_root)
@@ -100,6 +103,9 @@ def main(argv=None) -> int:
     for data in loaded:
         for name, message in data.problems:
             print(f"report: skipped {data.run.run_id}/{name}: {message}", file=sys.stderr)
+    if summary:
+        # Last, so the main command ends with the answer in words.
+        print(f"\nIn words: {summary}")
     return 0
 
 

@@ -56,12 +56,16 @@ def test_the_lineage_is_the_plain_releases_and_every_other_series_has_its_twin(t
 
 def test_findings_come_first_and_follow_the_lineage(tmp_path):
     built = pages.build_pages(analysis.load_run(lineage_run(tmp_path)))
-    main = built.main
+    main = built.main.replace(markdown.NBSP, " ")
     assert main.index("## Findings") < main.index("## Geometric means")
     findings = main.split("## Findings", 1)[1].split("\n## ", 1)[0]
-    assert "`3.13` → `3.14`" in findings and f"`{READ}`" in findings
+    assert "3.13 → 3.14" in findings and f"`{READ}`" in findings
     assert "**1.50 [" in findings                  # the ratio with its interval, a regression
-    assert "(latest/lutz2009.md#release-steps)" in findings
+    # the op links to its own row on the suite page, which carries that id
+    assert f"(latest/lutz2009.md#op-{READ.lower()})" in findings
+    assert f'<a id="op-{READ.lower()}"></a>' in built.suites["lutz2009"]
+    # both sides' time per call and throughput beside the ratio (1,000,000 bytes a call)
+    assert "9.99 → 15 ms<br>100 → 67 MB/s" in findings
     assert "3.14t" not in findings and "pypy" not in findings   # variants are not steps
     assert "Build flags only `3.13-debian` has: `--with-lto`" in main
     assert "### `3.14t` against `3.14`" in main and "### `pypy3.13` against `3.13`" in main
@@ -108,8 +112,10 @@ def test_pages_and_csv_are_written_next_to_the_main_page_only(tmp_path, capsys):
                         "--out", str(out), "--no-figures"]) == 0
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
                      if p.is_file() and "results" not in p.parts)
-    assert written == ["reports/page.md", "reports/page/data.csv", "reports/page/lutz2009.md"]
-    assert "(page/lutz2009.md)" in out.read_text()
+    assert written == ["reports/page.md", "reports/page/data.csv", "reports/page/lutz2009.md",
+                       "reports/page/machine.md"]
+    assert "(page/lutz2009.md)" in out.read_text() and "(page/machine.md)" in out.read_text()
+    assert "(../page.md)" in (tmp_path / "reports" / "page" / "machine.md").read_text()
     assert "(../page.md)" in (tmp_path / "reports" / "page" / "lutz2009.md").read_text()
 
 
@@ -163,5 +169,5 @@ def test_an_older_run_without_rounds_or_interpreter_metadata_stays_readable(tmp_
     means = analysis.process_means(data.frame)
     assert len(means[("3.9", READ)]) == 6                 # no process lost
     assert analysis.lineage(data, analysis.ordered_series(data)).releases == ["3.9", "3.10"]
-    main = pages.build_report(data)
-    assert "`3.9` → `3.10`" in main and "**2.00 [" in main and "nan" not in main
+    main = pages.build_report(data).replace(markdown.NBSP, " ")
+    assert "3.9 → 3.10" in main and "**2.00 [" in main and "nan" not in main

@@ -284,7 +284,8 @@ def _table(header, rows) -> list:
 
 
 def markdown_section(rows, skipped: dict | None = None, top: int = 15,
-                     heading: str = "## Counts: system calls, page faults, instructions") -> list:
+                     heading: str = "## Counts: system calls, page faults, instructions",
+                     order: list | None = None) -> list:
     """The report's counters section: markdown lines.
 
     Tables of counts per call per op and series (system calls, instructions and
@@ -298,7 +299,9 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
             for what, why in reasons.items():
                 lines.append(f"- {series}: {what}: {why}")
         return lines + [""]
-    order = series_order(rows)
+    # The page's column order when it gives one (releases, then variants); else by version.
+    order = [s for s in order or [] if s in _series_info(rows)] + \
+        [s for s in series_order(rows) if s not in (order or [])]
     index = _index(rows)
     method = {r["counter"]: r["method"] for r in rows}
     lines += [f"Counted apart from timing: one warm-up call, then {COUNT_CALLS} counted call(s) "
