@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent
 # their own directory; pytest through pyproject.toml).
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from iomatrix import bench, discovery  # noqa: E402
+from iomatrix import bench, cli, discovery  # noqa: E402
 from iomatrix import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
@@ -50,6 +50,13 @@ except discovery.DiscoveryError as exc:
 LABELS = [interp.label for interp in INTERPRETERS]
 
 
+def bad_input(message: str) -> None:
+    """Bad input ends a bench or matrix session with exit status 2 and one line, as every
+    iomatrix command (nox would turn session.error into 1, a regression's status)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = None,
               before_failing=lambda: None) -> None:
     try:
@@ -57,6 +64,8 @@ def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = No
     except bench.IncompleteRun as exc:
         before_failing()
         session.error(str(exc))
+    except bench.BadBenchInput as exc:
+        bad_input(str(exc))
     except bench.BenchError as exc:
         session.error(str(exc))
 
@@ -98,7 +107,10 @@ def matrix(session: nox.Session) -> None:
     """The main job: every interpreter, in lockstep rounds, with an A/A twin; then the report."""
     args = bench.parser("nox -s matrix --", matrix=True).parse_args(session.posargs)
     labels = args.pythons or list(LABELS)
-    aa = bench.resolve_aa(args.aa, labels, INTERPRETERS)
+    try:
+        aa = bench.resolve_aa(args.aa, labels, INTERPRETERS)
+    except cli.BadInput as exc:
+        bad_input(str(exc))
     if aa and aa not in labels:
         labels.append(aa)
 
