@@ -56,7 +56,7 @@ def test_interrupted_run_resumes_without_losing_or_redoing_work(tmp_path, sig, m
     results, work = tmp_path / "results", tmp_path / "work"
     work.mkdir()
     args = ["-s", "bench-2.7", "--", "--profile", "quick", "--budget", "0.001",  # no extra rounds
-            "--results-dir", str(results),
+            "--suite", "lutz2009", "--results-dir", str(results),
             "--run-id", "R", "--work-dir", str(work)]
     proc = start_nox(*args)
     parts_dir = results / "R" / ".parts" / "2.7"

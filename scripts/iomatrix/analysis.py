@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from iomatrix import native, phase, stats, store, study
+from iomatrix import counts, native, phase, stats, store, study
 
 COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
-           "mean", "values", "mem_max_rss", "peak_rss"]
+           "mean", "values", "mem_max_rss", "peak_rss", "clock", "allocator", "output"]
 
 
 @dataclasses.dataclass
@@ -35,9 +35,11 @@ class RunData:
 
 
 def load_run(run: store.Run) -> RunData:
-    """Every series file of ``run``; a file that cannot be read is a problem, not an error."""
-    manifest = run.read_manifest()
-    rows, problems = [], []
+    """Every series file of ``run``; a file that cannot be read (the manifest, a series,
+    a counters or phase file) is a problem, named, not an error."""
+    manifest, problems = run.read_manifest_or_problem()
+    problems += counts.unreadable_files(run.path)
+    rows = []
     for path in run.series_files():
         try:
             series_rows = store.load_series(path)
