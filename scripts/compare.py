@@ -1,7 +1,7 @@
 """Compare two runs, or two result files, op by op: a pull-request comment and an exit status.
 
     nox -s compare -- A B [--results-dir results] [--label L] [--fail-above 0.05] [--out FILE]
-                          [--json FILE]
+                          [--json FILE] [--allow-condition-change]
 
 A and B are each a run directory (``results/<run-id>``), a run id in
 ``--results-dir``, or one pyperf result file (``results/<run-id>/3.13.json``).
@@ -14,7 +14,16 @@ a run and a file: the file against the run's series with the file's label (or
 Exit status: 0 when no op is significantly slower in B by more than
 ``--fail-above``; 1 when some are (the "Regressions" table lists them); 2 for
 bad input: a missing run or file, a series or op missing on one side, a file
-that is not an iomatrix pyperf result. Nothing is ever deleted or rewritten.
+that is not an iomatrix pyperf result (named with the field), an output path
+that is a directory, lies among a run's results or cannot be written; 3 for an
+internal error. Nothing is ever deleted or rewritten.
+
+Differences of method come first: when the two sides were measured under other
+conditions (clock, allocator, output-file state, page cache, CPU pinning,
+profile, or build recipe where both record it), the comment says so on its first
+lines, and gives no regression verdict (exit 0): the ratios measure the change of
+method too. ``--allow-condition-change`` gates such a comparison as usual (and
+still states the differences).
 
 Ratios, intervals and significance are the report's (stats.compare). Two series
 of one lockstep run are compared round by round: B/A is exp of the
@@ -30,10 +39,11 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import os
 import sys
 from pathlib import Path
 
-from iomatrix import analysis, cli, counts, native, phase, stats, store
+from iomatrix import analysis, cli, counts, native, phase, schema, stats, store
 from iomatrix.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
                                md, names, table)
 
@@ -66,9 +76,14 @@ class Side:
 
 
 def run_of_directory(directory: Path) -> store.Run | None:
-    directory = directory.resolve()
-    if (directory / store.MANIFEST).is_file() and \
-            cli.NAME_PATTERN.fullmatch(directory.name):
+    """The run at ``directory`` (never through a symbolic link), or None when it is none."""
+    directory = Path(os.path.abspath(directory))
+    if directory.is_symlink():
+        raise CompareError(f"{directory}: is a symbolic link; a run directory must be a real "
+                           "directory (not followed)")
+    if os.path.lexists(directory / store.MANIFEST) and \
+            cli.NAME_PATTERN.fullmatch(directory.name) and \
+            len(directory.name) <= cli.MAX_NAME_LENGTH:
         return store.Run(directory.parent, directory.name)
     return None
 
@@ -76,7 +91,7 @@ def run_of_directory(directory: Path) -> store.Run | None:
 def resolve(arg: str, results_dir: Path) -> Side:
     """A run directory, a run id in ``results_dir`` or a result file; else CompareError."""
     path = Path(arg)
-    if path.is_file():
+    if path.is_file() or path.is_symlink():   # a symlink is refused by name when read
         return Side(arg, run_of_directory(path.parent), path)
     if path.is_dir():
         run = run_of_directory(path)
@@ -115,16 +130,27 @@ def load_side(side: Side, label: str | None = None) -> Side:
             raise CompareError(f"{side.file}: no measured values in this file")
         return side
     read_manifest(side.run)  # a broken manifest is named before anything else
-    side.data = analysis.load_run(side.run)
+    try:
+        side.data = analysis.load_run(side.run)
+    except store.ResultFileError as exc:
+        raise CompareError(str(exc))
     for name, message in side.data.problems:
         if phase.is_phase_file(name):
             continue  # the machine's phase is context: build_markdown names what was not read
-        if label is None or Path(name).stem == label:
+        if label is None or series_of_file(name) == label:
             hint = "" if label else " (use --label to compare another series)"
             raise CompareError(f"{message}{hint}")
     if side.data.frame.empty:
         raise CompareError(f"{side.run.path}: no result files in this run")
     return side
+
+
+def series_of_file(name: str) -> str:
+    """The series a file of a run belongs to: ``3.13`` for 3.13.json and 3.13.counters.json."""
+    for suffix in (store.COUNTERS_SUFFIX, ".json"):
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
 
 
 def pairs(a: Side, b: Side, label: str | None) -> list[tuple[str, str]]:
@@ -234,6 +260,46 @@ def compare_sides(a: Side, b: Side, label: str | None = None) -> list[Section]:
     return sections
 
 
+# -- conditions: how each side was measured ------------------------------------------
+
+# (frame column, what the comment calls it): read from each process's own metadata.
+ROW_CONDITIONS = (("clock", "clock"), ("allocator", "allocator"),
+                  ("output", "output-file state"), ("cache", "page cache"),
+                  ("profile", "profile"))
+
+
+def side_conditions(side: Side, series: str) -> dict:
+    """{condition: value} of one series of a side, for what the side records; a condition
+    it does not record (an older run) is left out, never guessed."""
+    frame = side.data.frame
+    rows = frame[frame["series"] == series]
+    found = {}
+    for column, what in ROW_CONDITIONS:
+        values = sorted({str(v) for v in rows[column] if isinstance(v, str) and v})
+        if values:
+            found[what] = ", ".join(values)
+    manifest = side.manifest
+    if isinstance(manifest.get("affinity"), str):
+        found["CPU pinning"] = manifest["affinity"]
+    recipe = (manifest.get("interpreters") or {}).get(series, {}).get("recipe")
+    if recipe:
+        found["build recipe"] = recipe
+    return found
+
+
+def condition_differences(a: Side, b: Side, sections: list) -> list[str]:
+    """How the two sides were measured differently, one line per condition and series
+    pair ("clock: A cpu, B wall"); a condition only one side records is not compared."""
+    lines = []
+    for s in sections:
+        ca, cb = side_conditions(a, s.series_a), side_conditions(b, s.series_b)
+        which = "" if len(sections) == 1 else f" ({s.series_a} → {s.series_b})"
+        for what in ca:
+            if what in cb and ca[what] != cb[what]:
+                lines.append(f"{what}{which}: A {ca[what]}, B {cb[what]}")
+    return lines
+
+
 # -- markdown ------------------------------------------------------------------------
 
 def side_title(side: Side) -> str:
@@ -244,10 +310,21 @@ def side_title(side: Side) -> str:
 
 
 def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
-                   count_lines: list[str] = ()) -> str:
+                   count_lines: list[str] = (), differences: list[str] = (),
+                   gated: bool = True) -> str:
     regressions = [(s, r) for s in sections for r in s.results if r.regression(fail_above)]
     lines = [MARKER, f"### iomatrix: {side_title(a)} → {side_title(b)}", ""]
-    if regressions:
+    if differences:
+        verdict = ("gated as usual (--allow-condition-change)" if gated else
+                   "no regression verdict is given (exit 0; --allow-condition-change gates "
+                   "it anyway)")
+        lines += [f"> **A and B were measured under different conditions:** "
+                  f"{'; '.join(md(d) for d in differences)}. The ratios below measure that "
+                  f"change of method as well as the interpreters: {verdict}.", ""]
+    if not gated:
+        lines.append(f"Not gated: {len(regressions)} op(s) would count as regressions above "
+                     f"{fail_above:.0%} had both sides been measured alike.")
+    elif regressions:
         lines.append(f"**{len(regressions)} significant regression{'s' * (len(regressions) > 1)} "
                      f"above {fail_above:.0%}.**")
     else:
@@ -324,28 +401,41 @@ def per_op_tables(sections: list[Section], fail_above: float, significant_only: 
 # -- command line --------------------------------------------------------------------
 
 def compare(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
-            fail_above: float = DEFAULT_FAIL_ABOVE) -> tuple[str, int]:
+            fail_above: float = DEFAULT_FAIL_ABOVE,
+            allow_condition_change: bool = False) -> tuple[str, int]:
     """The markdown and the exit status (0 or 1); CompareError for bad input."""
-    text, status, _, _ = compare_full(arg_a, arg_b, results_dir, label, fail_above)
-    return text, status
+    result = compare_full(arg_a, arg_b, results_dir, label, fail_above, allow_condition_change)
+    return result.text, result.status
+
+
+@dataclasses.dataclass
+class Result:
+    text: str                  # the comment
+    status: int                # 0, or 1 for a regression
+    sections: list             # [Section]
+    phases: dict               # each side's machine phase (as_json)
+    differences: list          # condition_differences
+    gated: bool                # False: conditions differ and the gate was not applied
 
 
 def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
-                 fail_above: float = DEFAULT_FAIL_ABOVE) \
-        -> tuple[str, int, list[Section], dict]:
-    """The markdown, the exit status, the sections and each side's machine phase (as_json);
-    CompareError for bad input."""
+                 fail_above: float = DEFAULT_FAIL_ABOVE,
+                 allow_condition_change: bool = False) -> Result:
+    """The comparison, its comment and exit status; CompareError for bad input."""
     a, b = resolve(arg_a, results_dir), resolve(arg_b, results_dir)
     load_side(a, label)
     load_side(b, label)
     sections = compare_sides(a, b, label)
+    differences = condition_differences(a, b, sections)
+    gated = not differences or allow_condition_change
     regressions = any(r.regression(fail_above) for s in sections for r in s.results)
     count_rows, count_fails = compare_side_counts(a, b, label, fail_above)
     count_lines = counts.compare_markdown(count_rows, fail_above) if count_rows is not None else []
-    text = build_markdown(a, b, sections, fail_above, count_lines)
+    text = build_markdown(a, b, sections, fail_above, count_lines, differences, gated)
     phases = {side_name: dataclasses.asdict(side.data.machine_phase)
               if side.data.machine_phase else None for side_name, side in (("a", a), ("b", b))}
-    return text, int(regressions or count_fails), sections, phases
+    status = int(regressions or count_fails) if gated else cli.EXIT_OK
+    return Result(text, status, sections, phases, differences, gated)
 
 
 def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
@@ -371,13 +461,16 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
     return rows, fails
 
 
-def as_json(sections: list[Section], fail_above: float, phases: dict | None = None) -> dict:
-    """Every comparison, machine-readable: null bounds and verdict mean too few processes;
-    ``machine_phase``: each side's phase probe summary (iomatrix.phase), null when not
-    measured."""
+def as_json(sections: list[Section], fail_above: float, phases: dict | None = None,
+            differences: list[str] = (), gated: bool = True) -> dict:
+    """Every comparison, machine-readable (iomatrix.schema.CompareOutput): null bounds and
+    verdict mean too few processes; ``machine_phase``: each side's phase probe summary
+    (iomatrix.phase), null when not measured; ``condition_differences`` and ``gated``:
+    how the sides were measured differently, and whether the gate was applied."""
     paired = any(s.paired for s in sections)
     return {"method": stats.method_sentence(paired), "paired": paired,
             "confidence": stats.CONFIDENCE, "fail_above": fail_above,
+            "condition_differences": list(differences), "gated": gated,
             "machine_phase": phases or {"a": None, "b": None},
             "comparisons": [
                 {"series_a": s.series_a, "series_b": s.series_b, "op": r.op,
@@ -402,24 +495,37 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     parser.add_argument("--json", type=Path, default=None,
                         help="also write every comparison (ratio, interval, verdict) as JSON here")
+    parser.add_argument("--allow-condition-change", action="store_true",
+                        help="gate a comparison whose two sides were measured under different "
+                             "conditions (default: state the differences, exit 0)")
     args = parser.parse_args(argv)
+    for path, option in ((args.out, "--out"), (args.json, "--json")):
+        if path is not None:
+            store.check_output(path, option)   # refused before any work, not after
+    if args.out is not None and args.json is not None and \
+            os.path.abspath(args.out) == os.path.abspath(args.json):
+        raise CompareError(f"--out and --json are the same file ({args.out})")
     try:
-        text, status, sections, phases = compare_full(args.a, args.b, args.results_dir,
-                                                      args.label, args.fail_above)
+        result = compare_full(args.a, args.b, args.results_dir, args.label, args.fail_above,
+                              args.allow_condition_change)
     except CompareError as exc:
         print(f"compare: error: {exc}", file=sys.stderr)
-        return 2
-    print(text)
+        return cli.EXIT_BAD_INPUT
+    print(result.text)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        store.atomic_write_text(args.json, json.dumps(
-            as_json(sections, args.fail_above, phases), indent=1) + "\n")
+        document = as_json(result.sections, args.fail_above, result.phases, result.differences,
+                           result.gated)
+        schema.check("compare output", document)  # what we write is what we promise to read
+        store.write_output(args.json, json_text(document), "--json")
         print(f"compare: wrote {args.json}", file=sys.stderr)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        store.atomic_write_text(args.out, text + "\n")
+        store.write_output(args.out, result.text + "\n", "--out")
         print(f"compare: wrote {args.out}", file=sys.stderr)
-    return status
+    return result.status
+
+
+def json_text(document: dict) -> str:
+    return json.dumps(document, indent=1, allow_nan=False) + "\n"
 
 
 if __name__ == "__main__":

@@ -9,8 +9,12 @@ a Mann-Whitney U test on per-process means; different runs ran at different
 times, so there are no rounds to pair). The
 figure draws each op's time relative to its first run, on a log scale.
 
-An unknown label is an error that lists the labels the runs have (exit 2).
-A file that cannot be read is named, left as it is, and its run skipped.
+LABEL is a series name (``3.13``, ``3.13+pyio``), never a path. An unknown label
+is an error that lists the labels the runs have (exit 2). A file that cannot be
+read (a manifest or series that its schema refuses, a symlink, a run directory
+that is a symlink) is named under "Files not read", left as it is, and its run
+skipped. ``--out`` and ``--figure`` are refused (exit 2) when they are
+directories or would write among a run's results.
 """
 from __future__ import annotations
 
@@ -37,21 +41,21 @@ def collect(results_dir: Path, label: str):
 
     Each RunData's frame holds only LABEL's rows, with the run id as series.
     """
-    runs = store.list_runs(results_dir)
-    if not runs:
+    runs, problems = store.scan_runs(results_dir)
+    if not runs and not problems:
         raise HistoryError(f"no runs in {results_dir} (a run is a directory with "
                            f"{store.MANIFEST})")
-    found, problems, labels = [], [], set()
+    found, labels = [], set()
     for run in runs:
         files = run.series_files()
         labels.update(p.stem for p in files)
         path = run.series_file(label)
-        if not path.exists():
+        if not os.path.lexists(path):   # a dangling symlink is there, and named when read
             continue
         try:
             data = analysis.load_file(path, run, run.read_manifest(), series=run.run_id)
         except (store.ResultFileError, OSError) as exc:
-            problems.append((path, str(exc)))
+            problems.append((path, store.without_path(str(exc), path)))
             continue
         if len(data.frame):
             found.append(data)
@@ -148,12 +152,15 @@ def draw(label: str, found: list, path: Path) -> Path:
 @cli.main_guard
 def main(argv=None) -> int:
     parser = cli.Parser(prog="nox -s history --", description=__doc__.split("\n")[0])
-    parser.add_argument("label", metavar="LABEL",
+    parser.add_argument("label", metavar="LABEL", type=cli.series,
                         help="an interpreter series, e.g. 3.13 or 3.13+pyio")
     parser.add_argument("--results-dir", type=Path, default=ROOT / "results")
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     parser.add_argument("--figure", type=Path, default=None, help="write the figure (PNG) here")
     args = parser.parse_args(argv)
+    for path, option in ((args.out, "--out"), (args.figure, "--figure")):
+        if path is not None:
+            store.check_output(path, option)   # refused before any work, not after
     try:
         found, problems = collect(args.results_dir, args.label)
     except HistoryError as exc:
@@ -163,15 +170,17 @@ def main(argv=None) -> int:
         print(f"history: skipped {path}: {message}", file=sys.stderr)
     link = None
     if args.figure and found:
-        draw(args.label, found, args.figure)
+        try:
+            draw(args.label, found, args.figure)
+        except OSError as exc:
+            raise HistoryError(f"--figure {args.figure}: cannot write ({exc.strerror or exc})")
         base = args.out.resolve().parent if args.out else Path.cwd()
         link = Path(os.path.relpath(args.figure.resolve(), base)).as_posix()
         print(f"history: wrote {args.figure}", file=sys.stderr)
     text = build_markdown(args.label, found, problems, link)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        store.atomic_write_text(args.out, text + "\n")
+        store.write_output(args.out, text + "\n", "--out")
         print(f"history: wrote {args.out}", file=sys.stderr)
     return 0 if found else 2
 

@@ -22,8 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def write_report(text: str, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    store.atomic_write_text(out, text)
+    store.write_output(out, text, "--out")  # refused among a run's results; errors are exit 2
 
 
 def write_pages(result: pages.Pages, out: Path) -> list[Path]:
@@ -68,6 +67,7 @@ def main(argv=None) -> int:
                         help="skip the PNG figures (default: figures/<run-id>/ beside the report)")
     args = parser.parse_args(argv)
     if args.out is not None:
+        store.check_output(args.out, "--out")
         store.check_report_destination(args.out, args.results_dir)
     runs, missing = find_runs(args.results_dir, args.run_id)
     summary = ""

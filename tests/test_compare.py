@@ -195,7 +195,7 @@ def test_unknown_option_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         compare.main(["A", "B", "--bogus"])
     assert exc.value.code == 2
-    assert "valid options: --fail-above, --help, --json, --label, --out, --results-dir" in capsys.readouterr().err
+    assert "valid options: --allow-condition-change, --fail-above, --help, --json, --label, --out, --results-dir" in capsys.readouterr().err
 
 
 def test_names_cannot_break_the_tables(tmp_path, capsys):
@@ -269,3 +269,65 @@ def test_more_instructions_fail_the_gate_and_more_syscalls_are_listed(tmp_path, 
     assert "+10.00%" in out and "`read` calls per call 4 -> 91" in out
     _counters_file(run.path / "3.1.counters.json", 1_000_000, 4)
     assert compare.main([str(run.path / "3.0.json"), str(run.path / "3.1.json")]) == 0
+
+
+# -- differences of method are stated first, not gated (issue 24) -------------------------
+
+def runs_by_clock(tmp_path, clock_b: str, slower: float = 1.5, **b_manifest):
+    """A timed by the CPU clock, B by ``clock_b`` and ``slower`` times slower."""
+    results = tmp_path / "results"
+    for run_id, clock, factor, extra in (("A", "cpu", 1.0, {}), ("B", clock_b, slower,
+                                                                b_manifest)):
+        run_dir = results / run_id
+        run_dir.mkdir(parents=True)
+        write_pyperf_file(run_dir / "3.13.json",
+                          {READ: processes(0.010, factor), WRITE: processes(0.100, factor)},
+                          {contract.KEY_CLOCK: clock})
+        manifest = {"run_id": run_id, "started": f"2026-01-0{1 + (run_id == 'B')}T00:00:00",
+                    "affinity": "one", "interpreters": {"3.13": {"version_info": [3, 13, 0]}},
+                    **extra}
+        (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    return results
+
+
+def test_a_wall_clock_run_against_a_cpu_clock_run_says_so_first_and_exits_0(tmp_path, capsys):
+    results = runs_by_clock(tmp_path, "wall")
+    status, out, err = run_main(capsys, "A", "B", "--results-dir", results, "--json",
+                                tmp_path / "c.json")
+    assert status == 0, err
+    first_lines = "\n".join(out.splitlines()[:5])
+    assert "different conditions" in first_lines and "clock: A cpu, B wall" in first_lines
+    assert "no regression verdict" in first_lines
+    document = json.loads((tmp_path / "c.json").read_text())
+    assert document["gated"] is False
+    assert document["condition_differences"] == ["clock: A cpu, B wall"]
+    assert any(c["regression"] for c in document["comparisons"])  # the data says it, unjudged
+
+
+def test_allow_condition_change_gates_and_still_states_them(tmp_path, capsys):
+    results = runs_by_clock(tmp_path, "wall")
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results,
+                              "--allow-condition-change")
+    assert status == 1
+    assert "clock: A cpu, B wall" in "\n".join(out.splitlines()[:5])
+    assert "gated as usual" in out
+
+
+@pytest.mark.parametrize("b_manifest, difference", [
+    ({"affinity": "all"}, "CPU pinning: A one, B all"),
+    ({"interpreters": {"3.13": {"version_info": [3, 13, 0], "recipe": "static-O3"}}}, None),
+])
+def test_pinning_and_recipe_differences_are_conditions(tmp_path, capsys, b_manifest,
+                                                        difference):
+    results = runs_by_clock(tmp_path, "cpu", **b_manifest)
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    if difference:
+        assert status == 0 and difference in out
+    else:  # a recipe only B records is not compared: nothing guessed, the gate applies
+        assert status == 1 and "different conditions" not in out
+
+
+def test_the_same_conditions_gate_as_before(tmp_path, capsys):
+    results = runs_by_clock(tmp_path, "cpu")
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
+    assert status == 1 and "different conditions" not in out

@@ -1,175 +1,401 @@
-"""Fuzzing the readers of a run directory with malformed manifests and pyperf files.
+"""Damaged run directories and output paths, at random: the tools keep the exit-code contract.
 
-Two layers, both driven by hypothesis with a fixed seed (derandomized), so CI runs
-the same bounded set of cases every time:
+hypothesis damages one stored document of a good run (a series, native.json, the
+manifest, a counters file, a phase file) in one of many ways (truncation, a wrong
+type at any depth, deep nesting, huge, tiny, negative and non-finite numbers, a
+symlink, a FIFO, a directory, no read permission) or points an output path at a
+run's own files, then runs what ``report``, ``compare``, ``history``, ``release``
+(its comparison: compare of two series files of one run) and ``crosscheck`` (its
+reading of a run) do, in process, through the same ``main`` functions. Each time:
 
-- in process, many cases: the store's readers either return well-formed rows or
-  raise ``ResultFileError`` naming the file; never another exception;
-- the command-line tools (report, compare, history), fewer cases because each one
-  starts Python: under a memory and time limit, exit 0 (the bad file named as
-  skipped) or 2, never a traceback, and nothing written outside their output.
+- never a traceback (exit 3) and never exit 1 from damage: compare may find a
+  regression only when the damaged document is still a valid one (then it is data);
+- never a non-finite or negative number in a page;
+- nothing written outside the output directory;
+- every document that is refused is named (report's "Files not read", history's
+  list, compare's one-line error or its phase note);
+- bounded time (MAX_SECONDS an example).
 
-A longer run: ``IOMATRIX_FUZZ_EXAMPLES=10000 nox -s tests -- tests/test_fuzz.py``.
+Profiles: ``ci`` (the default; CI_EXAMPLES examples a property, derandomized, the
+file well under a minute) and ``long`` (IOMATRIX_FUZZ_PROFILE=long, with
+IOMATRIX_FUZZ_EXAMPLES examples, new ones each time). As root (CI containers) the
+"unreadable" damage reads fine (root reads anything) and is kept as a plain case.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-import resource
-import subprocess
-import sys
+import re
+import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from iomatrix import cli, contract, store
-from conftest import ROOT, write_pyperf_file
+from iomatrix import cli, contract, crosscheck, store
+from conftest import write_pyperf_file
 
-EXAMPLES = int(os.environ.get("IOMATRIX_FUZZ_EXAMPLES", "200"))
-CLI_EXAMPLES = max(6, EXAMPLES // 25)
-MEMORY_LIMIT = 2 * 2 ** 30  # bytes of address space a tool may use on one bad file
+import compare
+import history
+import report
+
+CI_EXAMPLES = 25
+# No shrinking in CI: a failure is shown as found, in bounded time (shrinking a damaged
+# store can take minutes); the long profile shrinks.
+settings.register_profile("ci", max_examples=CI_EXAMPLES, derandomize=True, deadline=None,
+                          database=None, suppress_health_check=list(HealthCheck),
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.register_profile("long", max_examples=int(os.environ.get("IOMATRIX_FUZZ_EXAMPLES",
+                                                                  "1000")),
+                          deadline=None, database=None, suppress_health_check=list(HealthCheck))
+PROFILE = settings.get_profile(os.environ.get("IOMATRIX_FUZZ_PROFILE", "ci"))
+MAX_SECONDS = 60
 OPS = ("read_byLines_textMode", "write_byLines_textMode")
+DOCUMENTS = ("3.13.json", "native.json", "manifest.json", "3.13.counters.json", "phase/s.tsv")
+SPECIAL_NUMBERS = (1e308, -1e308, 5e-324, 0, -1, -0.0, 2 ** 70, -(2 ** 70), float("nan"),
+                   float("inf"), float("-inf"), 3599.0, 1e-9, 1.5)
+
+
+# -- a good store: runs A and B measured alike, so A → B is no regression ----------------
+
+def counters_document(series: str) -> dict:
+    ops = {op: {"suite": "lutz2009", "bytes_per_call": 100_000, "calls": 1,
+                "syscalls": {"read": 4, "openat": 1}, "instructions": 50_000,
+                "rusage": {"minflt": 2, "majflt": 0, "nvcsw": 0, "nivcsw": 1}} for op in OPS}
+    return {"iomatrix_counters_version": 1, "series": series, "calls": 1,
+            "interpreter": {"label": series, "implementation": "cpython",
+                            "version_info": [3, int(series.split(".")[1]), 0]},
+            "methods": {"syscalls": "strace", "instructions": "callgrind"}, "skipped": {},
+            "ops": ops}
+
+
+def make_run(results: Path, run_id: str) -> Path:
+    run_dir = results / run_id
+    run_dir.mkdir(parents=True)
+    manifest = {"run_id": run_id, "host": "testhost", "profile": "quick", "cache": "warm",
+                "allocator": "steady", "output": "new", "clock": "auto", "affinity": "one",
+                "suites": ["lutz2009"], "io": ["c"], "cpu_count": 2,
+                "started": "2026-01-01T00:00:00+00:00", "interpreters": {},
+                "sessions": [{"started": "2026-01-01T00:00:00+00:00", "pid": 1,
+                              "phase_probe": {"status": "measured", "cpu": 1,
+                                              "file": "phase/s.tsv"}}]}
+    for minor in (12, 13):
+        label = f"3.{minor}"
+        write_pyperf_file(run_dir / f"{label}.json",
+                          {op: [[0.01 * (1 + 0.001 * k)] * 2 for k in range(6)] for op in OPS},
+                          {contract.KEY_ALLOCATOR: "steady", contract.KEY_OUTPUT: "new",
+                           contract.KEY_CLOCK: "cpu"})
+        contract.atomic_write_json(str(run_dir / f"{label}.counters.json"),
+                                   counters_document(label))
+        manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
+                                           "version_info": [3, minor, 0], "status": "ok",
+                                           "version": f"3.{minor}.0", "recipe": "shared-O3"}
+    write_pyperf_file(run_dir / "native.json", {OPS[0]: [[0.005]] * 6},
+                      {contract.KEY_IO: "native"})
+    (run_dir / "phase").mkdir()
+    (run_dir / "phase" / "s.tsv").write_text(
+        "# iomatrix phase probe 1: wall_time loop_seconds copy_seconds\n"
+        + "".join(f"{1.7e9 + i:.3f}\t0.0015\t0.0008\n" for i in range(12)))
+    contract.atomic_write_json(str(run_dir / "manifest.json"), manifest)
+    return run_dir
+
+
+# -- damage ---------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                 max_size=4),
-    max_leaves=12)
+    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.sampled_from(SPECIAL_NUMBERS)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                 max_size=3),
+    max_leaves=6)
+
+damages = st.one_of(
+    st.tuples(st.just("truncate"), st.floats(0, 1)),
+    st.tuples(st.just("replace"), st.integers(0, 10 ** 6), json_values),
+    st.tuples(st.just("number"), st.integers(0, 10 ** 6), st.sampled_from(SPECIAL_NUMBERS)),
+    st.tuples(st.just("nest"), st.integers(0, 10 ** 6), st.sampled_from([65, 1000, 100_000])),
+    st.tuples(st.just("file"), st.sampled_from(["symlink-sibling", "symlink-outside",
+                                                 "symlink-dev-zero", "dangling", "fifo",
+                                                 "directory", "unreadable", "empty"])),
+)
 
 
-def maybe(valid):
-    """Mostly the valid shape, sometimes any JSON value in its place."""
-    return st.one_of(valid, valid, valid, json_values)
+def locations(value, path=()):
+    """Every place in a JSON document: (path, value)."""
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from locations(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from locations(item, path + (index,))
 
 
-positive = st.floats(min_value=1e-7, max_value=10.0)
-runs = st.fixed_dictionaries({
-    "metadata": maybe(st.fixed_dictionaries({contract.KEY_ROUND: maybe(st.integers(0, 9))})),
-    "values": maybe(st.lists(maybe(positive), max_size=4)),
-    "warmups": maybe(st.lists(maybe(st.tuples(st.just(1), positive).map(list)), max_size=2)),
-})
-benchmarks = st.fixed_dictionaries({
-    "metadata": maybe(st.fixed_dictionaries({
-        "name": maybe(st.sampled_from(OPS)), "unit": maybe(st.just("second")),
-        "loops": maybe(st.just(1)), contract.KEY_SUITE: maybe(st.just("lutz2009")),
-        contract.KEY_BYTES: maybe(st.integers(0, 2 ** 40)),
-        contract.KEY_CATEGORY: maybe(st.just("read-text"))})),
-    "runs": maybe(st.lists(runs, max_size=3)),
-})
-pyperf_documents = st.fixed_dictionaries({
-    "version": maybe(st.just("1.0")), "metadata": maybe(st.just({})),
-    "benchmarks": maybe(st.lists(benchmarks, max_size=3)),
-})
-manifests = st.fixed_dictionaries({
-    "run_id": maybe(st.just("R")), "profile": maybe(st.sampled_from(contract.PROFILES)),
-    "suites": maybe(st.lists(maybe(st.just("lutz2009")), max_size=2)),
-    "interpreters": maybe(st.dictionaries(st.sampled_from(["3.12", "3.13", "x"]), maybe(
-        st.fixed_dictionaries({"status": maybe(st.sampled_from(["ok", "failed"])),
-                               "version_info": maybe(st.just([3, 13, 0]))})), max_size=3)),
-    "sessions": maybe(st.lists(maybe(st.fixed_dictionaries({
-        "work_dir": maybe(st.just("/")), "pid": maybe(st.integers(-1, 2 ** 31))})),
-        max_size=2)),
-})
+def put(document, path, value):
+    if not path:
+        return value
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
 
 
-def as_bytes(document, cut: int | None) -> bytes:
-    data = json.dumps(document, allow_nan=True).encode()
-    return data if cut is None else data[:cut]
+def damage_json(data: bytes, kind: str, index: int, value) -> bytes:
+    document = json.loads(data)
+    places = [(p, v) for p, v in locations(document)
+              if kind != "number" or (isinstance(v, (int, float)) and not isinstance(v, bool))]
+    if not places:
+        return data
+    path, old = places[index % len(places)]
+    if kind == "nest":   # written as text: json itself cannot build 100,000 levels
+        marker = "\u0000nest\u0000"
+        text = json.dumps(put(document, path, marker), allow_nan=True)
+        nested = "[" * value + json.dumps(old, allow_nan=True) + "]" * value
+        return text.replace(json.dumps(marker), nested, 1).encode()
+    return json.dumps(put(document, path, value), allow_nan=True).encode()
 
 
-files = st.one_of(
-    st.tuples(pyperf_documents, st.none() | st.integers(0, 400)).map(lambda t: as_bytes(*t)),
-    st.binary(max_size=200))
+def damage_text(data: bytes, kind: str, index: int, value) -> bytes:
+    """A phase file: the same damage on its tab-separated numbers."""
+    lines = data.decode().splitlines()
+    row = 1 + index % (len(lines) - 1)
+    fields = lines[row].split("\t")
+    fields[index % 3] = repr(value) if kind == "number" else \
+        json.dumps(value, allow_nan=True) if kind == "replace" else "[" * value
+    lines[row] = "\t".join(fields)
+    return ("\n".join(lines) + "\n").encode()
 
-FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-                suppress_health_check=list(HealthCheck))
 
-
-@FUZZ
-@given(content=files)
-def test_load_series_returns_rows_or_names_the_file(tmp_path_factory, content):
-    path = tmp_path_factory.mktemp("fuzz") / "3.13.json"
-    path.write_bytes(content)
-    try:
-        rows = store.load_series(path)
-    except store.ResultFileError as exc:
-        assert str(path) in str(exc) or path.name in str(exc)
+def apply_damage(path: Path, damage, outside: Path) -> None:
+    kind = damage[0]
+    if kind == "file":
+        how = damage[1]
+        if how == "unreadable":
+            path.chmod(0)
+            return
+        path.unlink()
+        if how == "symlink-sibling":
+            path.symlink_to(path.parent / ("3.12.json" if path.parent.name != "phase"
+                                           else "../3.12.json"))
+        elif how == "symlink-outside":
+            path.symlink_to(outside)
+        elif how == "symlink-dev-zero":
+            path.symlink_to("/dev/zero")
+        elif how == "dangling":
+            path.symlink_to(outside.parent / "nowhere")
+        elif how == "fifo":
+            os.mkfifo(path)
+        elif how == "directory":
+            path.mkdir()
+        else:
+            path.write_bytes(b"")
         return
-    for row in rows:  # what the analysis relies on
-        assert isinstance(row["op"], str) and row["op"]
-        assert row["values"] and all(isinstance(v, float) and math.isfinite(v) and v > 0
-                                     for v in row["values"])
+    data = path.read_bytes()
+    if kind == "truncate":
+        data = data[:int(len(data) * damage[1])]
+    elif path.suffix == ".tsv":
+        data = damage_text(data, kind, damage[1], damage[2])
+    else:
+        data = damage_json(data, kind, damage[1], damage[2])
+    path.write_bytes(data)
 
 
-@FUZZ
-@given(manifest=manifests, cut=st.none() | st.integers(0, 200))
-def test_read_manifest_returns_an_object_or_names_the_file(tmp_path_factory, manifest, cut):
-    results = tmp_path_factory.mktemp("fuzz")
-    (results / "R").mkdir()
-    (results / "R" / "manifest.json").write_bytes(as_bytes(manifest, cut))
+def still_valid(path: Path) -> bool:
+    """Whether the damaged document is still one its reader accepts (then it is data)."""
+    if path.suffix == ".tsv":
+        return True   # a phase file's bad lines are skipped and named, never a gate's input
+    kind = "manifest" if path.name == store.MANIFEST else \
+        "counters" if path.name.endswith(store.COUNTERS_SUFFIX) else "series"
     try:
-        loaded = store.Run(results, "R").read_manifest()
-    except (store.ResultFileError, cli.BadInput) as exc:
-        assert "manifest.json" in str(exc)
-        return
-    assert isinstance(loaded, dict)
-    assert isinstance(loaded.get("interpreters", {}), dict)
+        store.read_json(path, kind=kind)
+    except store.ResultFileError:
+        return False
+    return True
 
 
-def limited():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+# -- what every page and every run must keep ----------------------------------------------
+
+NON_FINITE = re.compile(r"(?i)(?<![\w-])-?(nan|inf|infinity)(?![\w-])")
+# A negative number that is not a signed change ("-3.2%", "−12%") nor part of a word,
+# a date (2026-01-01) or a range/arrow.
+NEGATIVE = re.compile(r"(?<![\w.\-])-\d[\d,]*(?:\.\d+)?(?![\d.]*%)(?![\w-])")
 
 
-def tool(name: str, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *map(str, args)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          preexec_fn=limited)
+def check_page(text: str, where: str) -> None:
+    # A refused document is named with its bad value quoted, "(got -1)": that line reports
+    # the damage, it does not present it as a measurement.
+    text = "\n".join(line for line in text.splitlines() if "(got " not in line)
+    assert not NON_FINITE.search(text), (where, NON_FINITE.search(text).group(), text[:2000])
+    found = NEGATIVE.search(text)
+    assert not found, (where, found.group(), text[max(0, found.start() - 200):found.end() + 50])
 
 
 def tree(directory: Path) -> dict:
-    return {p.relative_to(directory): (p.read_bytes() if p.is_file() and not p.is_symlink()
-                                       else None)
-            for p in sorted(directory.rglob("*")) if "fifo" not in p.name}
+    """{path: bytes or kind} of everything under ``directory``, never opening a special file."""
+    out = {}
+    for p in sorted(directory.rglob("*")):
+        if p.is_symlink():
+            out[p] = ("symlink", os.readlink(p))
+        elif p.is_file():
+            out[p] = p.read_bytes() if os.access(p, os.R_OK) and p.stat().st_mode & 0o444 \
+                else ("unreadable",)
+        else:
+            out[p] = ("dir" if p.is_dir() else "special",)
+    return out
 
 
-SPECIAL = ["/dev/zero", "fifo", "directory", "dangling"]
+def call(main, args, capsys) -> tuple[int, str, str]:
+    """A tool's main through cli.main_guard, as its script runs it: (exit, stdout, stderr)."""
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:   # argparse's own exit 2
+        code = exc.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "internal error" not in captured.err, \
+        captured.err[-3000:]
+    assert code != cli.EXIT_INTERNAL_ERROR, captured.err[-3000:]
+    return code, captured.out, captured.err
 
 
-@settings(max_examples=CLI_EXAMPLES, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(series=files, manifest=manifests | st.just(None),
-       special=st.none() | st.sampled_from(SPECIAL))
-def test_the_tools_exit_0_or_2_and_write_only_their_output(tmp_path_factory, series, manifest,
-                                                           special):
+def fresh_store(tmp_path_factory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("fuzz")
     results = root / "results"
-    run_dir = results / "R"
-    run_dir.mkdir(parents=True)
-    write_pyperf_file(run_dir / "3.12.json", {op: [[0.01], [0.011]] for op in OPS})
-    (run_dir / "3.13.json").write_bytes(series)
-    if manifest is not None:
-        (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    if special == "/dev/zero":
-        (run_dir / "3.14.json").symlink_to("/dev/zero")
-    elif special == "fifo":
-        os.mkfifo(run_dir / "3.14-fifo.json")
-    elif special == "directory":
-        (run_dir / "3.14.json").mkdir()
-    elif special == "dangling":
-        (run_dir / "3.14.json").symlink_to(root / "nowhere")
+    make_run(results, "A")
+    make_run(results, "B")
+    outside = root / "outside.json"
+    outside.write_text(json.dumps({"version": "1.0", "benchmarks": []}))
+    return root, results, outside
+
+
+@PROFILE
+@given(document=st.sampled_from(DOCUMENTS), damage=damages)
+def test_damaged_documents_keep_the_exit_code_contract(tmp_path_factory, capsys, document,
+                                                       damage):
+    root, results, outside = fresh_store(tmp_path_factory)
+    run_b = results / "B"
+    damaged = run_b / document
+    apply_damage(damaged, damage, outside)
+    valid = still_valid(damaged) if damaged.is_file() and not damaged.is_symlink() else False
     out = root / "out"
     before = tree(root)
-    for name, args in (("report", ["--results-dir", results, "--run-id", "R", "--out",
-                                   out / "report.md", "--no-figures"]),
-                       ("compare", [run_dir / "3.12.json", run_dir / "3.13.json"]),
-                       ("history", ["3.13", "--results-dir", results])):
-        done = tool(name, *args)
-        assert done.returncode in (0, 1, 2), (name, done.stderr[-2000:])
-        assert "Traceback" not in done.stderr, (name, done.stderr[-2000:])
-        if name != "compare":
-            assert done.returncode in (0, 2), (name, done.stderr[-2000:])
-    after = tree(root)
-    written = {p for p in after if p not in before or after[p] != before[p]}
-    assert all(p.parts[0] == "out" for p in written), written
+    started = time.monotonic()
+    try:
+        # report: the rest of the run is reported, the damaged document named
+        code, _, err = call(report.main, ["--results-dir", results, "--run-id", "B", "--out",
+                                          out / "b.md", "--no-figures"], capsys)
+        assert code in (0, 2), err
+        if code == 0:
+            pages = "\n".join(p.read_text() for p in out.rglob("*.md"))
+            check_page(pages, "report")
+            if not valid and document != "phase/s.tsv":
+                assert Path(document).name in pages, (document, damage)
+        # compare (and release's comparison of two series of one run)
+        for args in (["A", "B", "--results-dir", results],
+                     [run_b / "3.12.json", run_b / "3.13.json"]):
+            code, text, err = call(compare.main, args, capsys)
+            assert code in (0, 1, 2), err
+            assert code != 1 or valid, (document, damage, text[:1500])
+            if code == 2:
+                assert len(err.strip().splitlines()) == 1, err
+            else:
+                check_page(text, "compare")
+        if not valid and document != "phase/s.tsv":
+            code, _, err = call(compare.main, ["A", "B", "--results-dir", results], capsys)
+            assert code == 2 and Path(document).name in err, (document, damage, err)
+        # history: the run with the damaged file is named and left out
+        code, text, err = call(history.main, ["3.13", "--results-dir", results], capsys)
+        assert code in (0, 2), err
+        if code == 0:
+            check_page(text, "history")
+            if not valid and document in ("3.13.json", "manifest.json"):
+                assert Path(document).name in text, (document, damage, text[:1500])
+        # crosscheck's reading of a run: its conditions and the harness's times
+        try:
+            crosscheck.run_conditions(run_b, ["3.12", "3.13"])
+            times, _, _ = crosscheck.harness_times(run_b, "3.13")
+            assert all(math.isfinite(t) and t > 0 for t in times.values())
+        except cli.BadInput as exc:
+            assert "\n" not in str(exc)
+        after = tree(root)
+    finally:
+        if damaged.is_file() and not damaged.is_symlink():
+            damaged.chmod(0o644)   # the damage "unreadable": let the temporary tree go
+    assert time.monotonic() - started < MAX_SECONDS
+    written = {p for p in set(after) | set(before) if before.get(p) != after.get(p)}
+    assert all(p == out or out in p.parents for p in written), sorted(written)[:5]
+
+
+# -- output paths ---------------------------------------------------------------------------
+
+OUTPUTS = {
+    "run's series": "results/B/3.13.json", "run's manifest": "results/B/manifest.json",
+    "run's counters": "results/B/3.13.counters.json", "run's phase": "results/B/phase/s.tsv",
+    "new json in a run": "results/B/new.json", "run directory": "results/B",
+    "a directory": "out", "under a file": "outside.json/x.md",
+    "hidden file in a run": "results/B/.x.md", "in .parts": "results/B/.parts/x.md",
+}
+TOOL_OUTPUTS = [(report.main, "--out", ["--results-dir", "{results}", "--run-id", "B",
+                                        "--no-figures"]),
+                (compare.main, "--out", ["A", "B", "--results-dir", "{results}"]),
+                (compare.main, "--json", ["A", "B", "--results-dir", "{results}"]),
+                (history.main, "--out", ["3.13", "--results-dir", "{results}"]),
+                (history.main, "--figure", ["3.13", "--results-dir", "{results}"])]
+
+
+@PROFILE
+@given(where=st.sampled_from(sorted(OUTPUTS)), tool=st.sampled_from(range(len(TOOL_OUTPUTS))))
+def test_an_output_path_among_a_runs_files_is_refused(tmp_path_factory, capsys, where, tool):
+    root, results, _ = fresh_store(tmp_path_factory)
+    (root / "out").mkdir()
+    main, option, args = TOOL_OUTPUTS[tool]
+    before = tree(root)
+    code, _, err = call(main, [str(a).format(results=results) for a in args]
+                        + [option, root / OUTPUTS[where]], capsys)
+    assert code == cli.EXIT_BAD_INPUT, (where, option, err)
+    assert len(err.strip().splitlines()) == 1 and option in err, err
+    assert tree(root) == before
+
+
+def test_report_and_compare_may_write_report_files_in_a_run_directory(tmp_path, capsys):
+    """The matrix's RUN/report.md and release's RUN/release.md stay possible."""
+    results = tmp_path / "results"
+    make_run(results, "A")
+    make_run(results, "B")
+    code, _, err = call(compare.main, ["A", "B", "--results-dir", results,
+                                       "--out", results / "B" / "compare.md"], capsys)
+    assert code == 0, err
+    code, _, err = call(report.main, ["--results-dir", results, "--run-id", "B", "--out",
+                                      results / "B" / "report.md", "--no-figures"], capsys)
+    assert code == 0, err
+
+
+def test_the_good_store_reads_cleanly(tmp_path, capsys):
+    """The fixture itself: no problem named, no regression, and pages the checks accept."""
+    results = tmp_path / "results"
+    make_run(results, "A")
+    make_run(results, "B")
+    code, _, err = call(report.main, ["--results-dir", results, "--run-id", "B", "--out",
+                                      tmp_path / "out" / "b.md", "--no-figures"], capsys)
+    assert code == 0 and "skipped" not in err, err
+    pages = "\n".join(p.read_text() for p in (tmp_path / "out").rglob("*.md"))
+    check_page(pages, "report")
+    assert "Files not read" not in pages
+    code, text, err = call(compare.main, ["A", "B", "--results-dir", results], capsys)
+    assert code == 0, err
+    check_page(text, "compare")
+    code, text, err = call(history.main, ["3.13", "--results-dir", results], capsys)
+    assert code == 0 and "Files not read" not in text, text
+    check_page(text, "history")
+    assert crosscheck.run_conditions(results / "B", ["3.12", "3.13"])["allocator"] == "steady"
+
+
+def test_the_checks_catch_what_they_look_for():
+    with pytest.raises(AssertionError):
+        check_page("| `op` | nan |", "x")
+    with pytest.raises(AssertionError):
+        check_page("throughput -0 MB/s", "x")
+    with pytest.raises(AssertionError):
+        check_page("-27,216 instructions", "x")
+    check_page("2026-01-01 run-vm, 3.13 → 3.14: -3.2% (12% faster) |---:| -> x", "x")

@@ -222,15 +222,18 @@ def test_compare_refuses_a_fail_above_that_would_switch_the_gate_off(tmp_path, v
 
 @pytest.mark.parametrize("content", ["[1, 2]", '"text"', '{"interpreters": [1]}',
                                      '{"sessions": {}}', "{", ""])
-def test_an_odd_manifest_is_exit_2_for_that_run_only(tmp_path, content):
+def test_an_odd_manifest_is_named_by_report_and_exit_2_for_compare(tmp_path, content):
     results = tmp_path / "results"
     good_run(results, "A")
     bad = good_run(results, "B")
     (bad / "manifest.json").write_text(content)
+    # report: the rest of the run is reported, the manifest named as not read
     done = tool("report", "--results-dir", results, "--run-id", "B", "--out",
                 tmp_path / "b.md", "--no-figures")
-    assert done.returncode == 2 and "manifest.json" in done.stderr, done.stderr
+    assert done.returncode == 0 and "manifest.json" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+    page = (tmp_path / "b.md").read_text()
+    assert "Files not read" in page and "manifest.json" in page
     done = tool("compare", "A", "B", "--results-dir", results)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     # The bad run does not break the rest of the results directory.

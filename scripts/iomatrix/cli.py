@@ -5,12 +5,15 @@ parses with argparse and these types, so a bad value gets the same kind of
 message everywhere, and the same exit status:
 
     0  done (compare/the gate: no regression)
-    1  the gate found a regression (compare, release)
-    2  bad input: an option, a run id, a file that is not a usable result
+    1  the gate found a regression (compare, release, crosscheck only)
+    2  bad input: an option, a run id, a file that is not a usable result, an
+       output path that cannot be written (one line naming it)
+    3  internal error: a bug of iomatrix (the traceback, and "please report")
 
 Bad input found later (a manifest that is not an object, a result file of the
 wrong shape) raises ``BadInput`` naming the file and the field; ``main_guard``
-turns it into exit 2 with that message, never a traceback and never exit 1.
+turns it into exit 2 with that message. Any other exception is exit 3, never
+Python's own exit 1: a CI gate must not read a crash as a regression.
 """
 from __future__ import annotations
 
@@ -18,8 +21,9 @@ import argparse
 import math
 import re
 import sys
+import traceback
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
 # Letters, digits, '.', '_', '-', starting with a letter or digit. No "+": it separates a
 # label from its io stack in series names (3.13+pyio).
@@ -107,6 +111,15 @@ def _label(text: str) -> str:
     return checked_name(text, "label")
 
 
+def _series(text: str) -> str:
+    """A series name: a label, or a label and its io stack (``3.13+pyio``); never a path."""
+    label, plus, stack = text.partition("+")
+    checked_name(label, "label")
+    if plus and stack != "pyio":
+        raise BadInput(f"series {text!r}: a label, or a label followed by +pyio")
+    return text
+
+
 def _label_list(text: str) -> list[str]:
     labels = [part.strip() for part in text.split(",")]
     if not text.strip() or any(not label for label in labels):
@@ -120,6 +133,7 @@ positive_seconds = _argparse_type(_positive_seconds, "seconds")
 positive_int = _argparse_type(_positive_int, "count")
 run_id = _argparse_type(_run_id, "run id")
 label = _argparse_type(_label, "label")
+series = _argparse_type(_series, "series")
 label_list = _argparse_type(_label_list, "labels")
 
 
@@ -158,13 +172,21 @@ class Parser(argparse.ArgumentParser):
 
 
 def main_guard(main):
-    """Wrap a tool's ``main(argv) -> int``: BadInput is exit 2 with its message."""
-    def guarded(argv=None) -> int:
+    """Wrap a tool's ``main(argv) -> int``: the one place exit statuses are mapped.
+
+    BadInput is exit 2 with its one-line message; any other exception is exit 3 with
+    the traceback (argparse's own exit 2 and Ctrl-C pass through)."""
+    def guarded(argv=None, *args, **kwargs) -> int:
         try:
-            return main(argv)
+            return main(argv, *args, **kwargs)
         except BadInput as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        except Exception:  # noqa: BLE001 - whatever it is, it must not read as exit 1
+            traceback.print_exc()
+            print("internal error: please report (the traceback above, and the command)",
+                  file=sys.stderr)
+            return EXIT_INTERNAL_ERROR
     guarded.__name__ = main.__name__
     guarded.__doc__ = main.__doc__
     return guarded

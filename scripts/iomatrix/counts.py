@@ -24,16 +24,17 @@ MAX_COMPARE_ROWS = 40   # rows of each list in compare's comment
 
 
 def read_document(path: Path) -> dict | None:
-    """The counters file at ``path``, or None when there is none; ResultFileError if broken."""
+    """The counters file at ``path``, or None when there is none; ResultFileError naming
+    the field when it is not a valid one (iomatrix.schema.Counters: counts are
+    non-negative integers, at least one call per op)."""
     if not os.path.lexists(path):
         return None
-    data = store.read_json(path)
+    data = store.read_json(path, kind="counters")
     if not isinstance(data, dict) or data.get("iomatrix_counters_version") != FORMAT_VERSION \
-            or not isinstance(data.get("ops"), dict):
+            or not isinstance(data.get("ops"), dict):  # checked here too where pydantic is not
         raise store.ResultFileError(f"{path}: not an iomatrix counters file (version "
                                     f"{FORMAT_VERSION})")
     return data
-
 
 
 def load_document_rows(path: Path, series: str | None = None) -> list:
@@ -49,7 +50,7 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
     interp = document.get("interpreter") or {}
     rows = []
     for op, entry in document["ops"].items():
-        calls = entry.get("calls") or 1
+        calls = entry.get("calls") or 1   # the schema: at least 1
         nbytes = entry.get("bytes_per_call") or 0
         values = {}
         if isinstance(entry.get("syscalls"), dict):
@@ -76,20 +77,34 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
     return rows
 
 
-def load_counts(run_dir) -> list:
-    """Tidy rows (see ``load_document_rows``) of every counters file of a run directory."""
+def load_counts(run_dir, problems: list | None = None) -> list:
+    """Tidy rows (see ``load_document_rows``) of every counters file of a run directory.
+
+    A file that cannot be read (a symlink, a special file, damaged, not valid) is
+    skipped and, when ``problems`` is given, appended to it as (file name, why);
+    ``unreadable_files`` names them for the report's "Files not read"."""
     rows = []
     for path in sorted(Path(run_dir).glob("*" + store.COUNTERS_SUFFIX)):
-        if path.is_symlink():
-            continue
-        rows.extend(load_document_rows(path))
+        try:
+            rows.extend(load_document_rows(path))
+        except store.ResultFileError as exc:
+            if problems is not None:
+                problems.append((path.name, f"{exc}; its counts are left out"))
     return rows
+
+
+def unreadable_files(run_dir) -> list:
+    """(file name, why) of the counters files of a run directory that cannot be read."""
+    problems: list = []
+    load_counts(run_dir, problems)
+    return problems
 
 
 def skipped_counts(run_dir) -> dict:
     """{series: {counter: reason}} from the manifest: what was not counted, and why."""
-    try:
-        manifest = store.read_json(Path(run_dir) / store.MANIFEST, store.MAX_MANIFEST_BYTES)
+    try:  # a broken manifest is named by the run's reader (analysis.load_run)
+        manifest = store.read_json(Path(run_dir) / store.MANIFEST, store.MAX_MANIFEST_BYTES,
+                                   kind="manifest")
     except store.ResultFileError:
         return {}
     out = {}

@@ -99,10 +99,10 @@ def run_conditions(run_dir: Path, labels: list[str]) -> dict:
     """The stated conditions of a run, checked to be ones the plain timer can reproduce."""
     if not run_dir.is_dir():
         raise CrosscheckError(f"--run-dir {run_dir}: no such run directory")
-    try:
-        manifest = store.read_json(run_dir / store.MANIFEST)
-    except (OSError, store.ResultFileError) as exc:
-        raise CrosscheckError(f"--run-dir {run_dir}: no readable manifest.json ({exc})")
+    if not os.path.lexists(run_dir / store.MANIFEST):
+        raise CrosscheckError(f"--run-dir {run_dir}: no {store.MANIFEST}; not a run")
+    # checked against the schema; a run directory that is a symlink is refused (exit 2)
+    manifest = store.Run(run_dir.parent, run_dir.name).read_manifest()
     missing = [label for label in labels if not (run_dir / f"{label}.json").exists()]
     if missing:
         have = sorted(p.stem for p in store.Run(run_dir.parent, run_dir.name).series_files())
@@ -149,8 +149,9 @@ def make_run(interps, profile: str, results_dir: Path | None, log) -> Path:
     manifest = runner.run_matrix(interps, suites=[SUITE], profile=PROFILES[profile],
                                  results_dir=results_dir, run_id=run_id, log=log)
     failed = bench.failures(manifest, [i.label for i in interps])
-    if failed:
-        raise RuntimeError(f"the harness run did not complete: {', '.join(failed)}")
+    if failed:  # nothing to compare with: exit 2, one line, never exit 1 (a "disagreement")
+        raise CrosscheckError(f"the harness run did not complete: {', '.join(failed)} "
+                              f"(see {results_dir / run_id / store.MANIFEST})")
     return results_dir / run_id
 
 
@@ -345,6 +346,8 @@ def parser() -> cli.Parser:
 @cli.main_guard
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.json is not None:
+        store.check_output(args.json, "--json")  # before the timing, not after it
     try:
         interps = choose(discovery.discover(), args.pythons)
     except discovery.DiscoveryError as exc:
@@ -357,7 +360,7 @@ def main(argv=None) -> int:
     result = compare(interps, run_dir, args.calls, args.processes, args.threshold, seed)
     print(format_table(result))
     if args.json:
-        store.atomic_write_text(args.json, json.dumps(as_json(result), indent=2) + "\n")
+        store.write_output(args.json, json.dumps(as_json(result), indent=2) + "\n", "--json")
     return 1 if flagged(result) else 0
 
 

@@ -181,9 +181,13 @@ def read_phase(run_path: Path) -> tuple[Phase | None, list[tuple[str, str]]]:
         return None, problems
     if directory.is_symlink() or not directory.is_dir():
         return None, [(PHASE_DIR, "not a plain directory; not read")]
+    try:  # listed, not globbed: a directory that cannot be read is named, not taken as empty
+        names = sorted(name for name in os.listdir(directory) if name.endswith(".tsv"))
+    except OSError as exc:
+        return None, [(PHASE_DIR, f"cannot be read ({exc.strerror or exc}); not read")]
     loops, copies = [], []
     budget = MAX_PHASE_BYTES  # for all the files together: a planted heap is not read forever
-    for path in sorted(directory.glob("*.tsv")):
+    for path in (directory / name for name in names):
         name = f"{PHASE_DIR}/{path.name}"
         try:
             data = contract.read_bytes(str(path), budget)
@@ -216,15 +220,25 @@ def is_phase_file(name: str) -> bool:
 
 
 def _sample(line: str) -> tuple[float, float] | None:
+    """(loop seconds, copy seconds) of a line, or None when it is not a plausible sample
+    (iomatrix.schema.PhaseSample: each time from 1 ns to 1 hour, finite)."""
     fields = line.split("\t")
     if len(fields) != 3:
         return None
     try:
-        _, loop, copy = (float(f) for f in fields)
+        wall, loop, copy = (float(f) for f in fields)
     except ValueError:
         return None
-    if not all(math.isfinite(v) and v > 0 for v in (loop, copy)):
+    if not all(math.isfinite(v) and v > 0 for v in (wall, loop, copy)):
         return None
+    from iomatrix import store  # the probe process itself never reads samples
+    schema = store.schema_module()
+    if schema is not None:
+        try:
+            schema.check("phase sample", {"wall_time": wall, "loop_seconds": loop,
+                                          "copy_seconds": copy})
+        except schema.SchemaError:
+            return None
     return loop, copy
 
 

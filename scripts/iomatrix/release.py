@@ -18,7 +18,8 @@ interpreter and itself. The comment is ``compare``'s, ready for a pull request:
 
     exit 0: no significant regression beyond --fail-above; 1: a regression; 2: bad input
     (nothing is run or written: an unknown label, a version that cannot be built here,
-    no OLD to compare with).
+    no OLD to compare with, an --out among a run's results; or compare found a stored
+    file it refuses); 3: an internal error (a traceback).
 """
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def parser() -> cli.Parser:
                    help="default: release-NEW-vs-OLD-<UTC time>")
     p.add_argument("--fail-above", type=cli.threshold, default=DEFAULT_FAIL_ABOVE,
                    help="a significant slowdown beyond this fails (default: %(default)s = 5%%)")
+    p.add_argument("--allow-condition-change", action="store_true",
+                   help="gate even when NEW and OLD were measured under different conditions "
+                        "(compare's option)")
     p.add_argument("--out", type=Path, default=None,
                    help="the comment's file (default: reports/release-NEW-vs-OLD.md for the "
                         "default results dir, else release.md in the run's directory)")
@@ -311,12 +315,19 @@ def comment_path(args, new_label: str, old_label: str) -> Path:
 
 
 def compare_files(python: str, before: Path, after: Path, fail_above: float,
-                  out: Path | None = None) -> tuple[int, str]:
-    """(exit status, markdown) of scripts/compare.py; its exit status is the gate's."""
+                  out: Path | None = None, allow_condition_change: bool = False) \
+        -> tuple[int, str]:
+    """(exit status, markdown) of scripts/compare.py; its exit status is the gate's.
+
+    compare's bad input (a stored file it refuses) is ReleaseError, exit 2; anything else
+    but 0 or 1 is compare's internal error, raised (exit 3)."""
     command = [python, str(REPO_ROOT / "scripts" / "compare.py"), str(before), str(after),
-               "--fail-above", repr(fail_above), *(["--out", str(out)] if out else [])]
+               "--fail-above", repr(fail_above), *(["--out", str(out)] if out else []),
+               *(["--allow-condition-change"] if allow_condition_change else [])]
     done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode not in (0, 1):
+    if done.returncode == cli.EXIT_BAD_INPUT:
+        raise ReleaseError(f"compare refused the run: {done.stderr.strip()}")
+    if done.returncode not in (cli.EXIT_OK, cli.EXIT_REGRESSION):
         raise RuntimeError(f"compare failed (exit {done.returncode}): {done.stderr.strip()}")
     return done.returncode, done.stdout
 
@@ -326,9 +337,12 @@ def summary_of(comment: str) -> str:
     return comment.split("<details>")[0].strip()
 
 
+@cli.main_guard
 def main(argv, compare_python: str = sys.executable, log=print) -> int:
-    """The whole release comparison; returns the gate's exit status (0, 1) or 2."""
+    """The whole release comparison; returns the gate's exit status (0, 1), 2 or 3."""
     args = parser().parse_args(argv)
+    if args.out is not None:
+        store.check_output(args.out, "--out")  # before the run, not after it
     try:
         interpreters, new, old = resolve(args, discovery.discover(), log)
     except (ReleaseError, discovery.DiscoveryError) as exc:
@@ -355,9 +369,11 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
               file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     gate, comment = compare_files(compare_python, run_dir / f"{old.label}.json",
-                                  run_dir / f"{new.label}.json", args.fail_above)
+                                  run_dir / f"{new.label}.json", args.fail_above,
+                                  allow_condition_change=args.allow_condition_change)
     _, aa_comment = compare_files(compare_python, run_dir / f"{old.label}.json",
-                                  run_dir / f"{old.label}-aa.json", args.fail_above)
+                                  run_dir / f"{old.label}-aa.json", args.fail_above,
+                                  allow_condition_change=args.allow_condition_change)
     verdict = "a regression" if gate else "no significant regression"
     text = (f"## Release check: `{new.label}` ({new.version}) against `{old.label}` "
             f"({old.version})\n\n**{verdict}** beyond {args.fail_above:.0%} (exit {gate}); "
@@ -368,8 +384,7 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
             "flags a difference that is not there)</summary>\n\n" + aa_comment.strip()
             + "\n\n</details>\n")
     out = comment_path(args, new.label, old.label)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    store.atomic_write_text(out, text)
+    store.write_output(out, text, "--out")
     print(text)
     log(f"release: wrote {out}; exit {gate}")
     return gate

@@ -98,16 +98,77 @@ def atomic_write_text(path: Path, text: str, overwrite: bool = True) -> None:
     contract.atomic_write_bytes(str(path), text.encode("utf-8"), overwrite=overwrite)
 
 
-def read_json(path: Path, limit: int = MAX_RESULT_BYTES):
-    """JSON from a regular file of a run directory; ResultFileError names the file."""
+# Deeper than any document iomatrix writes (a manifest nests 5 levels); json.loads recurses
+# once per level, and 100,000 levels end in a RecursionError.
+MAX_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+class NotAResult(ValueError):
+    """JSON that no iomatrix result holds: too deep, or a non-finite number."""
+
+
+def nesting_depth(data: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest (brackets inside strings left out)."""
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub(b'""', data)):
+        depth += 1 if match.group() in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _refuse_constant(name: str):
+    # the constant is not quoted: a page that names the file must not show a non-finite word
+    raise NotAResult("holds a non-finite number, which no result may hold")
+
+
+def parse_json(data: bytes):
+    """JSON text as Python objects: nesting at most MAX_DEPTH, no NaN or Infinity (NotAResult);
+    ValueError or UnicodeDecodeError for text that is not JSON."""
+    depth = nesting_depth(data)
+    if depth > MAX_DEPTH:
+        raise NotAResult(f"nested {depth} levels deep; a result nests at most {MAX_DEPTH}")
+    return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+
+
+def schema_module():
+    """iomatrix.schema, or None where pydantic is not installed.
+
+    The reading tools (report, compare, history, release's comparison, crosscheck) run
+    with the report extras, pydantic among them, and check every document. The bench
+    side runs on nox's own Python with the standard library only; there it reads back
+    the files it has just written (a resumed run's manifest, the merged series), and
+    reading them skips the schema but still refuses deep nesting and non-finite numbers.
+    """
     try:
-        return contract.read_json(str(path), limit)
+        from iomatrix import schema
+    except ImportError:
+        return None
+    return schema
+
+
+def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None):
+    """JSON from a regular file of a run directory, checked against the schema of ``kind``
+    (a document of iomatrix.schema.MODELS) when given; ResultFileError names the file and
+    the field."""
+    try:
+        data = parse_json(contract.read_bytes(str(path), limit))
     except contract.UnsafeFileError as exc:
         raise ResultFileError(str(exc))
+    except NotAResult as exc:
+        raise ResultFileError(f"{path}: {exc}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ResultFileError(f"{path}: not valid JSON, perhaps truncated ({exc})")
     except OSError as exc:
         raise ResultFileError(f"{path}: cannot read ({exc.strerror or exc})")
+    schema = schema_module() if kind else None
+    if schema is not None:
+        try:
+            schema.check(kind, data)
+        except schema.SchemaError as exc:
+            raise ResultFileError(f"{path}: {exc}")
+    return data
 
 
 def _lock_exclusively(fd: int) -> None:
@@ -185,14 +246,32 @@ class Run:
             os.close(fd)
 
     # -- manifest ---------------------------------------------------------------
+    def check_directory(self) -> None:
+        """Refuse a run directory that is a symbolic link: its files would be read from
+        wherever it points (a run directory is untrusted input)."""
+        if self.path.is_symlink():
+            raise ResultFileError(f"{self.path}: is a symbolic link; a run directory must be "
+                                  "a real directory (not followed)")
+
     def read_manifest(self) -> dict:
-        """The manifest, shape-checked; {} when there is none."""
+        """The manifest, checked against iomatrix.schema.Manifest; {} when there is none."""
+        self.check_directory()
         path = self.path / MANIFEST
         if not os.path.lexists(path):
             return {}
-        manifest = read_json(path, MAX_MANIFEST_BYTES)
-        check_manifest(manifest, path)
-        return manifest
+        return read_json(path, MAX_MANIFEST_BYTES, kind="manifest")
+
+    def read_manifest_or_problem(self) -> tuple[dict, list]:
+        """(the manifest, []) or, when it cannot be used, ({}, [(file, why)]): for the
+        readers that go on without it (report, history) and name what they left out.
+        A run directory that is a symbolic link is refused whole (ResultFileError)."""
+        self.check_directory()
+        try:
+            return self.read_manifest(), []
+        except ResultFileError as exc:
+            return {}, [(MANIFEST, f"{without_path(str(exc), self.path / MANIFEST)}; the run "
+                                   "is read without it (versions, conditions and status "
+                                   "unknown)")]
 
     def write_manifest(self, manifest: dict) -> None:
         self.make_directory()
@@ -214,46 +293,19 @@ class Run:
         return sorted(found)
 
 
-MANIFEST_DICTS = ("interpreters", "native", "machine_state_start", "machine_state_end",
-                  "order", "profile_settings", "fixture_filesystem", "counters")
-MANIFEST_LISTS = ("sessions", "suites", "io")
-MANIFEST_STRINGS = ("run_id", "profile", "cache", "started", "host", "os", "cpu", "allocator",
-                    "output", "clock", "affinity", "timing_cpus", "values",
-                    "fixture_page_cache")
-
-
-def check_manifest(manifest, path) -> None:
-    """Raise ResultFileError naming the field when a manifest is not shaped like ours."""
-    if not isinstance(manifest, dict):
-        raise ResultFileError(f"{path}: a manifest is a JSON object, not "
-                              f"{type(manifest).__name__}")
-    for key in MANIFEST_DICTS:
-        # null is allowed where a fact may be unknown, never for the interpreters table
-        nullable = key != "interpreters"
-        if key in manifest and not isinstance(manifest[key], dict) and not (
-                nullable and manifest[key] is None):
-            raise ResultFileError(f"{path}: field {key!r} must be an object")
-    for key in MANIFEST_LISTS:
-        if key in manifest and not isinstance(manifest[key], list):
-            raise ResultFileError(f"{path}: field {key!r} must be a list")
-    for key in MANIFEST_STRINGS:
-        if key in manifest and manifest[key] is not None and not isinstance(manifest[key], str):
-            raise ResultFileError(f"{path}: field {key!r} must be a string")
-    for series, entry in (manifest.get("interpreters") or {}).items():
-        if not isinstance(entry, dict):
-            raise ResultFileError(f"{path}: interpreters[{series!r}] must be an object")
-    for i, session in enumerate(manifest.get("sessions") or []):
-        if not isinstance(session, dict):
-            raise ResultFileError(f"{path}: sessions[{i}] must be an object")
-
-
 def list_runs(results_dir: Path) -> list[Run]:
     """Runs with a readable manifest, oldest first."""
     return scan_runs(results_dir)[0]
 
 
-def scan_runs(results_dir: Path) -> tuple[list[Run], list[str]]:
-    """(runs with a readable manifest, oldest first; problems with the others, named).
+def without_path(message: str, path: Path) -> str:
+    """A ResultFileError's message without its leading path, for a list that names it."""
+    prefix = f"{path}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """(runs with a valid manifest, oldest first; (path, why) of the run directories skipped).
 
     One broken run directory never hides the others: it is listed as a problem.
     """
@@ -261,23 +313,29 @@ def scan_runs(results_dir: Path) -> tuple[list[Run], list[str]]:
     directory = Path(results_dir)
     if not directory.is_dir():
         return [], []
+    try:
+        children = sorted(directory.iterdir())
+    except OSError as exc:
+        return [], [(directory, f"cannot be listed ({exc.strerror or exc})")]
     started = {}
-    for child in directory.iterdir():
-        if not (child / MANIFEST).exists() and not (child / MANIFEST).is_symlink():
+    for child in children:
+        if not os.path.lexists(child / MANIFEST):
             continue
-        if not cli.NAME_PATTERN.fullmatch(child.name) or child.is_symlink():
-            problems.append(f"{child}: not a run directory name iomatrix makes; skipped")
+        if child.is_symlink():
+            problems.append((child, "is a symbolic link; a run directory must be a real "
+                                    "directory (not followed); skipped"))
             continue
-        run = Run(results_dir, child.name) if len(child.name) <= cli.MAX_NAME_LENGTH else None
-        if run is None:
-            problems.append(f"{child}: run id too long; skipped")
+        if not cli.NAME_PATTERN.fullmatch(child.name) or len(child.name) > cli.MAX_NAME_LENGTH:
+            problems.append((child, "not a run directory name iomatrix makes; skipped"))
             continue
+        run = Run(results_dir, child.name)
         try:
             value = run.read_manifest().get("started") or ""
         except ResultFileError as exc:
-            problems.append(f"{exc}; skipped")
+            problems.append((child / MANIFEST,
+                             f"{without_path(str(exc), child / MANIFEST)}; the run is skipped"))
             continue
-        started[run.run_id] = value if isinstance(value, str) else ""
+        started[run.run_id] = value
         runs.append(run)
     return sorted(runs, key=lambda r: (started[r.run_id], r.run_id)), problems
 
@@ -310,77 +368,51 @@ def check_report_destination(out: Path, results_dir: Path) -> None:
 def newest_run(results_dir: Path) -> Run:
     runs, problems = scan_runs(results_dir)
     if not runs:
-        detail = f" ({'; '.join(problems)})" if problems else ""
+        detail = f" ({'; '.join(f'{path}: {why}' for path, why in problems)})" \
+            if problems else ""
         raise cli.BadInput(f"no runs in {results_dir} (a run is a directory with {MANIFEST})"
                            f"{detail}")
     return runs[-1]
 
 
-def _number(value, path, where) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
-            or value in (float("inf"), float("-inf")):
-        raise ResultFileError(f"{path}: {where}: {value!r} is not a finite number")
-    return float(value)
-
-
-def _object(value, path, where) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ResultFileError(f"{path}: {where} must be an object")
-    return value
-
-
 def load_series(path: Path) -> list[dict]:
     """Read one pyperf JSON file into rows: one per benchmark run (process).
 
-    Raises ResultFileError with the file and the field for truncated JSON,
-    JSON of another tool, odd shapes, symlinks, special files or files too large.
+    The file is checked against iomatrix.schema.Series (types, finite times from 1 ns to
+    1 hour, non-negative byte counts and rounds); ResultFileError names the file and the
+    field for that, for truncated JSON, JSON of another tool, symlinks, special files or
+    files too large.
     """
-    data = read_json(path)
-    if not isinstance(data, dict) or "benchmarks" not in data or "version" not in data:
-        raise ResultFileError(f"{path}: not a pyperf result file (no 'benchmarks'/'version' keys)")
-    if not isinstance(data["benchmarks"], list):
-        raise ResultFileError(f"{path}: field 'benchmarks' must be a list")
-    suite_meta = _object(data.get("metadata"), path, "'metadata'")
+    data = read_json(path, kind="series")
+    if not isinstance(data, dict) or "benchmarks" not in data:  # only without pydantic
+        raise ResultFileError(f"{path}: not a pyperf result file (no 'benchmarks' key)")
+    suite_meta = data.get("metadata") or {}
     rows = []
     for b, bench in enumerate(data["benchmarks"]):
-        bench = _object(bench, path, f"benchmarks[{b}]")
-        bench_meta = {**suite_meta, **_object(bench.get("metadata"), path,
-                                               f"benchmarks[{b}].metadata")}
-        runs = bench.get("runs", [])
-        if not isinstance(runs, list):
-            raise ResultFileError(f"{path}: benchmarks[{b}].runs must be a list")
-        for r, run in enumerate(runs):
+        bench_meta = {**suite_meta, **(bench.get("metadata") or {})}
+        for r, run in enumerate(bench.get("runs") or []):
             where = f"benchmarks[{b}].runs[{r}]"
-            run = _object(run, path, where)
-            meta = {**bench_meta, **_object(run.get("metadata"), path, where + ".metadata")}
-            values = run.get("values") or []
-            if not isinstance(values, list):
-                raise ResultFileError(f"{path}: {where}.values must be a list")
-            values = [_number(v, path, f"{where}.values") for v in values]
-            if any(v <= 0 for v in values):  # no verified call takes no time: not a timing
-                raise ResultFileError(f"{path}: {where}.values: a time of 0 or less")
+            meta = {**bench_meta, **(run.get("metadata") or {})}
+            values = [float(v) for v in run.get("values") or []]
             if not values:
                 continue  # calibration runs carry only warmups
+            # The metadata of three levels together: what one level's schema cannot see.
             if contract.KEY_SUITE not in meta:
                 raise ResultFileError(f"{path}: benchmark {meta.get('name')!r} was not written by "
                                       "an iomatrix suite (no iomatrix_suite metadata)")
             name = meta.get("name")
             if not isinstance(name, str) or not name:
                 raise ResultFileError(f"{path}: {where}: a benchmark needs a name")
-            byte_count = meta.get(contract.KEY_BYTES, 0)
-            round_index = meta.get(contract.KEY_ROUND, 0)
             # pyperf stores values already divided by loops x inner_loops: one value, one op
             rows.append({
                 "op": name,
-                "suite": str(meta[contract.KEY_SUITE]),
-                "category": str(meta.get(contract.KEY_CATEGORY, "")),
-                "bytes": _number(byte_count, path, where + " bytes") if byte_count else 0,
-                "round": int(_number(round_index, path, where + " round")),
-                "io": str(meta.get(contract.KEY_IO, "c")),
-                "cache": str(meta.get(contract.KEY_CACHE, "warm")),
-                "profile": str(meta.get(contract.KEY_PROFILE, "")),
+                "suite": meta[contract.KEY_SUITE],
+                "category": meta.get(contract.KEY_CATEGORY, ""),
+                "bytes": meta.get(contract.KEY_BYTES) or 0,
+                "round": meta.get(contract.KEY_ROUND, 0),
+                "io": meta.get(contract.KEY_IO, "c"),
+                "cache": meta.get(contract.KEY_CACHE, "warm"),
+                "profile": meta.get(contract.KEY_PROFILE, ""),
                 "allocator": meta.get(contract.KEY_ALLOCATOR),
                 "output": meta.get(contract.KEY_OUTPUT),
                 # runs before the clock was a condition measured wall time
@@ -398,3 +430,48 @@ def load_series(path: Path) -> list[dict]:
                 "date": meta.get("date"),
             })
     return rows
+
+
+# -- where a tool may write ------------------------------------------------------------
+
+# Inside a run directory a tool may write report files only (the matrix's RUN/report.md,
+# release's RUN/release.md, their pages, CSV and figures): never a file a reader would
+# take for a result (.json, .tsv, anything in phase/ or .parts/), so nothing written can
+# replace or join a run's results.
+REPORT_SUFFIXES = (".md", ".csv", ".png", ".svg", ".html")
+
+
+def run_directory_of(path: Path) -> Path | None:
+    """The run directory (a directory holding a manifest) that ``path`` lies in, if any."""
+    for parent in Path(os.path.abspath(path)).parents:
+        if os.path.lexists(parent / MANIFEST):
+            return parent
+    return None
+
+
+def check_output(path: Path, option: str) -> Path:
+    """Refuse an output path (BadInput naming ``option``) that is a directory or would
+    write a run's results: inside a run directory only report files are written."""
+    path = Path(path)
+    if path.is_dir():
+        raise cli.BadInput(f"{option} {path}: is a directory; give a file name")
+    run_dir = run_directory_of(path)
+    if run_dir is None:
+        return path
+    inside = Path(os.path.abspath(path)).relative_to(run_dir).parts
+    if path.suffix.lower() not in REPORT_SUFFIXES or inside[0] in (PARTS_DIR, "phase") \
+            or path.name.startswith("."):
+        raise cli.BadInput(f"{option} {path}: lies in the run directory {run_dir}, where only "
+                           f"report files ({', '.join(REPORT_SUFFIXES)}) may be written; a "
+                           "run's results are never written over or added to")
+    return path
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write a tool's output file (check_output first); a failure is BadInput with the path."""
+    path = check_output(path, option)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise cli.BadInput(f"{option} {path}: cannot write ({exc.strerror or exc})")
