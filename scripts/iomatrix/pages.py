@@ -287,12 +287,20 @@ def classes_sentence(listed: list, threshold: float) -> str:
             + ", ".join(markers) + ".")
 
 
+OP_LINE = 30      # characters of an op name on one line of a findings table
+
+
 def op_link(op: str, target: str) -> str:
-    """An op linking to its row; a fixture suffix on a line of its own keeps the column
-    narrow (``read_byBlocks_binaryMode``, then ``[large.bin]``)."""
+    """An op linking to its row. A long name goes on two lines, so the column stays narrow:
+    at its fixture (``read_byBlocks_binaryMode``, then ``[large.bin]``), else at the last
+    ``_`` within OP_LINE characters."""
     name, bracket, fixture = op.partition("[")
-    shown = f"{code(name)}<br>{code(bracket + fixture)}" if bracket else code(op)
-    return f"[{shown}]({target}#{row_id(op)})"
+    if bracket:
+        parts = [name, bracket + fixture]
+    else:
+        cut = op.rfind("_", 0, OP_LINE) if len(op) > OP_LINE else -1
+        parts = [op[:cut], op[cut:]] if cut > 0 else [op]
+    return f"[{'<br>'.join(code(part) for part in parts)}]({target}#{row_id(op)})"
 
 
 def section_findings(an: Analysis, link: str, strip_figures: list[str],
@@ -741,7 +749,7 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += details("Then and now: the 2009 study's ratios beside today's",
                          demoted(section_then_and_now(data, an.means, shown, an.oldest)))
     lines += details("C reference and the machine's best", demoted(section_native_summary(an)))
-    lines += details("Skipped ops", demoted(section_skipped(data)))
+    lines += details("Skipped ops", demoted(section_skipped(data, shown)))
     if data.run is None:
         lines += section_metadata(data, shown)
     suites = {suite: suite_page(an, suite, main_name,

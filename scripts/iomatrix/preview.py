@@ -30,6 +30,7 @@ DEFAULT_OUT = Path("/tmp/iomatrix-preview")
 CHROMIUM = Path("/usr/bin/chromium")
 WINDOW = (1280, 900)
 CHROMIUM_TIMEOUT = 120
+WRAPPED_EXAMPLES = 3      # wrapped cells quoted per table
 
 # GitHub's markdown-body, as far as the layout goes: the column, the font, tables and code.
 STYLE = """
@@ -84,6 +85,21 @@ window.addEventListener('load', () => {
     }
     return '';
   };
+  // The page's length and first screen as a reader first sees them (collapsed sections
+  // closed); the tables as they lay out once opened.
+  body.querySelectorAll(':scope > *').forEach((el) => {
+    const box = el.getBoundingClientRect();
+    if (box.top + window.scrollY < window.innerHeight && box.height > 0) {
+      const rows = Array.from(el.querySelectorAll('tbody tr'));
+      const text = el.tagName === 'TABLE'
+        ? 'a table of ' + rows.length + ' rows, ' + rows.filter(
+            (r) => r.getBoundingClientRect().bottom + window.scrollY <= window.innerHeight
+          ).length + ' of them whole on the first screen'
+        : el.innerText.replace(/\\s+/g, ' ').slice(0, 120);
+      result.first_screen.push(el.tagName.toLowerCase() + ': ' + text);
+    }
+  });
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
   document.querySelectorAll('.markdown-body table').forEach((table, index) => {
     const heading = headingOf(table);
     if (table.scrollWidth > table.clientWidth + 1) {
@@ -103,18 +119,6 @@ window.addEventListener('load', () => {
                              text: cell.innerText.replace(/\\s+/g, ' ').slice(0, 80)});
       }
     });
-  });
-  body.querySelectorAll(':scope > *').forEach((el) => {
-    const box = el.getBoundingClientRect();
-    if (box.top + window.scrollY < window.innerHeight && box.height > 0) {
-      const rows = Array.from(el.querySelectorAll('tbody tr'));
-      const text = el.tagName === 'TABLE'
-        ? 'a table of ' + rows.length + ' rows, ' + rows.filter(
-            (r) => r.getBoundingClientRect().bottom + window.scrollY <= window.innerHeight
-          ).length + ' of them whole on the first screen'
-        : el.innerText.replace(/\\s+/g, ' ').slice(0, 120);
-      result.first_screen.push(el.tagName.toLowerCase() + ': ' + text);
-    }
   });
   const out = document.createElement('pre');
   out.id = 'iomatrix-measure';
@@ -315,10 +319,14 @@ def describe(page: Path, found: Measure) -> list[str]:
                   f"({t['width']} px)" for t in found.wide]
     else:
         lines.append("  no table wider than the column")
-    if found.wrapped:
-        lines += [f"  cell wraps ({c['lines']} lines) in table #{c['table']} under "
-                  f"\"{c['heading']}\": {c['text']}" for c in found.wrapped]
-    else:
+    tables: dict = {}
+    for cell in found.wrapped:
+        tables.setdefault((cell["table"], cell["heading"]), []).append(cell)
+    for (index, heading), cells in tables.items():
+        lines.append(f"  table #{index} under \"{heading}\": {len(cells)} cell(s) wrap, e.g. "
+                     + "; ".join(f"{c['text']!r} ({c['lines']} lines)"
+                                 for c in cells[:WRAPPED_EXAMPLES]))
+    if not tables:
         lines.append("  no table cell wraps")
     return lines
 

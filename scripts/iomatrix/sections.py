@@ -10,7 +10,7 @@ from pathlib import Path
 
 from iomatrix import native, phase, stats, store, study
 from iomatrix.analysis import RunData, compare_all, series_info, series_sort_key
-from iomatrix.markdown import code, fmt_ratio, md, nowrap, table
+from iomatrix.markdown import MAX_COLUMNS, code, fmt_ratio, md, nowrap, table, wide_table
 from iomatrix.paths import REPO_ROOT
 
 HIGH_LOAD_PER_CPU = 0.5
@@ -230,21 +230,23 @@ def section_memory(data, ops, order) -> list[str]:
         return []
     peaks = frame.groupby(["op", "series"])["peak_rss"].median().unstack("series")
     nbytes = frame.groupby("op")["bytes"].first()
-    rows = []
-    for op in [o for o in ops if o in peaks.index]:
-        cells = [f"{peaks.at[op, s] / 2**20:.1f}" if s in peaks.columns and not math.isnan(peaks.at[op, s])
-                 else "—" for s in order]
-        holds = [s for s in order if s in peaks.columns and peaks.at[op, s] >= 0.5 * nbytes[op]]
-        rows.append([code(op), f"{nbytes[op] / 2**20:.0f}"] + cells +
-                    ["yes" if holds else "no"])
+    measured = [o for o in ops if o in peaks.index]
+
+    def peak(op, s):
+        value = peaks.at[op, s] if s in peaks.columns else math.nan
+        return "—" if math.isnan(value) else f"{value / 2**20:.1f}"
+
+    def holds(op):
+        return "yes" if any(s in peaks.columns and peaks.at[op, s] >= 0.5 * nbytes[op]
+                            for s in order) else "no"
+    columns = [("file MiB", lambda op: f"{nbytes[op] / 2**20:.0f}"),
+               ("holds the file", holds)]
+    columns += [(column_title(data, s), lambda op, s=s: peak(op, s)) for s in order]
     return ["## Peak memory of one call (MiB)", "",
             "How far the resident set grew during one untimed call of the op, in a fresh worker "
-            "process (median over processes). The last column says whether the method holds the "
-            "whole file in memory (peak ≥ half the file) under any interpreter.", "",
-            table(rows, ["op", "file MiB"] + [column_title(data, s) for s in order]
-                  + ["holds the file"]), ""]
-
-
+            "process (median over processes). \"Holds the file\" says whether the method holds "
+            "the whole file in memory (peak ≥ half the file) under any interpreter.", ""] + \
+        wide_table([(code(op), op) for op in measured], columns, max_columns=MAX_COLUMNS + 2)
 
 
 def section_aa(data, ops, means) -> list[str]:
@@ -282,15 +284,22 @@ def section_aa(data, ops, means) -> list[str]:
     return lines
 
 
-def section_skipped(data) -> list[str]:
-    rows = []
-    for series, info in data.manifest.get("interpreters", {}).items():
-        for op, reason in sorted((info.get("skipped_ops") or {}).items()):
-            rows.append([code(series), code(op), md(reason)])
-    if not rows:
+def section_skipped(data, order: list | None = None) -> list[str]:
+    """Ops an interpreter cannot run: one row per op and reason, naming the interpreters
+    (the same reason under eleven interpreters is one row, not eleven)."""
+    interpreters = data.manifest.get("interpreters", {})
+    listed = [s for s in order or [] if s in interpreters] + \
+        [s for s in interpreters if s not in (order or [])]
+    grouped: dict = {}
+    for series in listed:
+        for op, reason in sorted((interpreters[series].get("skipped_ops") or {}).items()):
+            grouped.setdefault((op, str(reason)), []).append(series)
+    if not grouped:
         return []
+    rows = [[code(op), ", ".join(code(s) for s in series), md(reason)]
+            for (op, reason), series in sorted(grouped.items())]
     return ["## Skipped ops", "", "Ops an interpreter cannot run, with the reason.", "",
-            table(rows, ["interpreter", "op", "reason"], ["left", "left", "left"]), ""]
+            table(rows, ["op", "interpreters", "reason"], ["left", "left", "left"]), ""]
 
 
 def profile_text(m: dict) -> str:

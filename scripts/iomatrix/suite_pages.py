@@ -61,9 +61,14 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
         anchors = None
     others = [s for s in order if s != an.oldest]
     if others:
-        lines += [f"## Against {code(an.oldest)}", ""] + wide_table(rows, [
-            (column_title(an.data, s), lambda op, s=s: ratio_cell(an.oldest_cmp.get((op, s))))
-            for s in others], anchors=anchors)
+        # The heatmap above draws these; the cells give the numbers, with their marker (the
+        # intervals are in data.csv), so a table holds twice as many series.
+        lines += [f"## Against {code(an.oldest)}", "",
+                  f"Each series' ratio to {code(an.oldest)}, {SLOWER}/{FASTER} when significant; "
+                  "the 95% intervals are in the run's data.csv.", ""] + wide_table(rows, [
+            (column_title(an.data, s),
+             lambda op, s=s: nowrap(fmt_ratio(an.oldest_cmp.get((op, s)), interval=False)))
+            for s in others], max_columns=MAX_COLUMNS + 2, anchors=anchors)
         anchors = None
     twinned = [v for v in an.lin.variants if v.twin]
     if twinned:
