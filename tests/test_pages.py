@@ -171,3 +171,48 @@ def test_an_older_run_without_rounds_or_interpreter_metadata_stays_readable(tmp_
     assert analysis.lineage(data, analysis.ordered_series(data)).releases == ["3.9", "3.10"]
     main = pages.build_report(data).replace(markdown.NBSP, " ")
     assert "3.9 → 3.10" in main and "**2.00 [" in main and "nan" not in main
+
+
+def test_the_summary_says_the_findings_in_words_and_report_prints_it(tmp_path, capsys):
+    """The main page opens with the findings grouped by step and kind of op, with the range
+    of their ratios and each label's exact version where it first appears; the report
+    command prints the same paragraph last."""
+    lineage_run(tmp_path / "results")
+    out = tmp_path / "reports" / "page.md"
+    assert report.main(["--results-dir", str(tmp_path / "results"), "--run-id", "T",
+                        "--out", str(out), "--no-figures"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    assert printed.startswith("In words: 3.14 (3.14.0) made text line-by-line reads 50% "
+                              "slower than 3.13 (3.13.0)")
+    summary = printed.removeprefix("In words: ")
+    assert "In all, 1 " in summary and "change beyond 5% (1 slower, 0 faster)" in summary
+    assert out.read_text().split("\n", 3)[3].startswith(summary)
+
+
+def test_summary_ranges_and_counts_in_words():
+    assert pages.magnitude([0.31, 0.32, 0.40]) == "2.5 to 3.2 times faster"
+    assert pages.magnitude([1.24, 1.73]) == "24 to 73% slower"
+    assert pages.magnitude([1.24]) == "24% slower"
+    assert pages.magnitude([0.9, 0.48]) == "1.1 to 2.1 times faster"
+    assert pages.kind_phrase("byBlocks:binary", ["a", "b"], {"read", "write"}, {"binary"}) == \
+        "binary block reads and writes"
+    assert pages.kind_phrase("category:mmap", ["mmapio_slices_seek_read"], {None}, {None}) == \
+        "mmapio_slices_seek_read"
+    counted = {(s, op, "syscalls"): n for s, n in (("3.13", 97), ("3.14", 9)) for op in "ab"}
+    counted.update({(s, op, "instructions"): n for s, n in (("3.13", 1e6), ("3.14", 0.5e6))
+                    for op in "ab"})
+    assert pages.counts_phrase(counted, ["a", "b"], "3.13", "3.14", slower=False) == \
+        "with 11 times fewer system calls"
+    assert pages.counts_phrase({}, ["a"], "3.13", "3.14", slower=False) == ""
+
+
+def test_the_main_page_shows_the_heatmap_of_release_steps(tmp_path):
+    data = analysis.load_run(lineage_run(tmp_path / "results"))
+    built = pages.build_pages(data, figures_dir=tmp_path / "figures", figures_link="figures")
+    assert (tmp_path / "figures" / "steps.png").stat().st_size > 1000
+    main = built.main
+    assert main.index("## Release steps") < main.index("## Heatmap") < \
+        main.index("](figures/steps.png)") < main.index("## More about this run")
+    # the suite page's heatmap comes before its tables
+    suite = built.suites["lutz2009"]
+    assert suite.index("## Heatmap") < suite.index("## Release steps")

@@ -283,3 +283,15 @@ def test_screenshot_without_chromium_is_a_clear_error(tmp_path, capsys, monkeypa
     assert preview.main(["--results-dir", str(tmp_path / "results"), "--out",
                          str(tmp_path / "p"), "--screenshot"]) == 2
     assert "needs Debian's chromium" in capsys.readouterr().err
+
+
+def test_a_long_op_name_takes_two_lines_not_the_columns_width():
+    long_op = "iobench_readmodify_text_utf8_lf_400KiB_4096units"
+    cell = pages.op_link(long_op, "latest/iobench.md")
+    assert cell.endswith(f"(latest/iobench.md#{markdown.row_id(long_op)})")
+    assert markdown.visible_text(cell).replace(" ", "") == long_op
+    assert markdown.min_content_chars(cell) <= pages.OP_LINE
+    fixture = pages.op_link("read_byBlocks_binaryMode[large.bin]", "x.md")
+    assert "`read_byBlocks_binaryMode`<br>`[large.bin]`" in fixture
+    assert pages.op_link("read_byLines_textMode", "x.md") == \
+        "[`read_byLines_textMode`](x.md#op-read_bylines_textmode)"

@@ -113,10 +113,10 @@ def _amount(value: float) -> str:
 
 
 def factor_span(factors: list) -> str:
-    """'2 to 3.2 times' or '24 to 73%' (factors of 1.5 and more in times, smaller ones as
-    the percentage they add): the range of a group's factors, each >= 1."""
+    """'2 to 3.2 times' or '24 to 73%' (a range reaching 2 in times, else as the percentage
+    it adds): the range of a group's factors, each >= 1."""
     low, high = min(factors), max(factors)
-    if high >= 1.5:
+    if high >= 2:
         return (_amount(low) if _amount(low) == _amount(high)
                 else f"{_amount(low)} to {_amount(high)}") + " times"
     low_pct, high_pct = round((low - 1) * 100), round((high - 1) * 100)
