@@ -90,7 +90,7 @@ class RunSpec:
     envs_dir: Path
 
     @classmethod
-    def create(cls, *, suites="lutz2009", profile="quick", results_dir, run_id: str,
+    def create(cls, *, suites=selection.CORE, profile="quick", results_dir, run_id: str,
                io_stacks=("c",), cache="warm", allocator="steady", output="new",
                clock="auto", affinity="one", seed=None, work_dir=None, keep_fixtures=False,
                timeout=DEFAULT_TIMEOUT_SECONDS, envs_dir=environments.ENVS_DIR, aa=None,
