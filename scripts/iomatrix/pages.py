@@ -679,7 +679,8 @@ def extra_page_name(name: str, suites) -> str:
 def build_pages(data: RunData, baseline: str | None = None,
                 threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
                 figures_link: str = "figures", pages_link: str = "latest",
-                main_name: str = "latest.md", draw: bool = True) -> Pages:
+                main_name: str = "latest.md", draw: bool = True,
+                link_pages: bool = True) -> Pages:
     """The main page, the suite pages and the run's other pages (``pages_link/<name>.md``
     from the main page) and the CSV; with ``figures_dir``, also the PNGs, linked as
     ``figures_link/NAME`` from the main page (``../figures_link/NAME`` from the others).
@@ -707,7 +708,8 @@ def build_pages(data: RunData, baseline: str | None = None,
         draw_figures(an, figures_dir, draw)
     if summary:
         lines += [md(summary), ""]
-    lines += [scope_line(an, label, pages_link, extra), ""]
+    # A main page shown without its pages (a merged report) links none of them.
+    lines += [scope_line(an, label, pages_link, extra if link_pages else {}), ""]
     lines += section_problems(data)
     if len(order) == 1:
         lines += [f"Only {code(order[0])} is in this run: there is nothing to compare, so "
@@ -761,8 +763,9 @@ def build_pages(data: RunData, baseline: str | None = None,
 def build_report(data: RunData, baseline: str | None = None,
                  threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
                  figures_link: str = "figures") -> str:
-    """The main page alone (see build_pages)."""
-    return build_pages(data, baseline, threshold, figures_dir, figures_link).main
+    """The main page alone, without links to the run's other pages (see build_pages)."""
+    return build_pages(data, baseline, threshold, figures_dir, figures_link,
+                       link_pages=False).main
 
 
 def demote(text: str) -> str:
