@@ -45,9 +45,16 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
     p.add_argument("--io", default=["c"], type=cli.comma_choices(contract.IO_STACKS),
                    help="io stack(s): c, pyio or c,pyio (pyio: the pure-Python _pyio)")
     p.add_argument("--cache", default="warm", choices=contract.CACHE_MODES)
-    p.add_argument("--allocator", default="steady", choices=contract.ALLOCATORS,
-                   help="glibc allocator state: steady (heap reused, the default), fresh "
-                        "(every large buffer a new mmap) or default (glibc's own behaviour)")
+    p.add_argument("--allocator", default=["steady", "default"] if matrix else ["steady"],
+                   type=cli.comma_choices(contract.ALLOCATORS),
+                   help="glibc's allocator: steady (thresholds pinned high: the heap is reused), "
+                        "fresh (pinned low: every large buffer a new mmap) or default (glibc's "
+                        "own, as an ordinary program runs); several, comma-separated: the first "
+                        "for every op, each further one times the study's and the chunked "
+                        "reads' ops again as series LABEL@ALLOCATOR (default: %(default)s)")
+    p.add_argument("--keep-allocator-env", action="store_true",
+                   help="time --allocator default with the MALLOC_*/MIMALLOC_* variables this "
+                        "environment sets (refused otherwise)")
     p.add_argument("--output-state", dest="output", default="new", choices=contract.OUTPUT_STATES,
                    help="writes go into a new file (default) or over an existing one")
     p.add_argument("--clock", default="auto", choices=("auto", *contract.CLOCKS),

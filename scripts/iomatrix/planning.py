@@ -26,6 +26,7 @@ class Task:
     suite: str
     round_index: int
     ops: list = dataclasses.field(default_factory=list)   # empty: every op the part lacks
+    one_op_per_process: bool = False   # a series of a further allocator condition (twin)
 
 
 @dataclasses.dataclass
@@ -43,6 +44,14 @@ class SeriesPlan:
     succeeded: bool = False                                   # one worker has succeeded
     hard_failures: int = 0                                    # crashes and timeouts
     kept: bool = False                                        # merged by an earlier session
+    # A further allocator condition's series ("3.13@default", RunSpec.allocator_twins): its
+    # workers get this allocator and time one op each (glibc's thresholds move with what a
+    # process freed, so each op's history is its own untimed calls only).
+    allocator: str | None = None
+    rounds: int | None = None                                 # None: the profile's rounds
+
+    def planned_rounds(self, profile: Profile) -> int:
+        return self.rounds if self.rounds is not None else profile.rounds
 
 
 def parts_on_disk(run, series) -> dict:
@@ -91,19 +100,25 @@ def schedule(run, plans, profile, seed) -> list[Task]:
     runnable = [p for p in plans.values() if p.error is None and p.ops and not p.kept]
     done = {p.series: parts_on_disk(run, p.series) for p in runnable}
     tasks = []
-    for round_index in range(profile.rounds):
+    for round_index in range(max([profile.rounds, *(p.planned_rounds(profile)
+                                                    for p in runnable)])):
         order = list(suites)
         rng.shuffle(order)
         for suite in order:
-            series_order = list(runnable)
+            series_order = [p for p in runnable if round_index < p.planned_rounds(profile)]
             rng.shuffle(series_order)
+            # A twin series' tasks come after the round's others: one per op (lockstep_groups)
+            series_order.sort(key=lambda p: p.allocator is not None)
             for plan in series_order:
                 wanted = {op for s, op in plan.ops if s == suite}
                 if not wanted:
                     continue
                 have = done[plan.series].get((suite, round_index), set())
                 missing = wanted - have
-                if missing:
+                if missing and plan.allocator is not None:
+                    tasks += [Task(plan.series, plan.io_stack, suite, round_index, [op], True)
+                              for op in sorted(missing)]
+                elif missing:
                     tasks.append(Task(plan.series, plan.io_stack, suite, round_index,
                                       sorted(missing) if have else []))
     return tasks
@@ -130,16 +145,29 @@ def batch_ops(plan: SeriesPlan, task: Task, seed: int) -> list[str]:
     return [op for op in ops if op in wanted and op not in plan.failed_ops]
 
 
-def lockstep_groups(tasks: list[Task]) -> list[list[Task]]:
-    """The tasks in runs of one (round, suite): the workers of a lockstep round."""
+def lockstep_groups(tasks: list[Task], seed: int = 0) -> list[list[Task]]:
+    """The tasks of one (round, suite) as the workers of a lockstep round; the one-op tasks
+    of twin series grouped by op, in the round's order of ops (``round_order``), so every
+    twin series times an op in lockstep with the others."""
+    def key(task):
+        return task.round_index, task.suite, task.one_op_per_process
     groups: list[list[Task]] = []
     for task in tasks:
-        if groups and (groups[-1][0].round_index, groups[-1][0].suite) == \
-                (task.round_index, task.suite):
+        if groups and key(groups[-1][0]) == key(task):
             groups[-1].append(task)
         else:
             groups.append([task])
-    return groups
+    split = []
+    for group in groups:
+        if not group[0].one_op_per_process:
+            split.append(group)
+            continue
+        by_op: dict = {}
+        for task in group:
+            by_op.setdefault(task.ops[0], []).append(task)
+        first = group[0]
+        split += [by_op[op] for op in round_order(by_op, seed, first.round_index, first.suite)]
+    return split
 
 
 def count_existing_parts(run, plans) -> int:
@@ -162,7 +190,8 @@ def missing_processes(run, plan: SeriesPlan, profile: Profile) -> dict:
     have = parts_on_disk(run, plan.series)
     missing = {}
     for suite, op in plan.ops:
-        absent = sum(1 for r in range(profile.rounds) if op not in have.get((suite, r), set()))
+        absent = sum(1 for r in range(plan.planned_rounds(profile))
+                     if op not in have.get((suite, r), set()))
         if absent:
             missing[op] = absent
     return missing
@@ -185,10 +214,11 @@ def series_status(run, plan: SeriesPlan, planned: list, profile: Profile) -> tup
     ok: its file exists, parses and holds every planned op with the planned number
     of processes. incomplete: some are missing (the next session redoes them).
     """
+    rounds = plan.planned_rounds(profile)
     if os.path.lexists(run.series_file(plan.series)):
         have = processes_in_file(run.series_file(plan.series))
-        missing = {op: profile.rounds - have.get(op, 0) for op in planned
-                   if have.get(op, 0) < profile.rounds}
+        missing = {op: rounds - have.get(op, 0) for op in planned
+                   if have.get(op, 0) < rounds}
         if not have:
             return "unreadable", {}
         return ("ok" if not missing else "incomplete"), missing
@@ -196,6 +226,6 @@ def series_status(run, plan: SeriesPlan, planned: list, profile: Profile) -> tup
         return "failed", {}
     missing = missing_processes(run, plan, profile) if plan.ops else {}
     if plan.ops and len(missing) == len(plan.ops) and \
-            all(n == profile.rounds for n in missing.values()):
+            all(n == rounds for n in missing.values()):
         return ("failed" if plan.error or plan.failed_ops else "not run"), missing
     return "incomplete", missing

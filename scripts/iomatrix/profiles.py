@@ -20,20 +20,26 @@ class Profile:
     warmups: int         # untimed warm-up values per process
     pypy_warmups: int    # PyPy's JIT needs more before its values are steady
     description: str
+    # Rounds of the series timed again under a further allocator condition (spec
+    # allocator_twins): one process per op, so a round costs a process start per op; 6 is
+    # the fewest rounds whose paired interval can exclude 1 (Wilcoxon: 2/2**6 < 0.05).
+    twin_rounds: int = 1
 
 
 PROFILES = {
     # smoke proves that everything runs, not how fast: one process per suite, one value
     "smoke": Profile("smoke", rounds=1, max_rounds=1, budget_seconds=0, values=1, warmups=0,
-                     pypy_warmups=0,
+                     pypy_warmups=0, twin_rounds=1,
                      description="seconds per interpreter, one value per op; for tests"),
     # 8 rounds, not 10, since the default run is the core selection (25 ops in 7 suites, was
     # the study's 14 in one): a round of every interpreter here takes about 2.3 times as long,
     # and the main command must stay within 10 minutes (estimate in selection's docstring).
     "quick": Profile("quick", rounds=8, max_rounds=60, budget_seconds=420, values=2, warmups=1,
-                     pypy_warmups=3, description="the default: minutes for the whole machine"),
+                     pypy_warmups=3, twin_rounds=6,
+                     description="the default: minutes for the whole machine"),
     "full": Profile("full", rounds=40, max_rounds=160, budget_seconds=3600, values=3, warmups=1,
-                    pypy_warmups=10, description="pyperf's rigorous settings: 40 processes x 3 "
-                                                 "values, more where noisy"),
+                    pypy_warmups=10, twin_rounds=20,
+                    description="pyperf's rigorous settings: 40 processes x 3 values, more "
+                                "where noisy"),
 }
 assert tuple(PROFILES) == contract.PROFILES

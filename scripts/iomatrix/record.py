@@ -41,7 +41,11 @@ def open_manifest(run: store.Run, spec: RunSpec) -> dict:
         **machine.facts(), "spec": spec.to_manifest(),
         # The conditions stay top-level too: the report and older tools read them there.
         "profile": spec.profile.name, "cache": conditions.cache,
-        "allocator": conditions.allocator, "output": conditions.output,
+        "allocator": conditions.allocator, "allocator_twins": list(spec.allocator_twins),
+        # What the caller's environment set for the allocator (MALLOC_*, ...): the workers
+        # inherit it beside what the run sets (steady overrides it; default refuses it).
+        "allocator_env_inherited": machine.inherited_allocator_variables(),
+        "output": conditions.output,
         "clock": conditions.clock, "affinity": conditions.affinity,
         "values": store.SETTLED_VALUES, "fixture_page_cache": contract.FIXTURE_READ_BACK,
         "timing_cpus": machine.timing_cpus(conditions.affinity)[1],

@@ -36,7 +36,8 @@ from iomatrix import (contract, counters, environments, machine, native, phase, 
                       procs, record, sampling, selection, store, workdirs, workers)
 from iomatrix.discovery import Interpreter
 from iomatrix.planning import SeriesPlan
-from iomatrix.spec import AFFINITIES, DEFAULT_TIMEOUT_SECONDS, Conditions, RunSpec, SpecError
+from iomatrix.spec import (AFFINITIES, ALLOCATOR_TWIN_SUITES, DEFAULT_TIMEOUT_SECONDS, Conditions,
+                           RunSpec, SpecError)
 from iomatrix.workers import HARNESS, Session
 
 __all__ = ["AFFINITIES", "Conditions", "DEFAULT_TIMEOUT_SECONDS", "HARNESS", "MatrixError",
@@ -170,9 +171,12 @@ def _close_session(run, spec: RunSpec, manifest: dict, plans: dict, work_root: P
 
 def counted_plans(run, plans: dict, spec: RunSpec) -> dict:
     """The plans as the counting pass sees them: the ops of the spec's counted suites only
-    (a series kept from an earlier session: the ops of its file)."""
+    (a series kept from an earlier session: the ops of its file); not the series of a
+    further allocator condition."""
     counted = {}
     for name, plan in plans.items():
+        if plan.allocator is not None:
+            continue  # counted under the run's own condition only (what a call does)
         ops = plan.ops
         if not ops and plan.kept:
             try:
@@ -202,16 +206,39 @@ def _plan_series(run, interpreters, spec: RunSpec, manifest: dict, log) -> dict:
             if os.path.lexists(run.series_file(series)):
                 log(f"iomatrix: {series}: {run.series_file(series)} exists; kept, not rerun")
                 plan.kept = True
-                continue
-            try:
-                plan.env = environments.ensure_environment(interp, spec.envs_dir, log=log)
-                entry["pyperf_version"] = plan.env.pyperf_version
-                entry["environment_notes"] = plan.env.notes
-                plan.ops, plan.skipped, plan.op_info = _list_ops(plan, spec)
-            except (environments.EnvironmentSetupError, RuntimeError) as exc:
-                plan.error = str(exc)
-                log(f"iomatrix: {series} FAILED before running: {procs.tail(str(exc), 3)}")
+            else:
+                try:
+                    plan.env = environments.ensure_environment(interp, spec.envs_dir, log=log)
+                    entry["pyperf_version"] = plan.env.pyperf_version
+                    entry["environment_notes"] = plan.env.notes
+                    plan.ops, plan.skipped, plan.op_info = _list_ops(plan, spec)
+                except (environments.EnvironmentSetupError, RuntimeError) as exc:
+                    plan.error = str(exc)
+                    log(f"iomatrix: {series} FAILED before running: {procs.tail(str(exc), 3)}")
+            if interp.label != spec.aa_twin:
+                for allocator in spec.allocator_twins:
+                    twin = _plan_allocator_twin(run, plan, allocator, spec, manifest, log)
+                    plans[twin.series] = twin
     return plans
+
+
+def _plan_allocator_twin(run, plan: SeriesPlan, allocator: str, spec: RunSpec, manifest: dict,
+                         log) -> SeriesPlan:
+    """The series of ``plan`` timed again under a further allocator condition: the ops of
+    ALLOCATOR_TWIN_SUITES, one per process, for the profile's twin rounds."""
+    series = spec.twin_series(plan.series, allocator)
+    twin = SeriesPlan(series, plan.interp, plan.io_stack, env=plan.env,
+                      ops=[(s, op) for s, op in plan.ops if s in ALLOCATOR_TWIN_SUITES],
+                      op_info=plan.op_info, skipped=plan.skipped, error=plan.error,
+                      allocator=allocator, rounds=spec.profile.twin_rounds)
+    entry = manifest["interpreters"].setdefault(series, {})
+    entry.update({k: v for k, v in manifest["interpreters"][plan.series].items()
+                  if k not in ("counters", "status", "missing", "results_file")})
+    entry.update({"series": series, "allocator": allocator, "allocator_of": plan.series})
+    if os.path.lexists(run.series_file(series)):
+        log(f"iomatrix: {series}: {run.series_file(series)} exists; kept, not rerun")
+        twin.kept = True
+    return twin
 
 
 def _list_ops(plan: SeriesPlan, spec: RunSpec):
@@ -278,7 +305,7 @@ def _execute(run, session: Session, plans: dict, tasks: list) -> None:
     series_count = len({t.series for t in tasks})
     progress = Progress(len(tasks), session.log, spec.profile.rounds,
                         verbose_labels=series_count <= 4)
-    for group in planning.lockstep_groups(tasks):
+    for group in planning.lockstep_groups(tasks, spec.seed):
         batches = []
         for task in group:
             plan = plans[task.series]

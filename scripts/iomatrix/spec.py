@@ -16,7 +16,7 @@ import math
 import random
 from pathlib import Path
 
-from iomatrix import cli, contract, environments, sampling, selection, store
+from iomatrix import cli, contract, environments, machine, sampling, selection, store
 from iomatrix.counts import COUNTERS
 from iomatrix.profiles import PROFILES, Profile
 
@@ -36,7 +36,14 @@ SEED_LIMIT = 2**32
 MAY_DIFFER_ON_RESUME = frozenset({
     "interpreters", "aa", "selection", "suites", "ops", "io", "seed", "budget_seconds",
     "target", "timeout_seconds", "work_dir", "keep_fixtures", "envs_dir", "results_dir",
-    "counting", "counted_suites"})
+    "counting", "counted_suites", "allocator_twins"})
+# The ops timed again under each further allocator condition (``allocator_twins``): those
+# whose calls allocate and free buffers large enough for glibc's thresholds to matter, the
+# study's whole-file, block and line ops and the chunked reads (docs/allocator.md). The
+# other suites' ops keep small buffers or work in threads and processes.
+ALLOCATOR_TWIN_SUITES = ("lutz2009", "chunks")
+# Each further condition's series is "<series>@<allocator>" (3.13@default).
+TWIN_SEPARATOR = "@"
 # The profile's settings that decide what a value is (the rest only say how long to sample).
 MEASURING_SETTINGS = ("rounds", "values", "warmups", "pypy_warmups")
 # Conditions stated in the top-level manifest before the spec existed; runs made before a
@@ -88,6 +95,10 @@ class RunSpec:
     work_dir: Path | None
     keep_fixtures: bool
     envs_dir: Path
+    # Further allocator conditions: every series but the A/A twin is timed again under each,
+    # for the ops of ALLOCATOR_TWIN_SUITES, as "<series>@<allocator>", one op per process.
+    allocator_twins: tuple[str, ...] = ()
+    keep_allocator_env: bool = False  # time under "default" with the caller's MALLOC_* set
 
     @classmethod
     def create(cls, *, suites=selection.CORE, profile="quick", results_dir, run_id: str,
@@ -95,7 +106,7 @@ class RunSpec:
                clock="auto", affinity="one", seed=None, work_dir=None, keep_fixtures=False,
                timeout=DEFAULT_TIMEOUT_SECONDS, envs_dir=environments.ENVS_DIR, aa=None,
                target=sampling.DEFAULT_TARGET, budget=None, counting=(), counted_suites=None,
-               interpreters=()) -> "RunSpec":
+               interpreters=(), keep_allocator_env=False) -> "RunSpec":
         """The one validating constructor. ``suites``: a --suite value or a list of suite
         names; ``profile``: a name or a Profile; ``counted_suites`` None: every suite."""
         if isinstance(profile, str):
@@ -107,7 +118,8 @@ class RunSpec:
             chosen_suites, ops = selection.resolve(value)
         except selection.SelectionError as exc:
             raise SpecError(str(exc))
-        conditions = Conditions(cache, allocator, output, clock, affinity)
+        allocators = _checked_allocators(allocator, keep_allocator_env)
+        conditions = Conditions(cache, allocators[0], output, clock, affinity)
         conditions.check()
         io_stacks = tuple(dict.fromkeys(io_stacks))
         unknown_io = [s for s in io_stacks if s not in contract.IO_STACKS]
@@ -134,7 +146,8 @@ class RunSpec:
             counting=tuple(counting),
             counted_suites=tuple(s for s in chosen_suites if s in counted_suites),
             work_dir=None if work_dir is None else Path(work_dir),
-            keep_fixtures=bool(keep_fixtures), envs_dir=Path(envs_dir))
+            keep_fixtures=bool(keep_fixtures), envs_dir=Path(envs_dir),
+            allocator_twins=allocators[1:], keep_allocator_env=bool(keep_allocator_env))
 
     @classmethod
     def from_args(cls, args, *, interpreters=(), aa: str | None = None,
@@ -157,7 +170,8 @@ class RunSpec:
             output=args.output, clock=args.clock, affinity=args.affinity, seed=args.seed,
             work_dir=args.work_dir, keep_fixtures=args.keep_fixtures, timeout=args.timeout,
             aa=aa, target=args.target, budget=args.budget, counting=counting,
-            counted_suites=counted, interpreters=interpreters)
+            counted_suites=counted, interpreters=interpreters,
+            keep_allocator_env=getattr(args, "keep_allocator_env", False))
 
     def with_run_id(self, run_id: str) -> "RunSpec":
         return dataclasses.replace(self, run_id=_checked_name(run_id, "run id"))
@@ -168,6 +182,9 @@ class RunSpec:
 
     def chooses(self, suite: str, op: str) -> bool:
         return suite in self.suites and (self.ops is None or op in self.ops)
+
+    def twin_series(self, series: str, allocator: str) -> str:
+        return f"{series}{TWIN_SEPARATOR}{allocator}"
 
     def to_manifest(self) -> dict:
         """The spec as the manifest records it (see the module docstring)."""
@@ -183,6 +200,8 @@ class RunSpec:
             "timeout_seconds": self.timeout_seconds, "counting": list(self.counting),
             "counted_suites": list(self.counted_suites), "work_dir": path(self.work_dir),
             "keep_fixtures": self.keep_fixtures, "envs_dir": path(self.envs_dir),
+            "allocator_twins": list(self.allocator_twins),
+            "keep_allocator_env": self.keep_allocator_env,
         }
 
 
@@ -235,6 +254,28 @@ def _checked_name(value, what: str) -> str:
         return cli.checked_name(value, what)
     except cli.BadInput as exc:
         raise SpecError(str(exc))
+
+
+def _checked_allocators(value, keep_inherited: bool) -> tuple[str, ...]:
+    """``--allocator``: one condition, or several ("steady,default"): the first is the run's,
+    each further one times the allocator-sensitive ops again (``allocator_twins``).
+
+    Under "default" the allocator must be glibc's own: allocator variables in the caller's
+    environment are refused, named, unless ``keep_inherited`` (the workers refuse them too).
+    """
+    names = [n.strip() for n in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [n for n in names if n not in contract.ALLOCATORS]
+    if unknown or not names:
+        raise SpecError(f"unknown allocator {', '.join(map(repr, unknown)) or repr(value)}; "
+                        f"valid: {', '.join(contract.ALLOCATORS)}")
+    if len(set(names)) != len(names):
+        raise SpecError(f"allocator {','.join(names)!r} names a condition twice")
+    inherited = machine.inherited_allocator_variables()
+    if "default" in names and inherited and not keep_inherited:
+        raise SpecError("--allocator default times glibc's own allocator, but this environment "
+                        "sets " + ", ".join(f"{k}={v}" for k, v in sorted(inherited.items()))
+                        + "; unset them, or pass --keep-allocator-env to time with them")
+    return tuple(names)
 
 
 def _checked_seed(seed) -> int:

@@ -59,7 +59,8 @@ def worker_command(session: Session, batch: Batch, ops: list[str]) -> list[str]:
             "--ops", json.dumps(ops), "--fixtures", str(session.fixtures_dir),
             "--scratch", str(session.scratch_dir),
             "--iomatrix-profile", profile.name, "--io", task.io_stack,
-            "--cache", conditions.cache, "--allocator", conditions.allocator,
+            "--cache", conditions.cache, "--allocator", plan.allocator or conditions.allocator,
+            *(["--keep-allocator-env"] if spec.keep_allocator_env else []),
             "--output-state", conditions.output,
             *([] if conditions.clock == "auto" else ["--clock", conditions.clock]),
             "--round", str(task.round_index), "--warmups", str(warmups),
@@ -69,7 +70,7 @@ def worker_command(session: Session, batch: Batch, ops: list[str]) -> list[str]:
 
 def worker_environment(plan: SeriesPlan, spec: RunSpec) -> dict:
     env = plan.env.command_env()
-    env.update(machine.allocator_environment(spec.conditions.allocator))
+    env.update(machine.allocator_environment(plan.allocator or spec.conditions.allocator))
     return env
 
 
