@@ -314,6 +314,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                      if kinds else ""), ""]
         return lines
     findings = an.findings()
+    intro = len(lines)
     lines += [f"Changes between consecutive releases that are significant and beyond "
               f"{an.threshold:.0%} either way, largest first: new time over old with its 95% "
               f"interval, {SLOWER}/{FASTER} significant, **bold** a regression; each op links "
@@ -339,8 +340,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     rank = 0
     numbers = {}
     classes = classes_sentence(slower + faster, an.threshold)
-    if classes:
-        lines += [classes, ""]
+    if classes:     # one paragraph with the sentence above it: the first screen is short
+        lines[intro] += " " + classes
     for title, listed in (("Slower", slower), ("Faster", faster)):
         if not listed:
             continue

@@ -67,6 +67,9 @@ body { margin: 0; background: #fff; }
 # (not from the cell's height, which is its row's).
 MEASURE_JS = """
 window.addEventListener('load', () => {
+  // A screen is 900 px however tall the headless window's viewport is said to be (--dump-dom
+  // reports 813 for a window of 900).
+  const SCREEN_PX = %d;
   const body = document.querySelector('.markdown-body');
   const column = body.clientWidth - parseFloat(getComputedStyle(body).paddingLeft)
     - parseFloat(getComputedStyle(body).paddingRight);
@@ -89,11 +92,11 @@ window.addEventListener('load', () => {
   // closed); the tables as they lay out once opened.
   body.querySelectorAll(':scope > *').forEach((el) => {
     const box = el.getBoundingClientRect();
-    if (box.top + window.scrollY < window.innerHeight && box.height > 0) {
+    if (box.top + window.scrollY < SCREEN_PX && box.height > 0) {
       const rows = Array.from(el.querySelectorAll('tbody tr'));
       const text = el.tagName === 'TABLE'
         ? 'a table of ' + rows.length + ' rows, ' + rows.filter(
-            (r) => r.getBoundingClientRect().bottom + window.scrollY <= window.innerHeight
+            (r) => r.getBoundingClientRect().bottom + window.scrollY <= SCREEN_PX
           ).length + ' of them whole on the first screen'
         : el.innerText.replace(/\\s+/g, ' ').slice(0, 120);
       result.first_screen.push(el.tagName.toLowerCase() + ': ' + text);
@@ -293,7 +296,8 @@ def measure(page: Path) -> Measure:
     # A copy that carries the measuring script, beside the page so its images load.
     with tempfile.NamedTemporaryFile("w", suffix=".html", dir=page.parent, delete=False,
                                      prefix=".measure-", encoding="utf-8") as copy:
-        copy.write(source.replace("</head>", f"<script>{MEASURE_JS}</script></head>", 1))
+        copy.write(source.replace("</head>", f"<script>{MEASURE_JS % WINDOW[1]}</script></head>",
+                                  1))
     try:
         dom = run_chromium(command + [Path(copy.name).as_uri()])
     finally:
