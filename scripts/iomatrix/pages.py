@@ -94,14 +94,24 @@ def op_kind(op: str, category: str) -> tuple:
     return f"category:{category}", None, None
 
 
+CATEGORY_WORDS = {"read-text": "text reads", "read-binary": "binary reads",
+                  "write-text": "text writes", "write-binary": "binary writes",
+                  "copy": "file copies", "manyfiles": "many-small-files ops",
+                  "mmap": "mmap and seek reads", "mmap-write": "mmap writes",
+                  "text-read": "text reads", "text-write": "text writes",
+                  "text-memory": "in-memory text ops"}
+
+
 def kind_phrase(group: str, ops: list, verbs: set, modes: set) -> str:
-    """'binary block reads and writes', 'line-by-line reads', 'mmapio_slices_seek_read'."""
+    """'binary block reads and writes', 'line-by-line reads', 'mmapio_slices_seek_read',
+    '4 mmap and seek reads (mmapio_slices_seek_read and 3 more)': ``ops`` largest first."""
     if group.startswith("category:"):
-        names = sorted(set(ops))
+        names = list(dict.fromkeys(ops))
         if len(names) == 1:
             return names[0]
-        return f"{len(names)} {group.split(':', 1)[1]} ops ({', '.join(names[:2])}" + \
-            (", …)" if len(names) > 2 else ")")
+        category = group.split(":", 1)[1]
+        return (f"{len(names)} {CATEGORY_WORDS.get(category, category + ' ops')} "
+                f"({names[0]} and {len(names) - 1} more)")
     verb_words = " and ".join(v + "s" for v in ("read", "write") if v in verbs)
     mode = next(iter(modes)) + " " if len(modes) == 1 else ""
     return f"{mode}{PATTERN_WORDS[group.split(':')[0]]} {verb_words}"
@@ -194,7 +204,8 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
     counted = counts_index(an.data)
     clauses = []
     for (a, b, _, group), entry in ranked[:MAX_CLAUSES]:
-        ops = [f.op for f in entry["findings"]]
+        ops = [f.op for f in sorted(entry["findings"],
+                                    key=lambda f: -abs(math.log(f.comparison.ratio)))]
         clause = (f"{label(b)} made {kind_phrase(group, ops, entry['verbs'], entry['modes'])} "
                   f"{magnitude([f.comparison.ratio for f in entry['findings']])} than "
                   f"{label(a)}")
