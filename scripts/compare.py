@@ -293,7 +293,8 @@ def condition_differences(a: Side, b: Side, sections: list) -> list[str]:
     lines = []
     for s in sections:
         ca, cb = side_conditions(a, s.series_a), side_conditions(b, s.series_b)
-        which = "" if len(sections) == 1 else f" ({s.series_a} → {s.series_b})"
+        pair = s.series_a if s.series_a == s.series_b else f"{s.series_a} → {s.series_b}"
+        which = "" if len(sections) == 1 else f" ({pair})"
         for what in ca:
             if what in cb and ca[what] != cb[what]:
                 lines.append(f"{what}{which}: A {ca[what]}, B {cb[what]}")
@@ -322,8 +323,8 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
                   f"{'; '.join(md(d) for d in differences)}. The ratios below measure that "
                   f"change of method as well as the interpreters: {verdict}.", ""]
     if not gated:
-        lines.append(f"Not gated: {len(regressions)} op(s) would count as regressions above "
-                     f"{fail_above:.0%} had both sides been measured alike.")
+        lines.append(f"Not gated: {len(regressions)} op(s) significantly slower in B by more "
+                     f"than {fail_above:.0%}, which the change of method may explain.")
     elif regressions:
         lines.append(f"**{len(regressions)} significant regression{'s' * (len(regressions) > 1)} "
                      f"above {fail_above:.0%}.**")
@@ -509,7 +510,7 @@ def main(argv=None) -> int:
         result = compare_full(args.a, args.b, args.results_dir, args.label, args.fail_above,
                               args.allow_condition_change)
     except CompareError as exc:
-        print(f"compare: error: {exc}", file=sys.stderr)
+        print(f"compare: error: {cli.one_line(exc)}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     print(result.text)
     if args.json:

@@ -164,7 +164,7 @@ def main(argv=None) -> int:
     try:
         found, problems = collect(args.results_dir, args.label)
     except HistoryError as exc:
-        print(f"history: error: {exc}", file=sys.stderr)
+        print(f"history: error: {cli.one_line(exc)}", file=sys.stderr)
         return 2
     for path, message in problems:
         print(f"history: skipped {path}: {message}", file=sys.stderr)

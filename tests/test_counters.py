@@ -147,14 +147,18 @@ def test_resume_keeps_counted_ops(tmp_path, machine_interpreters, fixtures):
     assert "rusage" in document["ops"][WHOLE_BIN]
 
 
-def test_a_broken_counters_file_is_not_replaced(tmp_path, machine_interpreters, fixtures):
+def test_a_broken_counters_file_is_kept_aside_and_counted_again(tmp_path, machine_interpreters,
+                                                                fixtures):
     interp = need(machine_interpreters, "3.13")
     run = store.Run(tmp_path / "results", "R")
     run.make_directory()
     run.counters_file("3.13").write_text("{not json")
     _, _, entry = count(tmp_path, interp, [WHOLE_TEXT], ("rusage",), fixtures)
-    assert entry["status"] == "failed" and "not valid JSON" in entry["reason"]
-    assert run.counters_file("3.13").read_text() == "{not json"
+    assert entry["status"] == "ok"
+    assert "rusage" in store.read_json(run.counters_file("3.13"))["ops"][WHOLE_TEXT]
+    kept = list(run.path.glob(".3.13.counters.json.damaged-*"))  # nothing lost, never read
+    assert len(kept) == 1 and kept[0].read_text() == "{not json"
+    assert counts.unreadable_files(run.path) == []
 
 
 def test_tools_missing_from_path(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -413,3 +414,198 @@ def test_a_failed_manifest_write_still_removes_the_fixtures(tmp_path, machine_in
                           results_dir=tmp_path / "results", run_id="M", work_dir=work,
                           log=lambda *a: None)
     assert list(work.iterdir()) == []
+
+
+# -- issue 24: each case found by hand, with the outcome the contract asks for -------------
+
+from test_fuzz import call, check_page, make_run  # noqa: E402  (the fuzz test's good store)
+import compare as compare_tool  # noqa: E402
+import history as history_tool  # noqa: E402
+import report as report_tool  # noqa: E402
+from iomatrix import crosscheck, release  # noqa: E402
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def store_of_two(tmp_path) -> Path:
+    results = tmp_path / "results"
+    make_run(results, "A")
+    make_run(results, "B")
+    return results
+
+
+def edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, allow_nan=True))
+
+
+def set_first_values(value):
+    def change(document):
+        for run in document["benchmarks"][0]["runs"]:
+            run["values"] = [value] * len(run["values"])
+    return change
+
+
+def counters_change(**op):
+    def change(document):
+        next(iter(document["ops"].values())).update(op)
+    return change
+
+
+def manifest_change(document):
+    document["interpreters"]["3.13"]["version_info"] = "3.13"
+
+
+def cpu_count_change(document):
+    document["cpu_count"] = "many"
+
+
+def negative_bytes(document):
+    document["benchmarks"][0]["metadata"][contract.KEY_BYTES] = -1000
+
+
+def one_process_huge(document):
+    document["benchmarks"][0]["runs"][0]["values"][0] = 1e308
+
+
+WHY_CASES = {
+    # name: (file in run B, damage: bytes or a change of its JSON, field named)
+    "series nested 100,000 levels": ("3.13.json", DEEP, "nested 100000 levels deep"),
+    "manifest nested 100,000 levels": ("manifest.json", DEEP, "nested 100000 levels deep"),
+    "counts that are strings": ("3.13.counters.json",
+                                counters_change(syscalls={"read": "lots"}), "syscalls.read"),
+    "counts that are NaN": ("3.13.counters.json", counters_change(instructions=float("nan")),
+                            "non-finite number"),
+    "version_info a string": ("manifest.json", manifest_change, "version_info"),
+    "cpu_count a word": ("manifest.json", cpu_count_change, "cpu_count"),
+    "one process mean of 1e308 s": ("3.13.json", one_process_huge, "values[0]"),
+    "every value of an op at 1e308 s": ("3.13.json", set_first_values(1e308), "values[0]"),
+    "a negative byte count": ("3.13.json", negative_bytes, "iomatrix_bytes"),
+    "calls: -1 in a counters file": ("3.13.counters.json", counters_change(calls=-1), "calls"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WHY_CASES))
+def test_issue_24_damage_is_named_by_report_and_history_and_exit_2_for_compare(
+        tmp_path, capsys, case):
+    name, damage, field = WHY_CASES[case]
+    results = store_of_two(tmp_path)
+    path = results / "B" / name
+    if isinstance(damage, bytes):
+        path.write_bytes(damage)
+    else:
+        edit_json(path, damage)
+    code, _, err = call(report_tool.main, ["--results-dir", results, "--run-id", "B", "--out",
+                                           tmp_path / "out" / "b.md", "--no-figures"], capsys)
+    assert code == 0, err
+    page = "\n".join(p.read_text() for p in (tmp_path / "out").rglob("*.md"))
+    check_page(page, case)
+    page = re.sub(r"\\(.)", r"\1", page)   # markdown escapes: iomatrix\_bytes
+    assert "Files not read" in page and name in page and field in page, case
+    code, _, err = call(compare_tool.main, ["A", "B", "--results-dir", results], capsys)
+    assert code == 2 and name in err and field in err and len(err.splitlines()) == 1, err
+    code, text, _ = call(history_tool.main, ["3.13", "--results-dir", results], capsys)
+    assert code == 0
+    check_page(text, case)
+    if name != "3.13.counters.json":   # history reads no counts
+        text = re.sub(r"\\(.)", r"\1", text)
+        assert name in text and field in text
+
+
+def test_a_crash_is_exit_3_never_1_and_says_please_report(tmp_path, monkeypatch, capsys):
+    """Any unexpected exception: exit 3 with the traceback; a gate never reads it as 1."""
+    results = store_of_two(tmp_path)
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(compare_tool, "compare_sides", broken)
+    assert compare_tool.main(["A", "B", "--results-dir", str(results)]) == cli.EXIT_INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError" in err and "please report" in err
+
+
+def test_release_is_exit_2_when_compare_refuses_the_run(tmp_path, capsys):
+    results = store_of_two(tmp_path)
+    (results / "B" / "3.13.json").write_bytes(DEEP)
+    with pytest.raises(release.ReleaseError, match="3.13.json"):
+        release.compare_files(sys.executable, results / "B" / "3.12.json",
+                              results / "B" / "3.13.json", 0.05)
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a file", "not writable",
+                                   "the run's series", "the run's manifest"])
+def test_output_paths_that_cannot_be_written_are_exit_2_naming_them(tmp_path, where):
+    results = store_of_two(tmp_path)
+    before = snapshot(results)
+    (tmp_path / "file").write_text("x")
+    out = {"a directory": tmp_path, "under a file": tmp_path / "file" / "c.md",
+           "not writable": Path("/proc/iomatrix-cannot-write/c.md"),
+           "the run's series": results / "B" / "3.13.json",
+           "the run's manifest": results / "B" / "manifest.json"}[where]
+    for option in ("--out", "--json"):
+        done = tool("compare", "A", "B", "--results-dir", results, option, out)
+        assert done.returncode == 2, (option, done.stderr)
+        assert option in done.stderr and str(out) in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert snapshot(results) == before
+
+
+def test_a_history_label_is_never_a_path(tmp_path):
+    results = store_of_two(tmp_path)
+    (tmp_path / "somewhere").mkdir()
+    (tmp_path / "somewhere" / "file.json").write_text("{}")
+    done = tool("history", "../../somewhere/file", "--results-dir", results)
+    assert done.returncode == 2 and "label" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_run_directory_that_is_a_symlink_is_refused_by_name(tmp_path, capsys):
+    results = store_of_two(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    make_run(elsewhere, "C")
+    (results / "C").symlink_to(elsewhere / "C")
+    code, _, err = call(report_tool.main, ["--results-dir", results, "--run-id", "C", "--out",
+                                           tmp_path / "c.md", "--no-figures"], capsys)
+    assert code == 2 and "symbolic link" in err and str(results / "C") in err
+    code, _, err = call(compare_tool.main, ["A", "C", "--results-dir", results], capsys)
+    assert code == 2 and "symbolic link" in err
+    code, text, _ = call(history_tool.main, ["3.13", "--results-dir", results], capsys)
+    assert code == 0 and "symbolic link" in text and "`#3" not in text
+    with pytest.raises(cli.BadInput, match="symbolic link"):
+        crosscheck.run_conditions(results / "C", ["3.12", "3.13"])
+
+
+def test_a_counters_file_that_is_a_symlink_is_named(tmp_path, capsys):
+    results = store_of_two(tmp_path)
+    counters = results / "B" / "3.13.counters.json"
+    counters.unlink()
+    counters.symlink_to(results / "A" / "3.13.counters.json")
+    code, _, _ = call(report_tool.main, ["--results-dir", results, "--run-id", "B", "--out",
+                                         tmp_path / "out" / "b.md", "--no-figures"], capsys)
+    page = "\n".join(p.read_text() for p in (tmp_path / "out").rglob("*.md"))
+    assert code == 0 and "3.13.counters.json" in page and "symbolic link" in page
+
+
+@pytest.mark.parametrize("value", ["1e308", "5e-324"])
+def test_implausible_phase_samples_are_skipped_and_compare_goes_on(tmp_path, capsys, value):
+    results = store_of_two(tmp_path)
+    for run_id in ("A", "B"):
+        (results / run_id / "phase" / "s.tsv").write_text(
+            "".join(f"{1.7e9 + i}\t{value}\t{value}\n" for i in range(12)))
+    code, text, err = call(compare_tool.main, ["A", "B", "--results-dir", results], capsys)
+    assert code == 0, err
+    assert "12 line(s) are not a probe sample" in text
+    check_page(text, "compare")
+
+
+@pytest.mark.skipif(IS_ROOT, reason="root reads a directory without read permission")
+def test_an_unreadable_phase_directory_is_named_not_too_few_samples(tmp_path, capsys):
+    results = store_of_two(tmp_path)
+    phase_dir = results / "B" / "phase"
+    phase_dir.chmod(0)
+    try:
+        code, text, _ = call(compare_tool.main, ["A", "B", "--results-dir", results], capsys)
+    finally:
+        phase_dir.chmod(0o755)
+    assert code == 0 and "cannot be read" in text

@@ -171,6 +171,12 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: a line break or control character that a file or
+    key name carried in is shown escaped (\\n, \\x85), so an error stays one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def main_guard(main):
     """Wrap a tool's ``main(argv) -> int``: the one place exit statuses are mapped.
 
@@ -180,7 +186,7 @@ def main_guard(main):
         try:
             return main(argv, *args, **kwargs)
         except BadInput as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {one_line(exc)}", file=sys.stderr)
             return EXIT_BAD_INPUT
         except Exception:  # noqa: BLE001 - whatever it is, it must not read as exit 1
             traceback.print_exc()

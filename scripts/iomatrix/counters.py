@@ -273,7 +273,12 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     try:
         document = read_document(path) or new_document(series, counters)
     except store.ResultFileError as exc:
-        return {"status": "failed", "reason": f"{exc}; remove it to count again"}
+        # A damaged file is counted again, and kept aside (hidden, never read as counts)
+        # rather than replaced: nothing is lost, and the good files of the run stay as they are.
+        kept = path.with_name(f".{path.name}.damaged-{int(time.time())}")
+        os.rename(path, kept)
+        log(f"iomatrix: {series.series}: {exc}; kept as {kept.name}, counted again")
+        document = new_document(series, counters)
     skipped = {}
     for counter in counters:
         if counter in problems:

@@ -58,7 +58,7 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
             for name, n in entry["syscalls"].items():
                 values[f"syscall:{name}"] = n
         for field in RUSAGE_FIELDS:
-            if isinstance(entry.get("rusage"), dict) and field in entry["rusage"]:
+            if isinstance(entry.get("rusage"), dict) and entry["rusage"].get(field) is not None:
                 values[field] = entry["rusage"][field]
         if isinstance(entry.get("instructions"), int):
             values["instructions"] = entry["instructions"]

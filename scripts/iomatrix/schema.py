@@ -26,11 +26,17 @@ it (the tests run real runs through these models, so that is seen at once).
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model,
+                      model_validator)
+
+from iomatrix.profiles import Profile
 
 MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
+PLAIN_KEY = re.compile(r"[A-Za-z0-9_+\-\[\]]+(?:\.[0-9]+)*")  # shown as it is: 3.13, read
 
 
 class SchemaError(ValueError):
@@ -188,6 +194,9 @@ class InterpreterEntry(Ours):
     recipe: Text = Field(None, description="what of the build changes speed: shared-O3, ...")
     io: Text = None
     aa_of: Text = Field(None, description="the A/A twin's original")
+    allocator: Text = Field(None, description="a further allocator condition's series: its "
+                                              "allocator (the run's own otherwise)")
+    allocator_of: Text = Field(None, description="the series it times again under it")
     pyperf_version: Text = None
     environment_notes: Text = None
     planned_ops: list[str] = []
@@ -268,16 +277,16 @@ class Order(Ours):
     seed: Optional[int] = None
 
 
-class ProfileSettings(Ours):
-    """iomatrix.profiles.Profile as it was (older runs lack the later fields)."""
-    name: Text = None
-    rounds: Optional[Count] = None
-    max_rounds: Optional[Count] = None
-    budget_seconds: Optional[Count] = None
-    values: Optional[Count] = None
-    warmups: Optional[Count] = None
-    pypy_warmups: Optional[Count] = None
-    description: Text = None
+# The profile as the run recorded it (dataclasses.asdict of iomatrix.profiles.Profile): one
+# field per field of the dataclass, typed from it, so a setting added there is known here;
+# all optional, since older runs lack the later ones.
+_PROFILE_TYPES = {"int": Optional[Count], "str": Text, "float": Optional[float],
+                  "bool": Optional[bool]}
+ProfileSettings = create_model(
+    "ProfileSettings", __base__=Ours,
+    __doc__="iomatrix.profiles.Profile as it was when the run was made.",
+    **{field.name: (_PROFILE_TYPES[str(field.type)], None)
+       for field in dataclasses.fields(Profile)})
 
 
 class FileSystem(Ours):
@@ -310,6 +319,10 @@ class Manifest(Ours):
     profile: Text = None
     cache: Text = None
     allocator: Text = None
+    allocator_twins: list[str] = Field([], description="further allocator conditions (series "
+                                                       "<series>@<allocator>)")
+    allocator_env_inherited: dict[str, str] = Field(
+        {}, description="MALLOC_*/MIMALLOC_* variables the caller's environment set")
     output: Text = None
     clock: Text = None
     affinity: Text = None
@@ -348,6 +361,10 @@ class CountedOp(Ours):
     syscalls: Optional[dict[str, Count]] = None
     rusage: Optional[Rusage] = None
     instructions: Optional[Count] = None
+    cache: Optional[dict[str, Count]] = Field(
+        None, description="callgrind's simulated cache events (iomatrix.callgrind.EVENTS[1:])")
+    functions: Optional[list[list[str | Count]]] = Field(
+        None, description="[name, file, self instructions] above a small share of the total")
     failed: dict[str, str] = {}
 
 
@@ -437,6 +454,8 @@ def describe_error(error: ValidationError) -> str:
     first = error.errors(include_url=False)[0]
     where = ""
     for part in first["loc"]:
+        if not isinstance(part, int) and not PLAIN_KEY.fullmatch(part):
+            part = repr(part)   # a key with a line break or a dot in it stays readable
         where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
     shown = repr(first.get("input"))
     if len(shown) > MAX_ERROR_INPUT:

@@ -470,6 +470,9 @@ def check_output(path: Path, option: str) -> Path:
 def write_output(path: Path, text: str, option: str) -> None:
     """Write a tool's output file (check_output first); a failure is BadInput with the path."""
     path = check_output(path, option)
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise cli.BadInput(f"{option} {path}: cannot write ({blocking} is not a directory)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
