@@ -16,6 +16,9 @@ reading of a run) do, in process, through the same ``main`` functions. Each time
   list, compare's one-line error or its phase note);
 - bounded time (MAX_SECONDS an example).
 
+One end-to-end test runs the scripts themselves on a store damaged several ways at once,
+under a 2 GiB address-space limit (the exit codes as CI sees them, bounded memory).
+
 Profiles: ``ci`` (the default; CI_EXAMPLES examples a property, derandomized, the
 file well under a minute) and ``long`` (IOMATRIX_FUZZ_PROFILE=long, with
 IOMATRIX_FUZZ_EXAMPLES examples, new ones each time). As root (CI containers) the
@@ -27,6 +30,9 @@ import json
 import math
 import os
 import re
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -34,7 +40,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from iomatrix import cli, contract, crosscheck, store
-from conftest import write_pyperf_file
+from conftest import ROOT, write_pyperf_file
 
 import compare
 import history
@@ -399,3 +405,39 @@ def test_the_checks_catch_what_they_look_for():
     with pytest.raises(AssertionError):
         check_page("-27,216 instructions", "x")
     check_page("2026-01-01 run-vm, 3.13 → 3.14: -3.2% (12% faster) |---:| -> x", "x")
+
+
+# -- end to end: the scripts themselves, under a memory limit ---------------------------------
+
+MEMORY_LIMIT = 2 * 2 ** 30  # bytes of address space a tool may use on a damaged store
+
+
+def limited():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def test_the_scripts_keep_the_contract_on_a_damaged_store_within_memory_and_time(tmp_path):
+    """Several damages at once, each script run as CI runs it: exit 0 or 2, never a
+    traceback, under 2 GiB of address space and two minutes."""
+    results = tmp_path / "results"
+    make_run(results, "A")
+    run_b = make_run(results, "B")
+    (run_b / "3.13.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (run_b / "native.json").unlink()
+    (run_b / "native.json").symlink_to("/dev/zero")
+    os.mkfifo(run_b / "3.14.json")
+    (run_b / "3.12.counters.json").write_text('{"iomatrix_counters_version": 1, "ops": NaN}')
+    (run_b / "phase" / "s.tsv").write_text("1\t1e308\t5e-324\n" * 20)
+    for name, args, codes in (
+            ("report", ["--results-dir", results, "--run-id", "B", "--out",
+                        tmp_path / "out" / "b.md", "--no-figures"], (0,)),
+            ("compare", ["A", "B", "--results-dir", results], (2,)),
+            ("history", ["3.13", "--results-dir", results], (0,))):
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"),
+                               *map(str, args)], capture_output=True, text=True, timeout=120,
+                              preexec_fn=limited)
+        assert done.returncode in codes and "Traceback" not in done.stderr, \
+            (name, done.stderr[-2000:])
+    page = (tmp_path / "out" / "b.md").read_text()
+    for damaged in ("3.13.json", "native.json", "3.14.json", "3.12.counters.json", "s.tsv"):
+        assert damaged in page, damaged
