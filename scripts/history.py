@@ -57,6 +57,8 @@ def collect(results_dir: Path, label: str):
         except (store.ResultFileError, OSError) as exc:
             problems.append((path, store.without_path(str(exc), path)))
             continue
+        # a phase file not read leaves the run in, with its machine phase unknown: named too
+        problems += [(run.path / name, message) for name, message in data.problems]
         if len(data.frame):
             found.append(data)
     if not found and not problems:
@@ -92,7 +94,8 @@ def history_frame(found: list[analysis.RunData]) -> tuple[pd.DataFrame, dict, li
 def build_markdown(label: str, found: list, problems: list, figure: str | None = None) -> str:
     lines = [MARKER, f"# History of {code(label)}", ""]
     if problems:
-        lines += ["Files not read (left as they are; their runs are missing below):", ""]
+        lines += ["Files not read (left as they are; a run whose manifest or series is among "
+                  "them is missing below):", ""]
         lines += [f"- `{md(path)}`: {md(message)}" for path, message in problems]
         lines.append("")
     if not found:

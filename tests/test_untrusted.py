@@ -597,6 +597,8 @@ def test_implausible_phase_samples_are_skipped_and_compare_goes_on(tmp_path, cap
     assert code == 0, err
     assert "12 line(s) are not a probe sample" in text
     check_page(text, "compare")
+    code, text, _ = call(history_tool.main, ["3.13", "--results-dir", results], capsys)
+    assert code == 0 and "phase/s.tsv" in text and "not a probe sample" in text
 
 
 @pytest.mark.skipif(IS_ROOT, reason="root reads a directory without read permission")
