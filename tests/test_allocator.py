@@ -204,9 +204,13 @@ def constructed_run(conditions=("steady", "default")) -> RunData:
     rows, interpreters = [], {}
     for label, version in (("2.7", [2, 7, 18]), ("3.13", [3, 13, 0])):
         for allocator in conditions:
-            series = condition_series_name(label, allocator)
+            # As the runner names them: the run's own condition unsuffixed, a further
+            # condition as "<series>@<allocator>" with the series it times again.
+            twin = allocator != conditions[0]
+            series = condition_series_name(label, allocator) if twin else label
             interpreters[series] = {"series": series, "version_info": version,
-                                    "implementation": "cpython", "allocator": allocator}
+                                    "implementation": "cpython", "allocator": allocator,
+                                    **({"allocator_of": label} if twin else {})}
             times = DEFAULT_MS if allocator == "default" else STEADY_MS
             for (who, op), ms in times.items():
                 if who != label:
@@ -250,3 +254,43 @@ def test_series_conditions_come_from_the_manifest_then_the_name():
     data.manifest["interpreters"]["3.13@default"].pop("allocator")
     assert condition_of(data, "3.13@default") == ("3.13", "default")
     assert condition_of(data, "3.13") == ("3.13", "steady")   # a plain name: the run's own
+
+
+# -- the main command: both conditions in one run ----------------------------------------------
+
+def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_path):
+    from conftest import run_nox
+    results = tmp_path / "results"
+    proc = run_nox("-s", "matrix", "--", "--pythons", "2.7,3.13", "--aa", "none", "--profile",
+                   "smoke", "--suite", "lutz2009", "--results-dir", str(results),
+                   "--run-id", "R", "--out", str(tmp_path / "reports" / "latest.md"),
+                   env=clean_environment())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = store.Run(results, "R")
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    assert manifest["allocator"] == "steady" and manifest["allocator_twins"] == ["default"]
+    twin = manifest["interpreters"]["3.13@default"]
+    assert (twin["allocator"], twin["allocator_of"], twin["status"]) == ("default", "3.13", "ok")
+    rows = store.load_series(run.series_file("3.13@default"))
+    assert {r["allocator"] for r in rows} == {"default"} and len(rows) == 14
+    assert {r["allocator"] for r in store.load_series(run.series_file("3.13"))} == {"steady"}
+    main = (tmp_path / "reports" / "latest.md").read_text()
+    assert "## What an ordinary program sees" in main
+    assert "today, glibc untouched" in main
+    assert "3.13@default" not in main.split("## Findings")[1].split("## What an ordinary")[0]
+    page = (tmp_path / "reports" / "latest" / "allocator.md").read_text()
+    assert "### Default against steady, per op and interpreter" in page
+
+
+def test_default_is_refused_with_the_callers_allocator_variables_named(tmp_path):
+    from conftest import run_nox
+    proc = run_nox("-s", "matrix", "--", "--pythons", "3.13", "--aa", "none", "--profile",
+                   "smoke", "--suite", "lutz2009", "--results-dir", str(tmp_path / "results"),
+                   "--no-report", env=clean_environment(MALLOC_ARENA_MAX="2"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "MALLOC_ARENA_MAX=2" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+    unknown = run_nox("-s", "matrix", "--", "--allocator", "steady,glibc", "--no-report",
+                      "--results-dir", str(tmp_path / "results"), env=clean_environment())
+    assert unknown.returncode == 2 and "valid: default, steady, fresh" in unknown.stdout + \
+        unknown.stderr

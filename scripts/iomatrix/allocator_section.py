@@ -20,8 +20,8 @@ import math
 
 from iomatrix import stats
 from iomatrix.analysis import (RunData, lineage, ordered_ops, ordered_series, process_means,
-                               series_info)
-from iomatrix.markdown import code, fmt_ratio, fmt_time, md, table
+                               series_info, with_all_conditions)
+from iomatrix.markdown import code, fmt_ratio, fmt_time, md, nowrap, table
 
 CONDITION_SEPARATOR = "@"
 UNTOUCHED = "default"
@@ -202,3 +202,90 @@ def op_time(data: RunData, series: str, op: str) -> str:
     """The op's time per call under ``series``, by the ratios' estimator."""
     means = process_means(data.frame).get((series, op))
     return fmt_time(stats.location(means.values())) if means else "—"
+
+
+# -- what the main page says of the untouched allocator ---------------------------------------
+
+MAIN_TITLE = "## What an ordinary program sees: glibc's allocator untouched"
+
+
+def untouched_steps(data: RunData) -> dict:
+    """{(op, older, newer): default comparison} for the lineage steps (named by the run's own
+    condition's series) that were timed under ``default`` too."""
+    full = with_all_conditions(data)
+    means = process_means(full.frame)
+    pairs = pair_series(full)
+    releases = [r for r in lineage(data, ordered_series(data)).releases
+                if UNTOUCHED in pairs.get(r, {})]
+    found = {}
+    for op in ordered_ops(full):
+        for older, newer in zip(releases, releases[1:]):
+            a, b = pairs[older][UNTOUCHED], pairs[newer][UNTOUCHED]
+            if (a, op) in means and (b, op) in means:
+                found[(op, older, newer)] = stats.compare(means[(a, op)], means[(b, op)],
+                                                          paired=full.paired)
+    return found
+
+
+def finding_note(untouched: dict, op: str, older: str, newer: str,
+                 threshold: float) -> str | None:
+    """What a finding's row says of the other condition: the ratio under ``default`` where
+    it is not a finding the same way, or differs from it by more than STEP_CHANGE; None
+    where the op was not timed under ``default`` or agrees."""
+    comparison = untouched.get((op, older, newer))
+    if comparison is None:
+        return None
+    same_way = comparison.significant and abs(math.log(comparison.ratio)) > math.log1p(threshold)
+    return f"glibc untouched: {fmt_ratio(comparison, interval=False)}" + (
+        "" if same_way else " (not a finding)")
+
+
+def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
+    """The main page's section: the lineage steps the untouched allocator changes by more
+    than STEP_CHANGE, with faults per call on each side, and a link to the full comparison;
+    [] for a run that timed one allocator condition only."""
+    full = with_all_conditions(data)
+    if data.all_conditions is None:
+        return []
+    steps = step_changes(full)
+    pairs = pair_series(full)
+    lines = [MAIN_TITLE, "",
+             "The findings above are timed with glibc's thresholds pinned (`steady`: a call's "
+             "buffers come from a heap that stays), so that a ratio is the interpreters' code "
+             "and not the allocator's moves. An ordinary program runs glibc untouched "
+             "(`default`): the study's ops and the chunked reads were timed that way too, one "
+             "op per worker process (its only earlier work: its own untimed calls). "
+             f"Steps whose ratio the condition changes by more than {STEP_CHANGE:.0%}:", ""]
+    if not steps:
+        return lines + [f"None: every lineage step is within {STEP_CHANGE:.0%} under both.", ""]
+    rows = []
+    for s in steps:
+        older, newer = pairs[s.older], pairs[s.newer]
+        faults = [faults_per_call(full, older[UNTOUCHED], s.op),
+                  faults_per_call(full, newer[UNTOUCHED], s.op)]
+        rows.append([code(s.op), nowrap(f"{label(s.older)} → {label(s.newer)}"),
+                     nowrap(fmt_ratio(s.untouched)), nowrap(fmt_ratio(s.pinned)),
+                     nowrap(f"{fmt_faults(faults[0])} → {fmt_faults(faults[1])}")])
+    return lines + [
+        table(rows, ["op", "step", nowrap("glibc untouched"), nowrap("steady heap"),
+                     nowrap("faults per call")], ["left", "left", "right", "right", "right"]),
+        "", "Why a 3.x whole-file text read faults every page in again on every call, and a "
+        "script that shows it under any Python: [docs/allocator.md](../docs/allocator.md).", ""]
+
+
+def summary_clause(data: RunData, label=lambda series: series) -> str:
+    """The summary paragraph's first clause: the largest change the untouched allocator
+    makes to a lineage step, in words; '' when the run timed one condition only or none
+    changes by more than STEP_CHANGE."""
+    if data.all_conditions is None:
+        return ""
+    steps = [s for s in step_changes(with_all_conditions(data)) if s.untouched.significant]
+    if not steps:
+        return ""
+    s = steps[0]
+    words = "slower" if s.untouched.ratio > 1 else "faster"
+    size = s.untouched.ratio if s.untouched.ratio > 1 else 1 / s.untouched.ratio
+    pinned = s.pinned.ratio if s.untouched.ratio > 1 else 1 / s.pinned.ratio
+    return (f"With glibc's allocator untouched, as an ordinary program runs, "
+            f"{label(s.newer)} runs {s.op} {size:.1f} times {words} than {label(s.older)} "
+            f"({pinned:.2f} times with the heap pinned steady)")

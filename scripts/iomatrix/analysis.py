@@ -17,7 +17,8 @@ import pandas as pd
 from iomatrix import counts, native, phase, stats, store, study
 
 COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
-           "mean", "values", "mem_max_rss", "peak_rss", "clock", "allocator", "output"]
+           "mean", "values", "mem_max_rss", "peak_rss", "clock", "allocator", "output",
+           "minflt"]  # minor faults per call (allocator_section)
 
 
 @dataclasses.dataclass
@@ -27,6 +28,9 @@ class RunData:
     frame: pd.DataFrame            # one row per worker process
     problems: list                 # (file, message) for files that could not be read
     machine_phase: phase.Phase | None = None  # the machine's speed while it ran
+    # Every series, those of further allocator conditions ("3.13@default") included; ``frame``
+    # holds the run's own condition only, which every table but the allocator's is about.
+    all_conditions: pd.DataFrame | None = None
 
     @property
     def paired(self) -> bool:
@@ -50,8 +54,23 @@ def load_run(run: store.Run) -> RunData:
             row["series"] = path.stem
         rows += series_rows
     machine_phase, phase_problems = phase.read_phase(run.path)
-    return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), problems + phase_problems,
-                   machine_phase)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    twins = frame["series"].map(lambda series: is_condition_twin(manifest, series)).astype(bool)
+    return RunData(run, manifest, frame[~twins].reset_index(drop=True), problems + phase_problems,
+                   machine_phase, all_conditions=frame if twins.any() else None)
+
+
+def is_condition_twin(manifest: dict, series: str) -> bool:
+    """A series timed again under a further allocator condition (runner: allocator_twins)."""
+    info = manifest.get("interpreters", {}).get(series, {})
+    return bool(info.get("allocator_of")) or "@" in series
+
+
+def with_all_conditions(data: RunData) -> RunData:
+    """``data`` whose frame holds every condition's series (for the allocator section)."""
+    if data.all_conditions is None:
+        return data
+    return dataclasses.replace(data, frame=data.all_conditions)
 
 
 def load_file(path: Path, run: store.Run | None, manifest: dict, series: str | None = None) \
@@ -277,6 +296,9 @@ def lineage(data: RunData, order: list[str]) -> Lineage:
     kind: the same release under another recipe is a ``recipe`` twin, another patch
     release of the minor version a ``patch`` twin.
     """
+    # A further allocator condition's series (3.13@default) is the same build measured another
+    # way: neither a release nor a variant (allocator_section compares the conditions).
+    order = [series for series in order if not is_condition_twin(data.manifest, series)]
     plain: dict = {}
     for series in order:
         info = series_info(data, series)
