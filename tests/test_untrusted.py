@@ -611,3 +611,15 @@ def test_an_unreadable_phase_directory_is_named_not_too_few_samples(tmp_path, ca
     finally:
         phase_dir.chmod(0o755)
     assert code == 0 and "cannot be read" in text
+
+
+@pytest.mark.parametrize("text, ok", [("3.13", True), ("3.13+pyio", True), ("3.13@default", True),
+                                      ("3.13+pyio@fresh", True), ("../x", False),
+                                      ("3.13+x", False), ("3.13@", False), ("a/b", False),
+                                      ("/etc/passwd", False), ("3.13\n", False)])
+def test_a_series_name_is_a_label_with_its_io_stack_and_allocator_only(text, ok):
+    if ok:
+        assert cli.series(text) == text
+    else:
+        with pytest.raises(argparse.ArgumentTypeError):
+            cli.series(text)

@@ -112,11 +112,14 @@ def _label(text: str) -> str:
 
 
 def _series(text: str) -> str:
-    """A series name: a label, or a label and its io stack (``3.13+pyio``); never a path."""
-    label, plus, stack = text.partition("+")
+    """A series name: a label, with its io stack and a further allocator condition when
+    it has them (``3.13``, ``3.13+pyio``, ``3.13@default``); never a path."""
+    rest, at, allocator = text.partition("@")
+    label, plus, stack = rest.partition("+")
     checked_name(label, "label")
-    if plus and stack != "pyio":
-        raise BadInput(f"series {text!r}: a label, or a label followed by +pyio")
+    if (plus and stack != "pyio") or (at and not NAME_PATTERN.fullmatch(allocator)):
+        raise BadInput(f"series {text!r}: a label, then +pyio and @ALLOCATOR when the "
+                       "series has them (3.13, 3.13+pyio, 3.13@default)")
     return text
 
 
