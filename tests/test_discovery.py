@@ -584,3 +584,20 @@ def test_real_interpreters_build_facts(machine_interpreters):
             assert interp.recipe is None and interp.info["pgo"] is None
         if interp.source == "debian" and interp.implementation == "cpython":
             assert interp.recipe.startswith("debian-O")
+
+
+def test_probes_are_cached_by_binary_and_a_changed_binary_is_probed_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "python-wrapped"
+    wrapper.write_text(f"#!/bin/sh\necho probe >> {calls}\nexec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    first = discovery.probe_all([str(wrapper)])[str(wrapper)]
+    again = discovery.probe_all([str(wrapper)])[str(wrapper)]
+    assert first == again and first["implementation"] == "cpython"
+    assert calls.read_text().count("probe") == 1          # the second answer came from the cache
+    wrapper.write_text(wrapper.read_text() + "# changed\n")  # a rebuilt binary: probed again
+    discovery.probe_all([str(wrapper)])
+    assert calls.read_text().count("probe") == 2
+    (tmp_path / "cache" / discovery.PROBE_CACHE).write_text("{not json")  # damaged: ignored
+    assert discovery.probe_all([str(wrapper)])[str(wrapper)]["implementation"] == "cpython"

@@ -177,12 +177,58 @@ def build_facts(info: dict, source: str) -> dict:
     return facts
 
 
-def probe(executable: str) -> dict:
-    """Run the probe script; raise RuntimeError naming the executable when it is not Python."""
+# What the probe said of each interpreter, keyed by its binary's identity (path, inode, size,
+# change time): nox imports the noxfile, and so discovers every interpreter, on every call, and
+# probing 15 interpreters took about 2 s here. A rebuilt or replaced binary has another key; a
+# failed probe is never kept. The file is a cache: unreadable, it is ignored and rewritten.
+PROBE_CACHE = "probes.json"
+
+
+def _binary_key(executable: str) -> str | None:
+    try:
+        real = os.path.realpath(executable)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return f"{real}:{st.st_ino}:{st.st_size}:{st.st_ctime_ns}:{st.st_mtime_ns}"
+
+
+def _probe_cache_path() -> Path:
+    from iomatrix import provision   # as in provisioned_recipes: provision lists builds by probing
+    return provision.cache_root() / PROBE_CACHE
+
+
+def _read_probe_cache() -> dict:
+    try:
+        with open(_probe_cache_path(), encoding="utf-8") as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return cache if isinstance(cache, dict) else {}
+
+
+def _write_probe_cache(cache: dict) -> None:
+    path = _probe_cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+        partial.write_text(json.dumps(cache, sort_keys=True), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next call its probes
+
+
+def probe(executable: str, cache: dict | None = None) -> dict:
+    """Run the probe script; raise RuntimeError naming the executable when it is not Python.
+
+    ``cache``: {binary key: info} of earlier probes (``probe_all`` reads and writes it)."""
     if not os.path.exists(executable):
         raise RuntimeError(f"{executable}: no such file")
     if not os.access(executable, os.X_OK):
         raise RuntimeError(f"{executable}: not executable")
+    key = _binary_key(executable)
+    if cache is not None and key in cache and isinstance(cache[key], dict):
+        return dict(cache[key])
     try:
         proc = procs.run([executable, "-c", PROBE_SCRIPT], timeout=PROBE_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -199,19 +245,28 @@ def probe(executable: str) -> dict:
         info = None
     if not isinstance(info, dict) or not {"version_info", "implementation"} <= info.keys():
         raise RuntimeError(f"{executable}: does not behave as Python (unexpected probe output)")
+    if cache is not None and key is not None:
+        cache[key] = dict(info)
     return info
 
 
 def probe_all(executables: list[str]) -> dict:
     """{executable: info, or the RuntimeError saying why it is unusable}, probed side by side
-    so that a hung interpreter delays discovery by one timeout, not one per interpreter."""
+    so that a hung interpreter delays discovery by one timeout, not one per interpreter;
+    interpreters probed before with the same binary are answered from the probe cache."""
+    cache = _read_probe_cache()
+    known = dict(cache)
+
     def attempt(executable):
         try:
-            return probe(executable)
+            return probe(executable, cache)
         except RuntimeError as exc:
             return exc
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return dict(zip(executables, pool.map(attempt, executables)))
+        found = dict(zip(executables, pool.map(attempt, executables)))
+    if cache != known:
+        _write_probe_cache(cache)
+    return found
 
 
 def release_label(info: dict) -> str:
@@ -362,16 +417,19 @@ def provisioned_candidates() -> list[str]:
 
 
 def uv_candidates() -> list[str]:
-    uv = shutil.which("uv")
-    if not uv:
-        return []
+    """uv's managed interpreters: ``<dir>/<name>/bin/python3`` under uv's install directory
+    ($UV_PYTHON_INSTALL_DIR, else ${XDG_DATA_HOME:-~/.local/share}/uv/python). Read from the
+    directory, not from ``uv python list``, which inspects every Python on PATH (1.2 s here,
+    paid by every nox command)."""
+    root = os.environ.get("UV_PYTHON_INSTALL_DIR") or os.path.join(
+        os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "uv", "python")
     try:
-        out = subprocess.run([uv, "python", "list", "--only-installed", "--output-format", "json"],
-                             capture_output=True, text=True, timeout=20)
-        entries = json.loads(out.stdout) if out.returncode == 0 else []
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+        names = sorted(os.listdir(root))
+    except OSError:
         return []
-    return [e["path"] for e in entries if e.get("path") and "uv" in e.get("path", "")]
+    found = [os.path.join(root, name, "bin", "python3") for name in names
+             if not name.startswith(".")]
+    return [path for path in found if os.path.isfile(path)]
 
 
 def path_candidates() -> list[str]:
