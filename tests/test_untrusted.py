@@ -7,6 +7,9 @@ value is exit 2 naming the file or option, never a traceback or the regression c
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import io
 import json
 import os
 import re
@@ -26,10 +29,23 @@ SMOKE = PROFILES["smoke"]
 SCRIPTS = ROOT / "scripts"
 
 
-def tool(name: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run scripts/<name>.py as nox does; a hang fails the test instead of blocking it."""
-    return subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+def tool(name: str, *args, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """scripts/<name>.py's main, as its script runs it (cli.main_guard maps the exit status),
+    in this process: each script started anew paid 2-3 s of imports (pandas, scipy), and these
+    tests call them some sixty times. With ``timeout`` (a case that could hang: special files)
+    it runs as its own process, so a hang fails the test instead of blocking it."""
+    argv = [str(a) for a in args]
+    if timeout is not None:
+        return subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), *argv],
+                              capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    module = importlib.import_module(name)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = module.main(argv)
+        except SystemExit as exc:     # argparse's own exit 2
+            code = exc.code
+    return subprocess.CompletedProcess([name, *argv], code, out.getvalue(), err.getvalue())
 
 
 def good_run(results: Path, run_id: str = "R", slower: float = 1.0) -> Path:
