@@ -587,7 +587,7 @@ def test_real_interpreters_build_facts(machine_interpreters):
 
 
 def test_probes_are_cached_by_binary_and_a_changed_binary_is_probed_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(discovery.PROBE_CACHE_ENV, str(tmp_path / "cache" / "probes.json"))
     calls = tmp_path / "calls"
     wrapper = tmp_path / "python-wrapped"
     wrapper.write_text(f"#!/bin/sh\necho probe >> {calls}\nexec {sys.executable} \"$@\"\n")
@@ -599,5 +599,5 @@ def test_probes_are_cached_by_binary_and_a_changed_binary_is_probed_again(tmp_pa
     wrapper.write_text(wrapper.read_text() + "# changed\n")  # a rebuilt binary: probed again
     discovery.probe_all([str(wrapper)])
     assert calls.read_text().count("probe") == 2
-    (tmp_path / "cache" / discovery.PROBE_CACHE).write_text("{not json")  # damaged: ignored
+    (tmp_path / "cache" / "probes.json").write_text("{not json")  # damaged: ignored
     assert discovery.probe_all([str(wrapper)])[str(wrapper)]["implementation"] == "cpython"

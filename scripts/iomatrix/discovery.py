@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import hashlib
 import json
 import os
 import re
@@ -38,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from iomatrix import procs
-from iomatrix.paths import REPO_ROOT
+from iomatrix.paths import PROBE_CACHE_FILE, REPO_ROOT
 
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
 ENV_VARIABLE = "IOMATRIX_PYTHONS"
@@ -180,22 +181,24 @@ def build_facts(info: dict, source: str) -> dict:
 # What the probe said of each interpreter, keyed by its binary's identity (path, inode, size,
 # change time): nox imports the noxfile, and so discovers every interpreter, on every call, and
 # probing 15 interpreters took about 2 s here. A rebuilt or replaced binary has another key; a
-# failed probe is never kept. The file is a cache: unreadable, it is ignored and rewritten.
-PROBE_CACHE = "probes.json"
+# failed probe is never kept. The file is a cache: unreadable, it is ignored and rewritten. It
+# lives with nox's own environments (`rm -rf .nox` resets both), never in the build cache.
+PROBE_CACHE_ENV = "IOMATRIX_PROBE_CACHE"   # another file, for tests
 
 
 def _binary_key(executable: str) -> str | None:
+    """The binary's identity and the probe script's: a changed probe asks every binary again."""
     try:
         real = os.path.realpath(executable)
         st = os.stat(real)
     except OSError:
         return None
-    return f"{real}:{st.st_ino}:{st.st_size}:{st.st_ctime_ns}:{st.st_mtime_ns}"
+    script = hashlib.sha256(PROBE_SCRIPT.encode()).hexdigest()[:16]
+    return f"{real}:{st.st_ino}:{st.st_size}:{st.st_ctime_ns}:{st.st_mtime_ns}:{script}"
 
 
 def _probe_cache_path() -> Path:
-    from iomatrix import provision   # as in provisioned_recipes: provision lists builds by probing
-    return provision.cache_root() / PROBE_CACHE
+    return Path(os.environ.get(PROBE_CACHE_ENV) or PROBE_CACHE_FILE)
 
 
 def _read_probe_cache() -> dict:

@@ -11,3 +11,5 @@ RESULTS_DIR = REPO_ROOT / "results"
 REPORTS_DIR = REPO_ROOT / "reports"
 # Per-interpreter environments live with nox's own, so `rm -rf .nox` resets both.
 ENVS_DIR = REPO_ROOT / ".nox" / "iomatrix-envs"
+# What discovery's probe said of each interpreter binary (discovery.PROBE_CACHE_FILE).
+PROBE_CACHE_FILE = REPO_ROOT / ".nox" / "iomatrix-probes.json"
