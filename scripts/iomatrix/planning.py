@@ -229,3 +229,32 @@ def series_status(run, plan: SeriesPlan, planned: list, profile: Profile) -> tup
             all(n == rounds for n in missing.values()):
         return ("failed" if plan.error or plan.failed_ops else "not run"), missing
     return "incomplete", missing
+
+
+# Sources whose builds carry a distribution's own flags (as analysis.DISTRIBUTION_SOURCES).
+DISTRIBUTION_SOURCES = ("debian", "system")
+
+
+def lineage_labels(interpreters: list[Interpreter]) -> set[str]:
+    """The labels of the release lineage, chosen as the report chooses it (analysis.lineage,
+    which needs pandas: the bench side runs on nox's own Python without it): plain CPython
+    builds (not free-threaded, not a distribution's), per minor version the newest patch
+    release built by the recipe most of them share. 3.15's frame pointers are CPython's own
+    default (gh-149202), not its builder's, so a "-fp" from 3.15 on does not count."""
+    def recipe(interp):
+        parts = (interp.recipe or "").split("-")
+        if interp.version_info[:2] >= (3, 15):
+            parts = [p for p in parts if p != "fp"]
+        return "-".join(parts) or None
+    plain = [i for i in interpreters if i.ok and i.implementation == "cpython"
+             and not i.free_threaded and i.source not in DISTRIBUTION_SOURCES]
+    recipes = [recipe(i) for i in plain if recipe(i)]
+    common = max(dict.fromkeys(recipes), key=recipes.count) if recipes else None
+    newest: dict = {}
+    for interp in plain:
+        if recipe(interp) != common:
+            continue
+        minor = interp.version_info[:2]
+        if minor not in newest or interp.version_info > newest[minor].version_info:
+            newest[minor] = interp
+    return {interp.label for interp in newest.values()}

@@ -193,6 +193,10 @@ def counted_plans(run, plans: dict, spec: RunSpec) -> dict:
 
 def _plan_series(run, interpreters, spec: RunSpec, manifest: dict, log) -> dict:
     plans: dict[str, SeriesPlan] = {}
+    # Further allocator conditions time the lineage's releases again, not every variant:
+    # a twin round costs a process per op, and the lineage steps are what the report
+    # compares across conditions (allocator_section).
+    twinned = planning.lineage_labels(interpreters) - {spec.aa_twin}
     for interp in interpreters:
         for io_stack in spec.io_stacks:
             series = store.series_name(interp.label, io_stack)
@@ -215,7 +219,7 @@ def _plan_series(run, interpreters, spec: RunSpec, manifest: dict, log) -> dict:
                 except (environments.EnvironmentSetupError, RuntimeError) as exc:
                     plan.error = str(exc)
                     log(f"iomatrix: {series} FAILED before running: {procs.tail(str(exc), 3)}")
-            if interp.label != spec.aa_twin:
+            if interp.label in twinned:
                 for allocator in spec.allocator_twins:
                     twin = _plan_allocator_twin(run, plan, allocator, spec, manifest, log)
                     plans[twin.series] = twin

@@ -95,7 +95,7 @@ class RunSpec:
     work_dir: Path | None
     keep_fixtures: bool
     envs_dir: Path
-    # Further allocator conditions: every series but the A/A twin is timed again under each,
+    # Further allocator conditions: the lineage's releases are timed again under each,
     # for the ops of ALLOCATOR_TWIN_SUITES, as "<series>@<allocator>", one op per process.
     allocator_twins: tuple[str, ...] = ()
     keep_allocator_env: bool = False  # time under "default" with the caller's MALLOC_* set
