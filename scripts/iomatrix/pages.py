@@ -19,7 +19,8 @@ import pandas as pd
 
 from iomatrix import allocator_section, counts, native, stats, store
 from iomatrix.analysis import (VARIANT_KINDS, RunData, build_flag_differences, ordered_ops,
-                               ordered_series, process_means, series_info, with_all_conditions)
+                               lineage_recipe_lines, ordered_series, process_means, series_info,
+                               step_recipe_note, with_all_conditions)
 from iomatrix.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
 from iomatrix.markdown import (FASTER, SLOWER, code, collapse_zero_tables, fmt_ratio,
                                fmt_time, md, nowrap, row_id, table, wide_table)
@@ -452,11 +453,16 @@ def section_steps(an: Analysis, label: Labeller) -> list[str]:
                      str(sum(bool(c.significant) and c.ratio > 1 for c in cs)),
                      str(sum(bool(c.significant) and c.ratio < 1 for c in cs)),
                      str(sum(c.regression(an.threshold) for c in cs))])
+    # Which builds stand for the releases, and the steps whose two builds differ in more
+    # than the release (analysis.lineage): said where the steps are.
+    notes = [f"- {nowrap(f'{md(a)} → {md(b)}')}: {note}" for a, b in an.steps
+             if (note := step_recipe_note(an.lin, a, b))]
     return ["## Release steps", "",
             "Each release of the lineage against the one before it (the previous-release base): "
-            "geometric mean of the op ratios, and how many ops changed significantly.", "",
+            "geometric mean of the op ratios, and how many ops changed significantly. "
+            + " ".join(lineage_recipe_lines(an.data, an.lin)), "",
             table(rows, ["step", "ops", "geometric mean", SLOWER, FASTER,
-                         f"regressions > {an.threshold:.0%}"]), ""]
+                         f"regressions > {an.threshold:.0%}"]), ""] + notes + ([""] if notes else [])
 
 
 def section_variants(an: Analysis, link: str) -> list[str]:
