@@ -9,6 +9,10 @@ their siblings by bare name (``import _results``, ``from _api import ...``).
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,3 +109,14 @@ def test_a_cycle_is_found_and_named():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_stages_contract_holds():
+    """pyproject.toml's [tool.importlinter]: each stage of scripts/iomatrix/ imports only the
+    stages below it (import-linter checks indirect imports too)."""
+    lint = shutil.which("lint-imports", path=os.path.dirname(sys.executable))
+    assert lint, "import-linter is a test dependency (pyproject.toml)"
+    done = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "0 broken" in done.stdout

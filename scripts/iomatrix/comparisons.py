@@ -27,7 +27,7 @@ from iomatrix.analysis import (Lineage, RunData, compare_all, default_baseline, 
 MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
 
 
-EVIDENCE = ("confirmed", "time only", "counts only")
+EVIDENCE = ("confirmed", "memory", "time only", "counts only")
 FIRMNESS = ("firm", "borderline")
 
 
@@ -52,11 +52,17 @@ def is_finding(comparison: stats.Comparison, threshold: float) -> bool:
 
 def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | None) -> str | None:
     """The class of one step from its timing and its counts' move (``counts.count_move``):
-    "confirmed", "time only", "counts only", or None (no counts on a side, or nothing moved)."""
+    "confirmed", "memory" (estimated cycles, not instructions or system calls, move with
+    it), "time only", "counts only", or None (no counts on a side, or nothing moved)."""
     if move is None:
         return None
     if is_finding(comparison, threshold):
-        return "confirmed" if move["up" if comparison.ratio > 1 else "down"] else "time only"
+        side = "up" if comparison.ratio > 1 else "down"
+        if move[side]:
+            return "confirmed"
+        # Instructions and system calls flat, but the simulated cache misses move the estimated
+        # cycles the same way: explained by memory behaviour, not by the code run.
+        return "memory" if move.get(f"cycles_{side}") else "time only"
     return "counts only" if move["up"] or move["down"] else None
 
 

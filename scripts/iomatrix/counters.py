@@ -88,7 +88,7 @@ import time
 from pathlib import Path
 
 from iomatrix import contract, machine, procs, store
-from iomatrix.counts import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
+from iomatrix.countsfile import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
 from iomatrix.counttools import (callgrind_dumps, methods, syscall_windows, tool_prefix,
                                  tool_problems, use_valgrind_switch, window_counts)
 from iomatrix.paths import SUITES_DIR

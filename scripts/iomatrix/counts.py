@@ -9,32 +9,17 @@ from the run's A/A twin (``aa_exactness``).
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
-from iomatrix import store
+from iomatrix import callgrind, store
+# The file's format lives with its reader, below the stages (iomatrix.countsfile); the
+# names stay importable from here for the readers.
+from iomatrix.countsfile import (COUNT_CALLS, COUNTERS, FORMAT_VERSION,  # noqa: F401
+                                 RUSAGE_FIELDS, read_document)
 
-FORMAT_VERSION = 1
-COUNTERS = ("syscalls", "rusage", "instructions")
-RUSAGE_FIELDS = ("minflt", "majflt", "nvcsw", "nivcsw")
 MIB = 1024 * 1024
-COUNT_CALLS = 1  # counted calls per op, after one warm-up call
 MAX_SERIES_COLUMNS = 8
 MAX_COMPARE_ROWS = 40   # rows of each list in compare's comment
-
-
-def read_document(path: Path) -> dict | None:
-    """The counters file at ``path``, or None when there is none; ResultFileError naming
-    the field when it is not a valid one (iomatrix.schema.Counters: counts are
-    non-negative integers, at least one call per op)."""
-    if not os.path.lexists(path):
-        return None
-    data = store.read_json(path, kind="counters")
-    if not isinstance(data, dict) or data.get("iomatrix_counters_version") != FORMAT_VERSION \
-            or not isinstance(data.get("ops"), dict):  # checked here too where pydantic is not
-        raise store.ResultFileError(f"{path}: not an iomatrix counters file (version "
-                                    f"{FORMAT_VERSION})")
-    return data
 
 
 def load_document_rows(path: Path, series: str | None = None) -> list:
@@ -62,6 +47,12 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
                 values[field] = entry["rusage"][field]
         if isinstance(entry.get("instructions"), int):
             values["instructions"] = entry["instructions"]
+            # Memory behaviour as a count: cachegrind's rough cycle estimate from the
+            # instructions and callgrind's simulated cache misses (iomatrix.callgrind).
+            cycles = callgrind.estimated_cycles(entry["instructions"], entry.get("cache") or {}) \
+                if set(callgrind.EVENTS[1:]) <= set(entry.get("cache") or {}) else None
+            if cycles is not None:
+                values["estimated_cycles"] = cycles
         for counter, total in values.items():
             per_call = total / calls
             rows.append({"series": series, "suite": entry.get("suite"), "op": op,
@@ -72,7 +63,7 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
                          "free_threaded": interp.get("free_threaded"),
                          "source": interp.get("source"), "aa_of": interp.get("aa_of"),
                          "method": (document.get("methods") or {}).get(
-                             "instructions" if counter == "instructions" else
+                             "instructions" if counter in ("instructions", "estimated_cycles") else
                              "rusage" if counter in RUSAGE_FIELDS else "syscalls")})
     return rows
 
@@ -278,7 +269,8 @@ def aa_exactness(rows) -> list:
         if kind != "A/A":
             continue
         index = _index(rows)
-        for counter in ("syscalls", "instructions", "minflt", "majflt", "nvcsw", "nivcsw"):
+        for counter in ("syscalls", "instructions", "estimated_cycles", "minflt", "majflt",
+                        "nvcsw", "nivcsw"):
             diffs = []
             for (series, op, c), r in index.items():
                 if series == a and c == counter and (b, op, c) in index:
@@ -530,5 +522,41 @@ def count_move(rows, op: str, before: str, after: str,
         instructions = (ib["per_call"] - ia["per_call"]) / ia["per_call"]
         up = up or instructions > instructions_move
         down = down or instructions < -instructions_move
+    # Estimated cycles (instructions and simulated cache misses): what moves them beyond the
+    # instructions is memory behaviour. Only where both sides were counted with the cache.
+    ca, cb = index.get((before, op, "estimated_cycles")), index.get((after, op, "estimated_cycles"))
+    cycles = (cb["per_call"] - ca["per_call"]) / ca["per_call"] \
+        if ca and cb and ca["per_call"] and instructions is not None else None
     return {"up": up, "down": down, "instructions": instructions, "syscalls": changed,
-            "note": note}
+            "note": note, "cycles": cycles,
+            "cycles_up": cycles is not None and cycles > instructions_move,
+            "cycles_down": cycles is not None and cycles < -instructions_move}
+
+
+def load_functions(run_dir) -> dict:
+    """{(series, op): (counted calls, [[name, file, self instructions]])} of a run's counters
+    files, for the ops whose functions were kept (iomatrix.callgrind); unreadable files are
+    left out here (load_counts names them)."""
+    found = {}
+    for path in sorted(Path(run_dir).glob(f"*{store.COUNTERS_SUFFIX}")):
+        try:
+            document = read_document(path)
+        except store.ResultFileError:
+            continue
+        if not document:
+            continue
+        series = document.get("series") or path.name[:-len(store.COUNTERS_SUFFIX)]
+        for op, entry in document["ops"].items():
+            if entry.get("functions"):
+                found[(series, op)] = (entry.get("calls") or 1, entry["functions"])
+    return found
+
+
+def where_instructions_went(functions: dict, op: str, before: str, after: str,
+                            top: int = 5) -> list:
+    """The ``top`` functions whose self instructions per call changed most from ``before``
+    to ``after`` (iomatrix.callgrind.where_instructions_went); [] without both sides."""
+    a, b = functions.get((before, op)), functions.get((after, op))
+    if not a or not b:
+        return []
+    return callgrind.where_instructions_went(a[1], b[1], a[0], b[0], top)

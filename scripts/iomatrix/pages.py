@@ -255,7 +255,21 @@ def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
 USUAL_CLASSES = ("confirmed", "firm")    # said once above a table, not in every row
 
 
-def finding_notes(f: Finding, counted: list, untouched_note: str | None = None) -> str:
+def top_function(functions: dict, counted: list, f: Finding) -> str | None:
+    """The function whose own instructions per call changed most in a finding whose
+    instructions moved beyond the counts' threshold ("most in `memcpy` +1,234/call")."""
+    move = counts.count_move(counted, f.op, f.a, f.b) if counted else None
+    if not functions or not move or move["instructions"] is None or \
+            abs(move["instructions"]) <= counts.INSTRUCTIONS_MOVE:
+        return None
+    rows = counts.where_instructions_went(functions, f.op, f.a, f.b, top=1)
+    if not rows:
+        return None
+    return f"most in {code(rows[0]['name'])} {rows[0]['change']:+,.0f}/call"
+
+
+def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
+                  where: str | None = None) -> str:
     """What the counts say, after the finding's classes where they are not the usual ones
     (time only, counts only, borderline), whether its series splits into modes, and what
     the step is under glibc's untouched allocator where that differs."""
@@ -270,8 +284,11 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None) 
         # The largest syscall change and the instructions, each in one piece on a line of
         # its own ("`read` 91 → 4"), so the cell never wraps by itself.
         changed = counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1)
+        was_counted = {r["series"] for r in counted if r["op"] == f.op} >= {f.a, f.b}
         parts += [nowrap(part) for part in changed.split("; ")] if changed \
-            else ["counts: no change"]
+            else ["counts: no change"] if was_counted else ["not counted"]
+    if where:
+        parts.append(nowrap(where))
     return "<br>".join(parts)
 
 
@@ -289,7 +306,9 @@ def classes_sentence(listed: list, threshold: float) -> str:
                     f"{threshold:.0%} too)")
     if not said:
         return ""
-    meanings = {"time only": "the counts did not move with it",
+    meanings = {"memory": "instructions and system calls flat; the simulated cache misses "
+                          "move its estimated cycles the same way",
+                "time only": "the counts did not move with it",
                 "counts only": "the counts moved, the time did not decide",
                 "borderline": "the next run's ratio may fall within the threshold"}
     markers = [f"*{name}* ({meanings[name]})" for name in meanings
@@ -351,6 +370,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
     untouched = allocator_section.untouched_steps(an.data) \
         if an.data.all_conditions is not None else {}
+    functions = counts.load_functions(an.data.run.path) if an.data.run else {}
     with_notes = bool(counted) or bool(untouched) or any(
         getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
@@ -373,7 +393,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                          time_cell(an, f, nbytes_of)]
                         + ([finding_notes(f, counted if counted else None,
                                           allocator_section.finding_note(
-                                              untouched, f.op, f.a, f.b, an.threshold))]
+                                              untouched, f.op, f.a, f.b, an.threshold),
+                                          top_function(functions, counted, f))]
                            if with_notes else []))
         headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
                    "time per call<br>throughput"]

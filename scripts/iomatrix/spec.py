@@ -17,7 +17,7 @@ import random
 from pathlib import Path
 
 from iomatrix import cli, contract, environments, machine, sampling, selection, store
-from iomatrix.counts import COUNTERS
+from iomatrix.countsfile import COUNTERS
 from iomatrix.profiles import PROFILES, Profile
 
 AFFINITIES = ("one", "all")

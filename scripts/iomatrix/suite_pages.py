@@ -9,11 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 
-from iomatrix import native, stats
+from iomatrix import counts, native, stats
 from iomatrix.comparisons import Analysis
 from iomatrix.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio, fmt_time, md,
-                               nowrap, row_id, wide_table)
+                               nowrap, row_id, table, wide_table)
 from iomatrix.sections import column_title, section_memory, section_sentences
 
 
@@ -79,6 +80,7 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
         lines += [f"## Against {code(an.baseline)}", ""] + wide_table(rows, [
             (column_title(an.data, s), lambda op, s=s: ratio_cell(an.baseline_cmp.get((op, s))))
             for s in order if s != an.baseline])
+    lines += section_functions(an, ops)
     lines += section_times(an, ops, rows, order, anchors)
     lines += section_reference(an, ops)
     lines += section_noise(an, ops, rows, order)
@@ -87,6 +89,61 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
     if suite == "lutz2009" and others:
         lines += section_sentences(ops, order, an.oldest, an.oldest_cmp)
     return "\n".join(lines)
+
+
+WHERE_TOP = 5
+
+
+def short_file(path: str) -> str:
+    """A source file as a reader looks it up: CPython's from its tree's root
+    (``Objects/obmalloc.c``), any other by its last two parts."""
+    inside = re.split(r"/Python-[0-9][^/]*/", path)
+    if len(inside) > 1:
+        return inside[-1]
+    return "/".join(path.replace("\\", "/").split("/")[-2:])
+
+
+def fmt_count(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def section_functions(an: Analysis, ops: list) -> list[str]:
+    """Where the instructions went: for each finding of these ops whose instructions moved
+    beyond the counts' threshold, the functions whose self instructions per call changed
+    most (callgrind, counting pass), matched by name; a function kept on one side only
+    shows "—" on the other (below the kept share there, renamed or inlined)."""
+    if an.data.run is None:
+        return []
+    functions = counts.load_functions(an.data.run.path)
+    if not functions:
+        return []
+    lines = []
+    for f in an.findings():
+        if f.op not in ops:
+            continue
+        move = counts.count_move(an.counted, f.op, f.a, f.b) if an.counted else None
+        if not move or move["instructions"] is None or \
+                abs(move["instructions"]) <= counts.INSTRUCTIONS_MOVE:
+            continue
+        rows = counts.where_instructions_went(functions, f.op, f.a, f.b, WHERE_TOP)
+        if not rows:
+            continue
+        table_rows = [[code(r["name"]), md(short_file(r["file"])), fmt_count(r["a"]),
+                       fmt_count(r["b"]),
+                       "—" if r["share"] is None else f"{r['share']:+.0%}"] for r in rows]
+        lines += [f"### {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')}: instructions "
+                  f"{move['instructions']:+.1%}", "",
+                  table(table_rows, ["function", "file", f"{md(f.a)} per call",
+                                     f"{md(f.b)} per call", "share of the change"],
+                        ["left", "left", "right", "right", "right"]), ""]
+    if not lines:
+        return []
+    return ["## Where the instructions went", "",
+            f"For each finding whose instructions moved by more than "
+            f"{counts.INSTRUCTIONS_MOVE:.0%}: the {WHERE_TOP} functions whose own instructions "
+            "per call changed most (callgrind's self counts in the counting pass, on its "
+            "smaller fixtures; functions matched by name; —: below the kept share on that "
+            "side, or not there at all).", ""] + lines
 
 
 def section_times(an: Analysis, ops: list, rows: list, order: list,
