@@ -228,3 +228,38 @@ def test_a_run_without_counts_has_no_evidence_and_says_nothing_guessed(tmp_path)
     an = comparisons.analyse(analysis.load_run(run), None, 0.05)
     (finding,) = an.findings()
     assert finding.evidence is None and finding.note is None and an.counts_only() == []
+
+
+def test_memory_explains_a_finding_whose_estimated_cycles_move_with_it():
+    slower, faster = comparison(1.20, 1.15, 1.25), comparison(0.80, 0.75, 0.85)
+    cache_up = {**FLAT, "cycles": 0.15, "cycles_up": True, "cycles_down": False}
+    assert comparisons.evidence_of(slower, 0.05, cache_up) == "memory"
+    assert comparisons.evidence_of(faster, 0.05, cache_up) == "time only"   # the other way
+    assert comparisons.evidence_of(slower, 0.05, {**MORE_INSTRUCTIONS, "cycles_up": True}) \
+        == "confirmed"                                  # instructions say it first
+
+
+def test_estimated_cycles_and_functions_are_read_from_a_counters_file(tmp_path):
+    from iomatrix import callgrind, countsfile
+    cache = {"Dr": 400, "Dw": 100, "I1mr": 20, "D1mr": 50, "D1mw": 30, "ILmr": 10, "DLmr": 10,
+             "DLmw": 0}
+    documents = {
+        "3.11": [["PyEval", "Python/ceval.c", 600], ["memcpy", "string/memmove.S", 300]],
+        "3.12": [["PyEval", "Python/ceval.c", 700], ["__tls_get_addr", "elf/tls.S", 900]],
+    }
+    for series, functions in documents.items():
+        instructions = sum(ir for _, _, ir in functions) + 100
+        (tmp_path / f"{series}{store.COUNTERS_SUFFIX}").write_text(json.dumps({
+            "iomatrix_counters_version": countsfile.FORMAT_VERSION, "series": series,
+            "ops": {"op": {"suite": "lutz2009", "calls": 1, "bytes_per_call": 1000,
+                           "syscalls": {"read": 3}, "instructions": instructions,
+                           "cache": cache, "functions": functions}}}))
+    rows = counts.load_counts(tmp_path)
+    cycles = {r["series"]: r["per_call"] for r in rows if r["counter"] == "estimated_cycles"}
+    assert cycles["3.11"] == callgrind.estimated_cycles(1000, cache)
+    move = counts.count_move(rows, "op", "3.11", "3.12")
+    assert move["instructions"] == pytest.approx(0.7) and move["cycles"] is not None
+    went = counts.where_instructions_went(counts.load_functions(tmp_path), "op", "3.11", "3.12")
+    assert [r["name"] for r in went][:2] == ["__tls_get_addr", "memcpy"]
+    assert went[0]["a"] is None and went[1]["b"] is None   # one-sided, named, never dropped
+    assert counts.where_instructions_went({}, "op", "3.11", "3.12") == []

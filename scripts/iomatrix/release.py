@@ -356,7 +356,10 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
         f"({old.version}), with an A/A twin of {old.label}")
     run_args = bench.parser("release", matrix=True).parse_args(
         ["--profile", args.profile, "--suite", args.suite, "--results-dir", str(args.results_dir),
-         "--run-id", args.run_id])
+         "--run-id", args.run_id,
+         # The comparison is NEW against OLD under one condition: a further allocator
+         # condition would time the lineage's newest release alone (planning.lineage_labels).
+         "--allocator", "steady"])
     try:
         manifest = bench.run(interpreters, [old.label, new.label], run_args, aa=old.label, log=log)
     except bench.BenchError as exc:
