@@ -283,9 +283,14 @@ def summary_clause(data: RunData, label=lambda series: series) -> str:
     if not steps:
         return ""
     s = steps[0]
+    full = with_all_conditions(data)
+    pairs = pair_series(full)
+    faults = [faults_per_call(full, pairs[side][UNTOUCHED], s.op) for side in (s.older, s.newer)]
     words = "slower" if s.untouched.ratio > 1 else "faster"
     size = s.untouched.ratio if s.untouched.ratio > 1 else 1 / s.untouched.ratio
     pinned = s.pinned.ratio if s.untouched.ratio > 1 else 1 / s.pinned.ratio
+    paying = (f", with {fmt_faults(faults[0])} → {fmt_faults(faults[1])} minor page faults per "
+              "call" if None not in faults else "")
     return (f"With glibc's allocator untouched, as an ordinary program runs, "
-            f"{label(s.newer)} runs {s.op} {size:.1f} times {words} than {label(s.older)} "
-            f"({pinned:.2f} times with the heap pinned steady)")
+            f"{label(s.newer)} runs {s.op} {size:.1f} times {words} than {label(s.older)}"
+            f"{paying} ({pinned:.2f} times with the heap pinned steady)")
