@@ -201,7 +201,9 @@ def provision(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (real interpreters, real pyperf runs with tiny settings)."""
     session.install(*EXTRAS["test"])
-    # Two workers (pytest-xdist), one per core: most tests wait on real interpreters and pyperf
-    # workers, so the suite takes about half as long. A module's tests stay on one worker
-    # (--dist loadfile) so its module-scoped fixtures (smoke runs) are built once.
-    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "2", "--dist", "loadfile"]))
+    # Four pytest-xdist workers on this 2-core kind of machine: most tests wait on real
+    # interpreters, pyperf workers and timeouts (with two workers the suite kept about one
+    # core busy), so four finish in about half the time. worksteal balances the long tests;
+    # a module-scoped fixture may then be built once per worker that runs its tests.
+    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "4",
+                                                 "--dist", "worksteal"]))

@@ -25,10 +25,19 @@ def stored(run_id: str) -> store.Run:
     return store.Run(RESULTS, run_id)
 
 
+def kept_runs() -> list[str]:
+    """The runs of the published trio still in the tree (results/ keeps 171157Z; git history
+    has the other two)."""
+    return [r for r in TRIO if (RESULTS / r / store.MANIFEST).is_file()]
+
+
 @pytest.fixture(scope="module")
 def trio():
-    """The published trio, analysed as the report does."""
-    return [comparisons.analyse(analysis.load_run(stored(r)), None, 0.05) for r in TRIO]
+    """The runs of the published trio in the tree, analysed as the report does."""
+    kept = kept_runs()
+    if not kept:
+        pytest.skip("no run of the published trio is in results/")
+    return [comparisons.analyse(analysis.load_run(stored(r)), None, 0.05) for r in kept]
 
 
 # -- evidence: do the counts move with the timing? ------------------------------------------
@@ -53,7 +62,7 @@ def test_the_evidence_classes_by_hand():
 
 
 def test_the_counts_of_the_published_runs_move_as_the_issue_says(trio):
-    rows = trio[2].counted
+    rows = trio[-1].counted
     byline = counts.count_move(rows, "read_byLines_binaryMode", "3.11", "3.12")
     assert byline["up"] and byline["instructions"] == pytest.approx(0.898, abs=0.001)
     # PyPy has no instruction counts: its evidence is its syscalls, and the note says so.
@@ -189,7 +198,7 @@ def make_lockstep_run(results, run_id, slow_ms):
         manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
                                            "version_info": [3, minor, 0],
                                            "version": f"3.{minor}.0", "status": "ok"}
-        published = RESULTS / TRIO[1] / f"{label}{store.COUNTERS_SUFFIX}"
+        published = RESULTS / (kept_runs() or TRIO)[0] / f"{label}{store.COUNTERS_SUFFIX}"
         if published.is_file():
             shutil.copy(published, run_dir / published.name)
     (run_dir / store.MANIFEST).write_text(json.dumps(manifest))

@@ -30,7 +30,7 @@ import math
 import os
 from pathlib import Path
 
-from iomatrix import analysis, cli, comparisons, phase, stats, store
+from iomatrix import allocator_section, analysis, cli, comparisons, phase, stats, store
 from iomatrix.markdown import code, fmt_ratio, names, table
 
 MOVED_MOST = 5            # cells listed as the ones that moved most between runs
@@ -168,12 +168,19 @@ def load(run: store.Run, name: str, threshold: float) -> RunView:
         raise cli.BadInput(f"run {name}: no release step to compare (its series "
                            f"{', '.join(an.order) or 'none'} hold fewer than two CPython "
                            "releases)")
-    condition = ""   # one set of conditions per run until issue 28 adds a second allocator
+    condition = ""   # the run's own condition
     cells = {Cell(op, a, b, condition): c for (op, a, b), c in an.step_cmp.items()}
     verdicts = {cell: "same" for cell in cells}
     for finding in an.findings():
         cell = Cell(finding.op, finding.a, finding.b, condition)
         verdicts[cell] = "slower" if finding.comparison.ratio > 1 else "faster"
+    # A further allocator condition's lineage steps (<series>@default) are cells of their own,
+    # compared only with the same condition's cells of other runs.
+    for (op, a, b), c in allocator_section.untouched_steps(data).items():
+        cell = Cell(op, a, b, allocator_section.UNTOUCHED)
+        cells[cell] = c
+        verdicts[cell] = ("slower" if c.ratio > 1 else "faster") \
+            if comparisons.is_finding(c, threshold) else "same"
     return RunView(name, run, an, cells, verdicts)
 
 
@@ -336,6 +343,21 @@ def render(result: Agreement) -> str:
         f"({len(same) / len(result.cells):.0%}).",
         f"- **Findings** that hold in every run: {len(everywhere)}; in some runs only: "
         f"{len(somewhere)}{flipped}.", ""]
+    by_condition = {}
+    for cell in result.cells:
+        by_condition.setdefault(cell.condition, []).append(cell)
+    if len(by_condition) > 1:
+        # Each allocator condition on its own: the untouched allocator's ratios are larger
+        # and move differently, so one mixed figure would hide either.
+        for condition, cells in by_condition.items():
+            c_median, c_p90, c_max = spread_figures(
+                [v for cell in cells for v in result.spreads[cell]])
+            c_same = [cell for cell in cells if cell in set(same)]
+            lines.append(f"- {code(condition or runs[0].manifest.get('allocator') or 'steady')}"
+                         f": {len(cells)} cells, spread median {c_median:.3f}, "
+                         f"p{SPREAD_PERCENTILE} {c_p90:.3f}, max {c_max:.3f}; verdicts the same "
+                         f"in {len(c_same)} ({len(c_same) / len(cells):.0%})")
+        lines.append("")
 
     def ratio_row(cell):
         return [code(cell.op), cell.step] + [fmt_ratio(run.cells[cell], threshold)

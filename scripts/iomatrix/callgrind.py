@@ -29,6 +29,7 @@ interpreter, and repeatable.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
@@ -48,6 +49,9 @@ FUNCTION_SHARE = 0.002
 MAX_FUNCTIONS = 40
 # The file names callgrind uses for code without debug information.
 UNKNOWN_FILE = "???"
+
+
+RECURSION_LEVEL = re.compile(r"'\d+$")
 
 
 class CallgrindFormatError(ValueError):
@@ -106,7 +110,9 @@ def read_profile(path: Path) -> dict:
             elif key in ("cfi", "cfl"):
                 _compressed(value, file_names)
             elif key == "fn":
-                current = _compressed(value, fn_names)
+                # "PyEval_EvalFrameEx'2": callgrind's name for the second level of a
+                # recursion; the levels are one function.
+                current = RECURSION_LEVEL.sub("", _compressed(value, fn_names))
                 functions.setdefault(current, {"file": current_file,
                                                **{event: 0 for event in events or EVENTS}})
             elif key == "cfn":
@@ -164,8 +170,13 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
     signed)}. Functions are matched by name; a renamed or inlined one shows as two
     one-sided rows, never dropped.
     """
-    a = {name: (file, ir / calls_a) for name, file, ir in a_functions}
-    b = {name: (file, ir / calls_b) for name, file, ir in b_functions}
+    def per_call(functions, calls):
+        found = {}
+        for name, file, ir in functions:   # files written before recursion levels were merged
+            name = RECURSION_LEVEL.sub("", name)
+            found[name] = (file, found.get(name, (file, 0.0))[1] + ir / calls)
+        return found
+    a, b = per_call(a_functions, calls_a), per_call(b_functions, calls_b)
     rows = []
     for name in set(a) | set(b):
         file = (b.get(name) or a.get(name))[0]

@@ -265,7 +265,11 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     rows = counts.where_instructions_went(functions, f.op, f.a, f.b, top=1)
     if not rows:
         return None
-    return f"most in {code(rows[0]['name'])} {rows[0]['change']:+,.0f}/call"
+    top = rows[0]
+    # A function kept on one side only (renamed, inlined, below the kept share) says so.
+    only = f" (only in {md(f.b)})" if top["a"] is None else \
+        f" (only in {md(f.a)})" if top["b"] is None else ""
+    return f"most in {code(top['name'])}{only} {top['change']:+,.0f}/call"
 
 
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
