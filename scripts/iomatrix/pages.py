@@ -747,9 +747,10 @@ def build_pages(data: RunData, baseline: str | None = None,
     an = analyse(data, baseline, threshold)
     shown = display_order(an)
     label = Labeller(data)
-    summary = summary_paragraph(an, label) if len(order) > 1 else ""
+    # What an ordinary program sees comes first: its labels are the first to show versions.
     untouched_clause = allocator_section.summary_clause(data, label)
-    if untouched_clause:   # what an ordinary program sees comes first
+    summary = summary_paragraph(an, label) if len(order) > 1 else ""
+    if untouched_clause:
         summary = f"{untouched_clause}. {summary}" if summary else f"{untouched_clause}."
     extra = {}
     if data.run is not None:
