@@ -19,7 +19,8 @@ import pandas as pd
 
 from iomatrix import allocator_section, counts, native, stats, store
 from iomatrix.analysis import (VARIANT_KINDS, RunData, build_flag_differences, ordered_ops,
-                               lineage_recipe_lines, ordered_series, process_means, series_info,
+                               is_condition_twin, lineage_recipe_lines, ordered_series,
+                               process_means, series_info,
                                step_recipe_note, with_all_conditions)
 from iomatrix.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
 from iomatrix.markdown import (FASTER, SLOWER, code, collapse_zero_tables, fmt_ratio,
@@ -53,7 +54,8 @@ def timer_notes(data: RunData) -> list[str]:
     """What times each interpreter: pyperf under Python 2 has no perf_counter."""
     notes = []
     for series, info in sorted(data.manifest.get("interpreters", {}).items()):
-        if (info.get("version_info") or [3])[0] == 2 and info.get("pyperf_version"):
+        if (info.get("version_info") or [3])[0] == 2 and info.get("pyperf_version") \
+                and not is_condition_twin(data.manifest, series):
             notes.append(f"{code(series)} runs pyperf {md(info['pyperf_version'])}, which under "
                          "Python 2 times with `time.time()` (wall-clock time of the day) instead "
                          "of `time.perf_counter()`: its times are coarser and follow clock "

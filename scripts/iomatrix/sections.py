@@ -9,7 +9,8 @@ import math
 from pathlib import Path
 
 from iomatrix import native, phase, stats, store, study
-from iomatrix.analysis import RunData, compare_all, process_means, series_info, series_sort_key
+from iomatrix.analysis import (RunData, compare_all, is_condition_twin, process_means,
+                               series_info, series_sort_key)
 from iomatrix.markdown import MAX_COLUMNS, code, fmt_ratio, md, nowrap, table, wide_table
 from iomatrix.paths import REPO_ROOT
 
@@ -112,7 +113,8 @@ def section_warnings(data: RunData) -> list[str]:
                         "average); other work may have competed with the benchmarks.")
     builds = {}
     for series, info in m.get("interpreters", {}).items():
-        if info.get("status") == "failed" or info.get("implementation") != "cpython":
+        if info.get("status") == "failed" or info.get("implementation") != "cpython" \
+                or is_condition_twin(m, series):   # the same build, another allocator
             continue
         kind = []
         kind.append("PGO+LTO" if info.get("optimized") and info.get("lto") else
