@@ -292,6 +292,6 @@ def test_a_long_op_name_takes_two_lines_not_the_columns_width():
     assert markdown.visible_text(cell).replace(" ", "") == long_op
     assert markdown.min_content_chars(cell) <= pages.OP_LINE
     fixture = pages.op_link("read_byBlocks_binaryMode[large.bin]", "x.md")
-    assert "`read_byBlocks_binaryMode`<br>`[large.bin]`" in fixture
+    assert "`read_byBlocks`<br>`_binaryMode`<br>`[large.bin]`" in fixture
     assert pages.op_link("read_byLines_textMode", "x.md") == \
         "[`read_byLines_textMode`](x.md#op-read_bylines_textmode)"

@@ -271,7 +271,8 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     # A function kept on one side only (renamed, inlined, below the kept share) says so.
     only = f" (only in {md(f.b)})" if top["a"] is None else \
         f" (only in {md(f.a)})" if top["b"] is None else ""
-    return f"most in {code(top['name'])}{only} {top['change']:+,.0f}/call"
+    change = nowrap(f"{top['change']:+,.0f}/call")
+    return f"most in {code(top['name'])}{only} {change}"
 
 
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
@@ -283,7 +284,7 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
     tags = [md(t) for t in tags if t and t not in USUAL_CLASSES]
     if getattr(f, "modes", None):
         tags.append("splits into modes")
-    parts = [f"*{nowrap(', '.join(tags))}*"] if tags else []
+    parts = [f"*{', '.join(nowrap(tag) for tag in tags)}*"] if tags else []
     if untouched_note:
         parts.append(f"*{nowrap(untouched_note)}*")
     if counted is not None:
@@ -294,7 +295,9 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
         parts += [nowrap(part) for part in changed.split("; ")] if changed \
             else ["counts: no change"] if was_counted else ["not counted"]
     if where:
-        parts.append(nowrap(where))
+        # a function's name may be long: this line may wrap (between words), the ratio
+        # and counts above it never do
+        parts.append(where)
     return "<br>".join(parts)
 
 
@@ -327,19 +330,22 @@ def classes_sentence(listed: list, threshold: float) -> str:
             + ", ".join(markers) + ".")
 
 
-OP_LINE = 30      # characters of an op name on one line of a findings table
+OP_LINE = 22      # characters of an op name on one line of a findings table
 
 
 def op_link(op: str, target: str) -> str:
-    """An op linking to its row. A long name goes on two lines, so the column stays narrow:
-    at its fixture (``read_byBlocks_binaryMode``, then ``[large.bin]``), else at the last
-    ``_`` within OP_LINE characters."""
+    """An op linking to its row. A long name goes on several lines, so the column stays
+    narrow: at its fixture (``read_byBlocks_binaryMode``, then ``[large.bin]``), and at the
+    last ``_`` within OP_LINE characters of each line."""
     name, bracket, fixture = op.partition("[")
+    parts, rest = [], name
+    while len(rest) > OP_LINE and rest.rfind("_", 1, OP_LINE) > 0:
+        cut = rest.rfind("_", 1, OP_LINE)
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    parts.append(rest)
     if bracket:
-        parts = [name, bracket + fixture]
-    else:
-        cut = op.rfind("_", 0, OP_LINE) if len(op) > OP_LINE else -1
-        parts = [op[:cut], op[cut:]] if cut > 0 else [op]
+        parts.append(bracket + fixture)
     return f"[{'<br>'.join(code(part) for part in parts)}]({target}#{row_id(op)})"
 
 
