@@ -134,6 +134,12 @@ class Analysis:
                        "; ".join(split) or None, move["note"] if move else None, next_run)
 
     @functools.cached_property
+    def functions(self) -> dict:
+        """The functions the counting pass kept per (series, op) (counts.load_functions),
+        read once for every page of the report."""
+        return counts.load_functions(self.data.run.path) if self.data.run else {}
+
+    @functools.cached_property
     def _classified(self) -> tuple[list[Finding], list[Finding]]:
         # The bootstrap costs some 50 ms a finding: classify once, for every page.
         found, counts_only = [], []

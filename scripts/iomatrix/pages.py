@@ -382,7 +382,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
     untouched = allocator_section.untouched_steps(an.data) \
         if an.data.all_conditions is not None else {}
-    functions = counts.load_functions(an.data.run.path) if an.data.run else {}
+    functions = an.functions
     with_notes = bool(counted) or bool(untouched) or any(
         getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))

@@ -112,9 +112,7 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
     beyond the counts' threshold, the functions whose self instructions per call changed
     most (callgrind, counting pass), matched by name; a function kept on one side only
     shows "—" on the other (below the kept share there, renamed or inlined)."""
-    if an.data.run is None:
-        return []
-    functions = counts.load_functions(an.data.run.path)
+    functions = an.functions
     if not functions:
         return []
     lines = []
