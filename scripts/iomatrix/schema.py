@@ -164,7 +164,19 @@ class CounterEntry(Ours):
     failed_ops: dict[str, dict[str, str]] = {}
 
 
-class InterpreterEntry(Ours):
+class SeriesStatus(Ours):
+    """What the runner records of a series' files (record.record_series): its status,
+    what is missing or failed; shared by the interpreters' entries and the C reference's."""
+    status: Text = None
+    planned_ops: list[str] = []
+    missing: dict[str, Count] = {}
+    results_file: Text = None
+    skipped_ops: dict[str, str] = {}
+    failed_ops: dict[str, str] = {}
+    error_tail: Text = None
+
+
+class InterpreterEntry(SeriesStatus):
     """One series of the run: what discovery found, the build, and the series' status."""
     label: Text = None
     series: Text = None
@@ -199,13 +211,6 @@ class InterpreterEntry(Ours):
     allocator_of: Text = Field(None, description="the series it times again under it")
     pyperf_version: Text = None
     environment_notes: Text = None
-    planned_ops: list[str] = []
-    status: Text = None
-    missing: dict[str, Count] = {}
-    results_file: Text = None
-    skipped_ops: dict[str, str] = {}
-    failed_ops: dict[str, str] = {}
-    error_tail: Text = None
     counters: Optional[CounterEntry] = None
 
 
@@ -221,16 +226,9 @@ class NativeBest(Ours):
     repeat: Annotated[int, Field(ge=1)] = 1
 
 
-class NativeEntry(Ours):
+class NativeEntry(SeriesStatus):
     """The C reference (iomatrix.native)."""
     tool: Text = None
-    status: Text = None
-    planned_ops: list[str] = []
-    missing: dict[str, Count] = {}
-    results_file: Text = None
-    skipped_ops: dict[str, str] = {}
-    failed_ops: dict[str, str] = {}
-    error_tail: Text = None
     best: Optional[NativeBest] = None
 
 
