@@ -179,12 +179,13 @@ def allocator_section(data: RunData, change: float = STEP_CHANGE) -> str:
         lines += [f"None: every lineage step is within {change:.0%} under both conditions.", ""]
     lines += ["### Default against steady, per op and interpreter", ""]
     all_cells = cells(data)
+    means = process_means(data.frame)
     rows = []
     for cell in all_cells:
         by_condition = pairs[cell.interpreter]
         rows.append([code(cell.op), md(cell.interpreter),
-                     op_time(data, by_condition[PINNED], cell.op),
-                     op_time(data, by_condition[UNTOUCHED], cell.op), fmt_ratio(cell.comparison),
+                     op_time(means, by_condition[PINNED], cell.op),
+                     op_time(means, by_condition[UNTOUCHED], cell.op), fmt_ratio(cell.comparison),
                      fmt_faults(cell.faults_pinned), fmt_faults(cell.faults_untouched),
                      md(cell.recorded) if cell.recorded else ""])
     for interpreter in pairs:
@@ -198,10 +199,11 @@ def allocator_section(data: RunData, change: float = STEP_CHANGE) -> str:
     return "\n".join(lines)
 
 
-def op_time(data: RunData, series: str, op: str) -> str:
-    """The op's time per call under ``series``, by the ratios' estimator."""
-    means = process_means(data.frame).get((series, op))
-    return fmt_time(stats.location(means.values())) if means else "—"
+def op_time(means: dict, series: str, op: str) -> str:
+    """The op's time per call under ``series``, by the ratios' estimator; ``means`` are
+    ``process_means`` of the run's frame."""
+    per_round = means.get((series, op))
+    return fmt_time(stats.location(per_round.values())) if per_round else "—"
 
 
 # -- what the main page says of the untouched allocator ---------------------------------------
