@@ -221,3 +221,17 @@ def test_a_settling_call_is_made_once_and_its_counts_are_not_kept():
     harness.settle(timer, totals)
     assert calls == [1]
     assert totals == {"iomatrix_minflt": 3}
+
+
+def test_a_group_started_ahead_never_takes_a_part_a_running_batch_will_write(tmp_path):
+    # The one-op workers of a twin series share (series, suite, round): while one runs, the
+    # next group's batch of the same series is made; it must write beside it, not over it.
+    run = store.Run(tmp_path, "R")
+    task = planning.Task("3.12@default", "c", "lutz2009", 3, ["read_x"], True)
+    reserved: set = set()
+    first = planning.part_for(run, task, reserved)
+    reserved.add(first)
+    second = planning.part_for(run, task, reserved)
+    assert first.name == "r003--lutz2009.json"
+    assert second.name == "r003--lutz2009--2.json"
+    assert planning.part_key(second.name) == ("lutz2009", 3)

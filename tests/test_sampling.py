@@ -82,3 +82,43 @@ def test_a_part_of_one_op_is_read_with_its_metadata_at_the_top(tmp_path):
                                   "values": [0.02, 0.04]}]}]}))
     assert planning.parts_on_disk(run, "3.13") == {("copies", 0): {"copies_copyfileobj_default"}}
     assert sampling.process_means(run, "3.13") == {"copies_copyfileobj_default": {0: 0.03}}
+
+
+def test_a_step_is_borderline_when_its_interval_reaches_back_across_the_threshold():
+    from iomatrix import stats
+    def comparison(ratio, low, high):
+        return stats.Comparison(ratio, low, high, None if low is None else (low > 1 or high < 1),
+                                8, 8, True)
+    assert sampling.is_borderline(comparison(1.08, 1.03, 1.12), 0.05)        # slower, unsure
+    assert not sampling.is_borderline(comparison(1.08, 1.06, 1.12), 0.05)    # firmly beyond
+    assert not sampling.is_borderline(comparison(1.02, 0.97, 1.08), 0.05)    # within
+    assert sampling.is_borderline(comparison(0.90, 0.85, 0.97), 0.05)        # faster, unsure
+    assert not sampling.is_borderline(comparison(0.90, 0.85, 0.94), 0.05)
+    assert sampling.is_borderline(comparison(1.30, None, None), 0.05)        # no interval yet
+
+
+def test_extra_rounds_go_to_the_ops_of_borderline_release_steps_first(tmp_path):
+    """Two lineage releases: one op's step is settled beyond 5%, the other's estimate is
+    beyond it with rounds that disagree; only the second gets the extra round."""
+    from iomatrix import discovery
+    run = store.Run(tmp_path, "B")
+    times = {"3.12": {"settled": [1.0] * 6, "unsure": [1.0] * 6},
+             "3.13": {"settled": [1.2, 1.21, 1.19, 1.2, 1.22, 1.2],
+                      "unsure": [1.3, 0.98, 1.25, 1.01, 1.2, 1.15]}}
+    plans = {}
+    for label, ops in times.items():
+        info = {"version_info": [3, int(label[2:]), 0], "implementation": "cpython",
+                "recipe": "shared-O3"}
+        plans[label] = planning.SeriesPlan(label, discovery.Interpreter(label, "/x", "pyenv", info),
+                                           "c", ops=[("lutz2009", op) for op in ops])
+        for r in range(6):
+            part = run.part_file(label, "lutz2009", r)
+            part.parent.mkdir(parents=True, exist_ok=True)
+            part.write_text(json.dumps({"version": "1.0", "metadata": {}, "benchmarks": [
+                {"metadata": {"name": op, "loops": 1},
+                 "runs": [{"metadata": {}, "values": [values[r]]}]}
+                for op, values in ops.items()]}))
+    assert sampling.borderline_steps(run, plans) == [("unsure", "3.12", "3.13")]
+    tasks = sampling.extra_round(run, plans, 6, 0.015, __import__("random").Random(0))
+    assert {op for task in tasks for op in task.ops} == {"unsure"}
+    assert {task.series for task in tasks} == {"3.12", "3.13"}

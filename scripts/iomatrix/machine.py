@@ -60,6 +60,23 @@ def timing_cpus(affinity: str) -> tuple[set | None, str]:
     return {allowed[-1]}, f"CPU {allowed[-1]}"
 
 
+def usable_cpus() -> set | None:
+    """Every CPU this process may use (None where affinity cannot be read)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:
+        return None
+
+
+def spare_cpus(affinity: str) -> set | None:
+    """The CPUs this process may use that time no worker; None when there are none."""
+    timing = timing_cpus(affinity)[0]
+    usable = usable_cpus()
+    if timing is None or usable is None:
+        return None
+    return (usable - timing) or None
+
+
 def facts() -> dict:
     cpu = platform.processor() or "?"
     try:

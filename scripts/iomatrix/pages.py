@@ -30,7 +30,7 @@ from iomatrix.sections import (column_title, section_aa, section_header, section
                                section_then_and_now, section_warnings)
 from iomatrix.suite_pages import display_order, suite_page, tidy_csv
 
-DEFAULT_THRESHOLD = 0.05
+DEFAULT_THRESHOLD = stats.FINDING_THRESHOLD
 TOP_PER_VARIANT = 5       # largest significant changes listed per variant on the main page
 
 

@@ -175,11 +175,12 @@ def count_existing_parts(run, plans) -> int:
                for _ in run.parts_dir(plan.series).glob("r*--*.json"))
 
 
-def part_for(run, task: Task) -> Path:
-    """Where a batch's result goes: its part, or a numbered redo beside an incomplete one."""
+def part_for(run, task: Task, reserved: set = frozenset()) -> Path:
+    """Where a batch's result goes: its part, or a numbered redo beside an incomplete one
+    (or beside one that a batch still running will write: ``reserved``)."""
     part = run.part_file(task.series, task.suite, task.round_index)
     attempt = 2
-    while os.path.lexists(part):
+    while os.path.lexists(part) or part in reserved:
         part = part.with_name(f"r{task.round_index:03d}--{task.suite}--{attempt}.json")
         attempt += 1
     return part

@@ -8,9 +8,11 @@ drift, which the pairing cancels). So an op is loose while any series' ratio
 to the reference series (the oldest plain CPython, as the report's default
 base) has a 95% interval (stats.compare, paired) wider than ``target`` on
 either side of its estimate (an op that only one series has: its median's
-distribution-free interval, ``median_interval``). The looser half of the loose
-ops gets another lockstep round (``loosest``): one more worker per series,
-running only those ops. Sampling stops when every op is within the target, when
+distribution-free interval, ``median_interval``). An extra lockstep round (one
+more worker per series, running only the chosen ops) goes first to the ops with a
+borderline release step (``borderline_steps``: the estimate beyond the finding
+threshold, its interval reaching back across it), and when there are none to the
+looser half of the loose ops (``loosest``). Sampling stops when every op is within the target, when
 the profile's ``max_rounds`` are reached, or when the run's time budget would
 be overrun; the manifest names the ops that did not reach the target, and the
 report shows them.
@@ -161,12 +163,60 @@ def loosest(loose: dict) -> set:
     return {op for op, width in loose.items() if width >= middle}
 
 
+def lineage_steps(plans: dict) -> list[tuple[str, str]]:
+    """(older, newer) series of each release step of the lineage, as the report takes it
+    (planning.lineage_labels), among the sampled series."""
+    sampled = {p.series: p for p in sampled_series(plans)}
+    labels = planning.lineage_labels([p.interp for p in sampled.values()])
+    lineage = sorted((sampled[label] for label in labels if label in sampled),
+                     key=lambda p: p.interp.version_info)
+    return [(a.series, b.series) for a, b in zip(lineage, lineage[1:])]
+
+
+def is_borderline(comparison: stats.Comparison, threshold: float) -> bool:
+    """The estimate is beyond the threshold either way but its interval reaches back across
+    it (or there is no interval yet): the step's verdict is not settled."""
+    slower = comparison.ratio > 1 + threshold
+    faster = comparison.ratio < 1 / (1 + threshold)
+    if not (slower or faster):
+        return False
+    if comparison.low is None or comparison.high is None:
+        return True
+    return comparison.low <= 1 + threshold if slower else comparison.high >= 1 / (1 + threshold)
+
+
+def borderline_steps(run: store.Run, plans: dict,
+                     threshold: float = stats.FINDING_THRESHOLD) -> list[tuple[str, str, str]]:
+    """(op, older, newer) of the lineage steps that are borderline (``is_borderline``) by
+    the paired comparison of their rounds so far."""
+    steps = lineage_steps(plans)
+    means = {series: process_means(run, series) for step in steps for series in step}
+    found = []
+    for older, newer in steps:
+        for op in sorted(set(means[older]) & set(means[newer])):
+            try:
+                comparison = stats.compare(means[older][op], means[newer][op], paired=True,
+                                           exact=False)
+            except ValueError:
+                continue   # no round with both sides: nothing to sample towards
+            if is_borderline(comparison, threshold):
+                found.append((op, older, newer))
+    return found
+
+
 def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
                 rng: random.Random) -> list[Task]:
-    """One more lockstep round of the looser half of the loose ops (``loosest``): every
-    series that has them, so each ratio gets another pair; suites and series shuffled like
-    the planned rounds."""
-    loose = loosest(loose_ops(run, plans, target))
+    """One more lockstep round: of the ops with a borderline release step
+    (``borderline_steps``) while there are any, else of the looser half of the loose ops
+    (``loosest``); every series that has them, so each ratio gets another pair; suites and
+    series shuffled like the planned rounds.
+
+    Why borderline steps first: a finding is what a reader quotes, and a borderline one is
+    where another round most often changes what the report says (a step of 1.06 whose
+    interval reaches 1.03 becomes firm or falls within the threshold), while a loose op
+    whose steps are all far beyond or well within the threshold would say the same."""
+    loose = {op for op, _, _ in borderline_steps(run, plans)}
+    loose = loose or loosest(loose_ops(run, plans, target))
     suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
     rng.shuffle(suites)
     tasks = []
@@ -208,5 +258,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
         extra_rounds += 1
     loose = {op: (round(w, 4) if math.isfinite(w) else None)
              for op, w in sorted(loose_ops(run, plans, target).items())}
+    borderline = [f"{op}: {older} → {newer}" for op, older, newer in borderline_steps(run, plans)]
     return {"target": target, "confidence": CONFIDENCE, "criterion": CRITERION,
-            "extra_rounds": extra_rounds, "stopped_by": stopped, "loose_ops": loose}
+            "extra_rounds": extra_rounds, "stopped_by": stopped, "loose_ops": loose,
+            "borderline_steps": borderline}

@@ -108,6 +108,11 @@ def mann_whitney_p(a: list[float], b: list[float]) -> float:
     return min(1.0, float(result.pvalue))
 
 
+# A finding's threshold unless the user gives another (report, agree, release): a step beyond
+# 5% either way. Here, not in the report, because the bench side's sampling aims at it too.
+FINDING_THRESHOLD = 0.05
+
+
 @dataclass
 class Comparison:
     ratio: float               # B/A; > 1: B is slower than A

@@ -83,27 +83,65 @@ def worker_cpus(batch: Batch, spec: RunSpec):
     return machine.timing_cpus(spec.conditions.affinity)[0]
 
 
-def run_group(session: Session, batches: list[Batch]) -> None:
+def start_ahead(session: Session, batches: list[Batch]) -> list:
+    """Start the lockstep workers of a group before its turn, on the CPUs that time no
+    worker, while the group before it is timed: their start-up then overlaps that group's
+    timing instead of following it. They go to their own CPUs when their group runs
+    (``run_group``); each waits blocked on its input until then, so it takes no CPU from
+    the timed worker. Nothing is started ahead when no CPU is spare (one CPU, or the
+    workers not pinned): the group starts its workers when its turn comes."""
+    spare = machine.spare_cpus(session.spec.conditions.affinity)
+    stepped = [b for b in batches if b.plan.interp is not None]
+    return start_workers(session, stepped, spare) if spare and stepped else []
+
+
+def start_workers(session: Session, stepped: list[Batch], start_cpus=None) -> list:
+    """The lockstep workers of ``stepped``, on ``start_cpus`` (None: their own CPUs)."""
+    spec = session.spec
+    started = []
+    try:
+        for batch in stepped:
+            started.append(lockstep.LockstepWorker(
+                batch, [*worker_command(session, batch, batch.ops), "--lockstep"],
+                worker_environment(batch.plan, spec), cwd=session.scratch_dir,
+                cpus=start_cpus or worker_cpus(batch, spec)))
+    except BaseException:
+        close_all(started)
+        raise
+    return started
+
+
+def close_all(started: list) -> None:
+    for worker in started:
+        worker.close()
+
+
+def run_group(session: Session, batches: list[Batch], started: list | None = None) -> None:
     """One round of one suite: the interpreters' batches in lockstep, then the native
     reference's. A batch whose lockstep worker failed is blamed on its op and the rest of
-    its ops run again on their own (run_task)."""
-    stepped = [b for b in batches if b.plan.interp is not None]
+    its ops run again on their own (run_task). ``started``: the group's workers, started
+    ahead (``start_ahead``); a batch whose interpreter was given up on meanwhile is
+    dropped with its worker."""
+    started = list(started or [])
+    for worker in [w for w in started if w.key.plan.error is not None]:
+        started.remove(worker)
+        worker.close()
+    stepped = [b for b in batches if b.plan.interp is not None and b.plan.error is None]
     if stepped:
-        _run_lockstep(session, stepped)
+        _run_lockstep(session, stepped, started)
     for batch in batches:
         if batch.plan.interp is None:
             run_task(session, batch, batch.ops)
 
 
-def _run_lockstep(session: Session, stepped: list[Batch]) -> None:
+def _run_lockstep(session: Session, stepped: list[Batch], started: list) -> None:
     spec, task = session.spec, stepped[0].task
-    workers = []
+    workers = list(started)
     try:
-        for batch in stepped:
-            workers.append(lockstep.LockstepWorker(
-                batch, [*worker_command(session, batch, batch.ops), "--lockstep"],
-                worker_environment(batch.plan, spec), cwd=session.scratch_dir,
-                cpus=worker_cpus(batch, spec)))
+        for worker in workers:   # started ahead on a spare CPU: now to their own
+            procs.pin(worker.proc, worker_cpus(worker.key, spec) or machine.usable_cpus())
+        waiting = {id(w.key) for w in workers}
+        workers += start_workers(session, [b for b in stepped if id(b) not in waiting])
         order = planning.round_order((op for b in stepped for op in b.ops), spec.seed,
                                      task.round_index, task.suite)
         lockstep.run_round(workers, order, spec.timeout_seconds,
@@ -182,7 +220,13 @@ def remove_leftovers(batch: Batch) -> None:
             leftover.unlink()
 
 
-def new_batch(run: store.Run, plan: SeriesPlan, task: Task, ops: list[str]) -> Batch:
-    part = planning.part_for(run, task)
+def new_batch(run: store.Run, plan: SeriesPlan, task: Task, ops: list[str],
+              reserved: set | None = None) -> Batch:
+    """A batch and the part it will write; ``reserved``: parts of batches made but not yet
+    collected (a group started ahead), which this one must not take, and to which its own
+    is added."""
+    part = planning.part_for(run, task, reserved or set())
+    if reserved is not None:
+        reserved.add(part)
     part.parent.mkdir(parents=True, exist_ok=True)
     return Batch(plan, task, ops, part, Path(contract.partial_path(str(part))))
