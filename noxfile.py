@@ -14,6 +14,8 @@ environment per interpreter (scripts/environments.py); the session's
 """
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import subprocess
 import sys
@@ -57,17 +59,50 @@ def bad_input(message: str) -> None:
     raise SystemExit(2)
 
 
+# The exit statuses that failed sessions of this nox call owe (cli's contract), for
+# exit_with_owed_status.
+OWED_STATUSES: list[int] = []
+
+
+def fail_with_status(session: nox.Session, message: str, status: int) -> None:
+    """Fail the session with ``message``, and end this nox call with ``status``.
+
+    A failed session ends nox with its own exit status 1, which a CI gate reads as a
+    regression. The session still fails the nox way (session.error), so the sessions
+    after it still run (several bench sessions, the report the matrix queued) and nox
+    prints its summary; then the process exits with the highest status owed."""
+    if not OWED_STATUSES:
+        atexit.register(exit_with_owed_status)
+    OWED_STATUSES.append(status)
+    session.error(message)
+
+
+def exit_with_owed_status() -> None:
+    # Runs as nox exits (with its 1, or a later session's own status): os._exit is the one
+    # way an exit handler can change the status; it skips the handlers still to run, so
+    # logging's flush is done here.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(max(OWED_STATUSES))
+
+
 def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = None,
               before_failing=lambda: None) -> None:
     try:
         bench.run_checked(INTERPRETERS, labels, args, aa=aa, log=session.log)
-    except bench.IncompleteRun as exc:
-        before_failing()
-        session.error(str(exc))
     except bench.BadBenchInput as exc:
         bad_input(str(exc))
     except bench.BenchError as exc:
-        session.error(str(exc))
+        # An interpreter that failed (IncompleteRun), or a run that could not go on (no
+        # disk, a run id in use): exit 3. Of cli's four statuses it is not 0 (the run is
+        # not done), not 1 (nothing was compared, so no regression was found) and not 2
+        # (nothing the user typed is wrong: an interpreter crashed, hung or is gone). 3 is
+        # the contract's status for a command that failed for any other reason ("read its
+        # output"): a CI gate fails the job and never reports a regression.
+        if isinstance(exc, bench.IncompleteRun):
+            before_failing()
+        fail_with_status(session, str(exc), cli.EXIT_INTERNAL_ERROR)
 
 
 def describe(interp: discovery.Interpreter) -> str:
