@@ -48,7 +48,7 @@ import sys
 import time
 from pathlib import Path
 
-from iomatrix import contract, procs
+from iomatrix import contract, paths, procs
 
 PHASE_DIR = "phase"
 INTERVAL = 0.5           # seconds between samples: ~1000 samples in a main-command run
@@ -120,7 +120,7 @@ class Probe:
             self.cpu, self.why_not = None, f"not measured: cannot create {self.file} ({exc})"
             return
         try:
-            env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+            env = {**os.environ, "PYTHONPATH": str(paths.SCRIPTS_DIR)}
             self.proc = subprocess.Popen(  # its own group: a Ctrl-C is the runner's to handle
                 [sys.executable, "-m", "iomatrix.phase", "--interval", str(interval)],
                 stdin=subprocess.PIPE, stdout=fd, env=env, **procs.new_group_kwargs())

@@ -8,11 +8,10 @@ study did ("3.13 is 2.41 times slower than 2.7").
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
-from iomatrix import stats
+from iomatrix import paths, stats
 
-PUBLISHED = Path(__file__).resolve().parent.parent / "data" / "lutz2009-published.csv"
+PUBLISHED = paths.DATA_DIR / "lutz2009-published.csv"
 
 ORDER = ["read_byLines_textMode", "read_byLines_binaryMode", "read_byBlocks_textMode",
          "read_byBlocks_binaryMode", "read_allAtOnce_textMode", "read_allAtOnce_binaryMode",
