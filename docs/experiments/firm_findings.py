@@ -6,8 +6,9 @@ Usage (from the project root):
 
 RUN is a run directory or a run id under results/. Each run is analysed as the report does
 (iomatrix.comparisons: findings significant and beyond the threshold either way, each
-"firm" or "borderline" by stats.next_run_interval, never firm from a series that splits
-into modes). Printed, for the release-step cells that are a firm finding in some run:
+"firm" or "borderline" by stats.next_run_interval and the op's floor, Analysis.firm_floor,
+never firm from a series that splits into modes). Printed: the floor per run (median over
+its findings, as a ratio), and for the release-step cells that are a firm finding in some run:
 
 - pairwise: over every (run where the cell is firm, another run), the share where the other
   run has it as a finding (firm or borderline) the same way;
@@ -82,7 +83,9 @@ def replication(analyses: list) -> dict:
                 if within or (c.significant and side(c.ratio) != way):
                     contradicted.add(cell)
         in_every_other += holds_everywhere
+    floors = [sorted(f.floor for f in run.values() if f.floor is not None) for run in found]
     return {"findings": [len(run) for run in found],
+            "floor": [math.exp(fl[len(fl) // 2]) if fl else math.nan for fl in floors],
             "firm": [sum(f.firmness == "firm" for f in run.values()) for run in found],
             "firm_cells": len(firm), "pairs": pairs, "held": held,
             "in_every_other": in_every_other, "contradicted": sorted(contradicted),
@@ -106,6 +109,8 @@ def main(argv=None) -> int:
     fig = replication(analyses)
     print(f"runs: {', '.join(args.runs)}; threshold {args.threshold:.0%}")
     print(f"findings per run: {fig['findings']}; firm per run: {fig['firm']}")
+    print("floor beyond the threshold per run (median, ratio): "
+          + ", ".join(f"{x:.3f}" for x in fig["floor"]))
     print(f"firm in some run: {fig['firm_cells']} release-step cells")
     share = fig["held"] / fig["pairs"] if fig["pairs"] else math.nan
     print(f"pairwise: a finding the same way in the other run {fig['held']}/{fig['pairs']} "

@@ -9,8 +9,10 @@ classes that say how far to trust it (issue 26):
   (counts flat or the other way), None when a side has no counts. Steps whose counts moved
   while the timing did not decide are "counts only" (``Analysis.counts_only``).
 - ``firmness``: "firm" when the interval for the next run (``stats.next_run_interval``, a
-  block bootstrap of the per-round log ratios) lies wholly beyond the threshold, "borderline"
-  when it crosses it; None in a run without lockstep rounds (nothing to pair).
+  block bootstrap of the per-round log ratios) lies wholly beyond the threshold by at least
+  the op's floor (``Analysis.firm_floor``: how far the A/A twin's 95% interval on the same op
+  reaches from 1 in the same run), "borderline" otherwise; None in a run without lockstep
+  rounds (nothing to pair).
 - ``modes``: the series that split into two modes (``stats.split_modes``), in words; such
   a finding is never firm.
 """
@@ -42,6 +44,7 @@ class Finding:
     modes: str | None = None        # "3.13: 6 of 10 processes 7.0x slower", or None
     note: str | None = None         # what the evidence rests on when not every count
     next_run: tuple | None = None   # (low, high): where the next run's ratio should land
+    floor: float | None = None      # log margin beyond the threshold a firm step must clear
 
 
 def is_finding(comparison: stats.Comparison, threshold: float) -> bool:
@@ -67,14 +70,16 @@ def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | Non
 
 
 def firmness_of(comparison: stats.Comparison, threshold: float, next_run: tuple | None,
-                split: bool) -> str | None:
+                split: bool, floor: float = 0.0) -> str | None:
     """A finding is "firm" when the next run's interval lies wholly beyond the threshold on
-    its side and neither series splits into modes, "borderline" otherwise; None when it is
-    no finding or there is no interval for the next run."""
+    its side by at least ``floor`` (on the log scale: ``Analysis.firm_floor``) and neither
+    series splits into modes, "borderline" otherwise; None when it is no finding or there is
+    no interval for the next run."""
     if not is_finding(comparison, threshold) or next_run is None:
         return None
     low, high = next_run
-    beyond = low > 1 + threshold if comparison.ratio > 1 else high < 1 / (1 + threshold)
+    margin = math.log1p(threshold) + max(floor, 0.0)
+    beyond = math.log(low) > margin if comparison.ratio > 1 else math.log(high) < -margin
     return "firm" if beyond and not split else "borderline"
 
 
@@ -121,17 +126,46 @@ class Analysis:
         return [math.log(pb[r]) - math.log(pa[r])
                 for r in sorted(pa) if r in pb and pa[r] > 0 and pb[r] > 0]
 
+    def firm_floor(self, op: str, a: str, b: str) -> float:
+        """How far beyond the threshold (log scale) a step's next-run interval must lie to be
+        firm: how far the A/A twin's 95% interval on the same op reaches from 1 in this run
+        (the largest, with several twins); in a run without an A/A interval on the op, half
+        the width of the step's own 95% interval.
+
+        Why: a firm finding should be a finding again in the next run, and that asks for the
+        next run's own interval to clear 1, not only for its estimate to land beyond the
+        threshold, which is all the next-run interval predicts. With 8 rounds (a main command
+        of every interpreter here) one round of the next run that goes the other way takes
+        the significance of a 10-20% step (its signed-rank interval then crosses 1), and the
+        step's own 8 rounds need not show such a round. The A/A twin times the same op in the
+        same rounds between two identical interpreters: how far its interval reaches from 1
+        is how large a ratio the run's noise on that op, wild rounds included, can make out
+        of no difference at all. Three back-to-back main commands (2026-11-24): firm cells a finding in every
+        other run 58/77 by the next-run interval alone, 50/51 with this floor; the published
+        trio (2026-11-23): 37/42, 27/27; none contradicted (docs/experiments/firm_findings.py).
+        """
+        reach = [max(abs(math.log(c.low)), abs(math.log(c.high)))
+                 for v in self.lin.variants if v.kind == "aa"
+                 for c in [self.twin_cmp.get((op, v.series))]
+                 if c is not None and c.low and c.high]
+        if reach:
+            return max(reach)
+        c = self.step_cmp[(op, a, b)]
+        return (math.log(c.high) - math.log(c.low)) / 2 if c.low and c.high else 0.0
+
     def classify(self, op: str, a: str, b: str) -> Finding:
         """One step with its classes (the module docstring)."""
         c = self.step_cmp[(op, a, b)]
         move = counts.count_move(self.counted, op, a, b) if self.counted else None
         split = [f"{s}: {m.describe()}" for s in (a, b) if (m := self.modes_of(s, op))]
-        next_run = None
+        next_run = floor = None
         if self.data.paired and is_finding(c, self.threshold):
             next_run = stats.next_run_interval(self.round_log_ratios(op, a, b))
+            floor = self.firm_floor(op, a, b)
         return Finding(op, a, b, c, evidence_of(c, self.threshold, move),
-                       firmness_of(c, self.threshold, next_run, bool(split)),
-                       "; ".join(split) or None, move["note"] if move else None, next_run)
+                       firmness_of(c, self.threshold, next_run, bool(split), floor or 0.0),
+                       "; ".join(split) or None, move["note"] if move else None, next_run,
+                       floor)
 
     @functools.cached_property
     def functions(self) -> dict:
