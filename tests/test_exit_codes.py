@@ -1,5 +1,5 @@
-"""The bench and matrix sessions end with cli's exit statuses, not nox's: an interpreter that
-fails is exit 3, never 1, which a CI gate reads as a regression."""
+"""The bench, matrix and crosscheck sessions end with cli's exit statuses, not nox's 1 for any
+failure: an interpreter that fails is exit 3, never 1, which a CI gate reads as a regression."""
 from __future__ import annotations
 
 import json
@@ -60,3 +60,9 @@ def test_bad_input_stays_exit_2(tmp_path, broken_env):
     proc = run_nox("-s", "matrix", "--", "--pythons", "9.9", "--results-dir", str(tmp_path),
                    env=broken_env)
     assert proc.returncode == cli.EXIT_BAD_INPUT, proc.stdout + proc.stderr
+
+
+def test_the_crosscheck_session_passes_its_exit_status_on(tmp_path):
+    proc = run_nox("-s", "crosscheck", "--", "--run-dir", str(tmp_path / "nope"))
+    assert proc.returncode == cli.EXIT_BAD_INPUT, proc.stdout + proc.stderr
+    assert "no such run directory" in proc.stderr
