@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parent
 # their own directory; pytest through pyproject.toml).
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from iomatrix import bench, cli, discovery  # noqa: E402
-from iomatrix import release as release_check  # noqa: E402
+from iomatrix import cli  # noqa: E402
+from iomatrix.measuring import bench, discovery
+from iomatrix.commands import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
 # uv makes a session's venv in seconds (virtualenv and pip take about 40 s for the report and
@@ -220,7 +221,7 @@ def crosscheck(session: nox.Session) -> None:
     """Time the lutz2009 ops in a plain loop; compare the ratios with the harness's."""
     # Its own exit status (1 a disagreement, 2 bad input, 3 internal error), not nox's 1
     # for any failure.
-    status = subprocess.call([sys.executable, "-m", "iomatrix.crosscheck", *session.posargs],
+    status = subprocess.call([sys.executable, "-m", "iomatrix.commands.crosscheck", *session.posargs],
                              env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
     if status:
         raise SystemExit(status)

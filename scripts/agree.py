@@ -14,14 +14,16 @@ conditions are compared on what they share, and the rest is named.
 Exit status: 0 done; 2 bad input (a missing, damaged or foreign run, fewer than
 two runs, a run given twice), in one line naming the run. ``--json FILE`` also
 writes every figure and shared cell as JSON (a new file; nothing is overwritten).
-The work is in iomatrix.agree; this file is the command line.
+The work is in iomatrix.commands.agree; this file is the command line.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from iomatrix import agree, cli, pages
+from iomatrix import cli
+from iomatrix.commands import agree
+from iomatrix.reporting import pages
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -43,9 +43,12 @@ import os
 import sys
 from pathlib import Path
 
-from iomatrix import analysis, cli, counts, native, phase, schema, stats, store
-from iomatrix.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
-                               md, names, table)
+from iomatrix import cli, stats
+from iomatrix.analysing import analysis, counts
+from iomatrix.measuring import native, phase
+from iomatrix.storing import schema, store
+from iomatrix.reporting.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
+                                         md, names, table)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FAIL_ABOVE = 0.05
@@ -464,9 +467,9 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
 
 def as_json(sections: list[Section], fail_above: float, phases: dict | None = None,
             differences: list[str] = (), gated: bool = True) -> dict:
-    """Every comparison, machine-readable (iomatrix.schema.CompareOutput): null bounds and
+    """Every comparison, machine-readable (iomatrix.storing.schema.CompareOutput): null bounds and
     verdict mean too few processes; ``machine_phase``: each side's phase probe summary
-    (iomatrix.phase), null when not measured; ``condition_differences`` and ``gated``:
+    (iomatrix.measuring.phase), null when not measured; ``condition_differences`` and ``gated``:
     how the sides were measured differently, and whether the gate was applied."""
     paired = any(s.paired for s in sections)
     return {"method": stats.method_sentence(paired), "paired": paired,

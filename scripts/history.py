@@ -24,8 +24,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from iomatrix import analysis, cli, phase, stats, store
-from iomatrix.markdown import FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time, md, \
+from iomatrix import cli, stats
+from iomatrix.analysing import analysis
+from iomatrix.measuring import phase
+from iomatrix.storing import store
+from iomatrix.reporting.markdown import FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time, md, \
     table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +139,7 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
                        md(c.get("cache", "?")), md(c.get("fixture_filesystem", "?")),
                        str(d.frame["op"].nunique()), phase_cell(d)])
     lines += ["## Runs", "",
-              "Machine phase: the medians of the run's phase probe (iomatrix.phase); on one "
+              "Machine phase: the medians of the run's phase probe (iomatrix.measuring.phase); on one "
               "host, a run whose copy or loop took longer ran on a slower machine, and its "
               "times are longer for that too.", "",
               table(legend, ["#", "run", "started", "host", "profile", "page cache",
@@ -146,7 +149,7 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
 
 
 def draw(label: str, found: list, path: Path) -> Path:
-    from iomatrix import figures
+    from iomatrix.reporting import figures
     times, _, _ = history_frame(found)
     times.columns = [run_column(n, d, "\n") for n, d in enumerate(found, 1)]
     return figures.history_trend(times, path, f"{label}: time relative to the first run")

@@ -2,13 +2,13 @@
 
     python scripts/preview.py [--run-id ID | PAGE.md] [--out DIR] [--screenshot]
 
-The work is in iomatrix.preview; this file is the command line.
+The work is in iomatrix.reporting.preview; this file is the command line.
 """
 from __future__ import annotations
 
 import sys
 
-from iomatrix import preview
+from iomatrix.reporting import preview
 
 if __name__ == "__main__":
     sys.exit(preview.main())

@@ -9,14 +9,17 @@ main page ``DIR/NAME.md``, its suite pages and tidy CSV go in ``DIR/NAME/``
 (``<suite>.md``, ``data.csv``), its figures in ``DIR/figures/<run-id>/``; a
 report is only ever written there, never over a run's results. The report is a
 generated file: regenerate it, never edit it. The work is in the library
-(iomatrix.analysis, iomatrix.pages); this file is the command line.
+(iomatrix.analysing.analysis, iomatrix.reporting.pages); this file is the command line.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from iomatrix import analysis, cli, pages, store
+from iomatrix import cli
+from iomatrix.analysing import analysis
+from iomatrix.reporting import pages
+from iomatrix.storing import store
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,7 +3,7 @@
 Runs under every interpreter of the matrix (Python 2.7, 3.6+, free-threaded
 builds, PyPy), so it is written in the common subset of 2.7 and 3.x, and it
 never imports pyperf: counting needs only the standard library. The host side
-is ``scripts/iomatrix/counters.py``; it runs this three times per series (plain,
+is ``scripts/iomatrix/measuring/counters.py``; it runs this three times per series (plain,
 under strace, under valgrind) and cuts the counted windows out.
 
     python suites/harness.py --count --suite lutz2009 --ops '["read_byBlocks_binaryMode"]' \\

@@ -58,7 +58,7 @@ def _tail(path, size):
 
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "chunks_iterate_lines":
         "for chunk in f (readline per ~256 bytes): 3.11 -> 3.12 1.40x, 3.13 -> 3.14 0.50x",

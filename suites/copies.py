@@ -101,7 +101,7 @@ def _unavailable(what):
 
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "copies_copyfileobj_default": "shutil.copyfileobj, the usual stream copy: 3.7 -> 3.8 0.62x",
 }

@@ -13,7 +13,7 @@ Like every file in this directory it runs under every interpreter, from Python
     harness.py --count ...                               the counting pass (_counting.py)
     harness.py --suite S --op OP ... [pyperf options]    one op as an ordinary pyperf script
 
-The matrix (``scripts/iomatrix/runner.py``) starts one ``--batch`` worker per
+The matrix (``scripts/iomatrix/measuring/runner.py``) starts one ``--batch`` worker per
 (round, suite, series): it runs the suite's ops in the order given, each with
 its own warm-ups and timed values, and writes one pyperf run per op.
 
@@ -498,7 +498,7 @@ def run_batch(argv):
     With --lockstep the worker prints "WAIT <op>" before each op (its setup,
     warm-ups and first value) and "WAIT <op>#<i>" before each further value i,
     and goes on only when the host sends "go" on stdin: the host
-    (iomatrix.lockstep) runs every interpreter's worker of a round side by side
+    (iomatrix.measuring.lockstep) runs every interpreter's worker of a round side by side
     and lets them take each step in turn, one at a time, so the two sides of
     every ratio are measured within moments of each other. Anything else, or
     end of input, stops the batch (the host gave up on it) without writing.
@@ -516,7 +516,7 @@ def run_batch(argv):
     parser.add_argument("--output", dest="result_file", required=True)
     parser.add_argument("--errors", required=True)
     parser.add_argument("--lockstep", action="store_true",
-                        help="wait for a line on stdin before each op (iomatrix.lockstep)")
+                        help="wait for a line on stdin before each op (iomatrix.measuring.lockstep)")
     args = parser.parse_args(argv)
     op_names = json.loads(args.ops)
     refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)

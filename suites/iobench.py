@@ -532,7 +532,7 @@ def _smoke_gate(ctx, label, ops):
 
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "iobench_readmodify_text_utf8_lf_400KiB_4096units":
         "text read-modify-write: 3.11 -> 3.12 1.96x, 3.13 -> 3.14 0.28x",

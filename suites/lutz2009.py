@@ -198,7 +198,7 @@ def _write_ops(ctx):
 
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "read_byLines_textMode": "text lines: 3.10 -> 3.11 0.66x, 3.11 -> 3.12 1.18x",
     "read_byLines_binaryMode": "binary lines: 3.11 -> 3.12 1.72x, 3.13 -> 3.14 0.61x",

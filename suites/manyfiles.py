@@ -265,7 +265,7 @@ def _unavailable(needs):
 # -- ops ------------------------------------------------------------------------------------
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "manyfiles_read_sequential":
         "many small files, one by one: 3.13 -> 3.14 0.74x; 3.14t 1.36x of 3.14",

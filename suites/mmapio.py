@@ -92,7 +92,7 @@ def _map(f, access=mmap.ACCESS_READ):
 
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "mmapio_slices_seek_read":
         "f.seek(i); f.read(n): 3.13 -> 3.14 4.34x (each small read after a seek refills "

@@ -157,7 +157,7 @@ def surrogateescape_unavailable():
 # -- ops -------------------------------------------------------------------------------------
 
 # This suite's ops in ``--suite core`` (the default run) and why each is there; the
-# docstring says the same. iomatrix.selection reads this literal (never imports it).
+# docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "textio_decode_utf8":
         "the utf-8 codec alone (bytes.decode): 3.14t 0.77x of 3.14, PyPy 0.54x of 3.9",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix import contract, discovery
+from iomatrix.measuring import discovery
+from iomatrix.storing import contract
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,8 +62,8 @@ def without_intervals(text: str) -> str:
 
 def all_pages(data, **options) -> str:
     """A run's main page and its suite pages as one text, for tests about what a report says
-    wherever it says it (iomatrix.pages.build_pages)."""
-    from iomatrix import pages
+    wherever it says it (iomatrix.reporting.pages.build_pages)."""
+    from iomatrix.reporting import pages
     built = pages.build_pages(data, **options)
     # No-break spaces read as spaces here; tests/test_preview.py checks where they must be.
     return "\n".join([built.main, *built.suites.values(), *built.others.values()]) \

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import agree as agree_command
-from iomatrix import agree, store
+from iomatrix.commands import agree
+from iomatrix.storing import store
 from conftest import ROOT, write_pyperf_file
 
 READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"

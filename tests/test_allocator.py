@@ -15,10 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iomatrix import contract, machine, store
-from iomatrix.allocator_section import (allocator_section, condition_of, condition_series_name,
-                                        step_changes)
-from iomatrix.analysis import RunData
+from iomatrix.measuring import machine
+from iomatrix.storing import contract, store
+from iomatrix.reporting.allocator_section import (allocator_section, condition_of, condition_series_name,
+                                                  step_changes)
+from iomatrix.analysing.analysis import RunData
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "suites" / "harness.py"

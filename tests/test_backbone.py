@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import need, run_nox
-from iomatrix import selection
+from iomatrix.measuring import selection
 
 STUDY_OPS = ["read_byLines_textMode", "read_byLines_binaryMode", "read_byBlocks_textMode",
              "read_byBlocks_binaryMode", "read_allAtOnce_textMode", "read_allAtOnce_binaryMode",

@@ -13,7 +13,9 @@ import subprocess
 import pytest
 
 from conftest import need
-from iomatrix import callgrind, counters, counttools, store
+from iomatrix import callgrind
+from iomatrix.measuring import counters, counttools
+from iomatrix.storing import store
 from test_counters import BLOCKS, CONDITIONS, series_of
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import compare
-from iomatrix import contract, store
+from iomatrix.storing import contract, store
 from conftest import without_intervals, write_pyperf_file
 
 READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"

@@ -1,4 +1,4 @@
-"""The counting pass (iomatrix/counters.py, suites/_counting.py) with real interpreters,
+"""The counting pass (iomatrix/measuring/counters.py, suites/_counting.py) with real interpreters,
 real strace and valgrind runs on the counting pass's small fixtures, one or two ops each.
 
 Counts are asserted where they are exact by construction (one open and one close per
@@ -14,8 +14,10 @@ import shutil
 import pytest
 
 from conftest import need
-from iomatrix import contract, counters, counts, counttools, runner, store
-from iomatrix.profiles import PROFILES
+from iomatrix.analysing import counts
+from iomatrix.measuring import counters, counttools, runner
+from iomatrix.storing import contract, store
+from iomatrix.storing.profiles import PROFILES
 
 WHOLE_TEXT = "read_allAtOnce_textMode"
 WHOLE_BIN = "read_allAtOnce_binaryMode[large.bin]"

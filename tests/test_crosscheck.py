@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import ROOT, need, run_nox, write_pyperf_file
-from iomatrix import crosscheck
+from iomatrix.commands import crosscheck
 
 SUITES = ROOT / "suites"
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iomatrix import figures
-from iomatrix import store
+from iomatrix.reporting import figures
+from iomatrix.storing import store
 from conftest import write_pyperf_file
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from iomatrix import analysis, comparisons, counts, stats, store
+from iomatrix import stats
+from iomatrix.analysing import analysis, comparisons, counts
+from iomatrix.storing import store
 from conftest import ROOT, write_pyperf_file
 
 RESULTS = ROOT / "results"
@@ -249,7 +251,8 @@ def test_memory_explains_a_finding_whose_estimated_cycles_move_with_it():
 
 
 def test_estimated_cycles_and_functions_are_read_from_a_counters_file(tmp_path):
-    from iomatrix import callgrind, countsfile
+    from iomatrix import callgrind
+    from iomatrix.storing import countsfile
     cache = {"Dr": 400, "Dw": 100, "I1mr": 20, "D1mr": 50, "D1mw": 30, "ILmr": 10, "DLmr": 10,
              "DLmw": 0}
     documents = {

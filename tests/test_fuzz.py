@@ -39,7 +39,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from iomatrix import cli, contract, crosscheck, store
+from iomatrix import cli
+from iomatrix.commands import crosscheck
+from iomatrix.storing import contract, store
 from conftest import ROOT, write_pyperf_file
 
 import compare

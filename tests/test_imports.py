@@ -23,8 +23,12 @@ SUITES = ROOT / "suites"
 def module_files() -> dict[str, Path]:
     """{module name: file} of the project: tools, the host package and the suites."""
     files = {f"scripts.{p.stem}": p for p in (ROOT / "scripts").glob("*.py")}
-    files.update({f"iomatrix.{p.stem}": p for p in PACKAGE_DIR.glob("*.py")
-                  if p.stem != "__init__"})
+    for p in PACKAGE_DIR.rglob("*.py"):
+        parts = p.relative_to(PACKAGE_DIR).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            files[".".join(("iomatrix", *parts))] = p
     files.update({f"suites.{p.stem}": p for p in SUITES.glob("*.py")})
     return files
 
@@ -45,8 +49,12 @@ def project_module(name: str, importer: str, files: dict) -> str | None:
     """The project module an imported name refers to, or None for the standard library and
     third parties."""
     if name.startswith("iomatrix."):
-        candidate = ".".join(name.split(".")[:2])
-        return candidate if candidate in files else None
+        parts = name.split(".")
+        for length in range(len(parts), 1, -1):   # the longest prefix that is a module
+            candidate = ".".join(parts[:length])
+            if candidate in files:
+                return candidate
+        return None
     if importer.startswith("suites."):
         # The suites' sibling imports are bare names (the worker puts suites/ on sys.path).
         candidate = f"suites.{name.split('.')[0]}"
@@ -101,8 +109,8 @@ def test_the_graph_sees_lazy_and_sibling_imports():
     # harness.py imports _counting inside main(); both import the suite API by bare name.
     assert "suites._counting" in graph["suites.harness"]
     assert "suites._api" in graph["suites._counting"]
-    assert "iomatrix.runner" in graph["iomatrix.bench"]
-    assert "iomatrix.store" in graph["scripts.report"]
+    assert "iomatrix.measuring.runner" in graph["iomatrix.measuring.bench"]
+    assert "iomatrix.storing.store" in graph["scripts.report"]
 
 
 def test_a_cycle_is_found_and_named():

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from iomatrix import analysis, comparisons, store
+from iomatrix.analysing import analysis, comparisons
+from iomatrix.storing import store
 from conftest import write_pyperf_file
 
 OP_SLOWER = "read_byLines_textMode"

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 import harness
-from iomatrix import analysis, contract, pages, planning, runner, spec, store
-from iomatrix.profiles import PROFILES
+from iomatrix.analysing import analysis
+from iomatrix.measuring import planning, runner, spec
+from iomatrix.reporting import pages
+from iomatrix.storing import contract, store
+from iomatrix.storing.profiles import PROFILES
 from conftest import need, run_nox
 from test_robustness import fake_env
 

@@ -8,7 +8,8 @@ import io
 import pytest
 
 import report
-from iomatrix import analysis, markdown, pages, suite_pages
+from iomatrix.analysing import analysis
+from iomatrix.reporting import markdown, pages, suite_pages
 from conftest import all_pages
 from test_report import make_run, processes
 

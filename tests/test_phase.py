@@ -7,7 +7,10 @@ import time
 
 import pytest
 
-from iomatrix import analysis, pages, phase, store
+from iomatrix.analysing import analysis
+from iomatrix.measuring import phase
+from iomatrix.reporting import pages
+from iomatrix.storing import store
 from test_compare import processes, make_run, READ, run_main
 
 HEADER = phase.HEADER + "\n"

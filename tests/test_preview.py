@@ -1,6 +1,6 @@
 """The report's pages as GitHub renders them: built from a small real run (pyperf files and
 counters files of the stored format, the report's own pipeline), rendered with markdown-it-py
-(iomatrix.preview), and checked against the layout rules: every table fits GitHub's 1012 px
+(iomatrix.reporting.preview), and checked against the layout rules: every table fits GitHub's 1012 px
 column, no ratio, step or unit can wrap inside a cell, no table of only zeros, every link
 lands on an id of its target page, variants after the lineage. Chromium is not needed here;
 ``nox -s preview -- --screenshot`` measures the real layout."""
@@ -14,7 +14,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 import report
-from iomatrix import analysis, counts, markdown, pages, preview, store
+from iomatrix.analysing import analysis, counts
+from iomatrix.reporting import markdown, pages, preview
+from iomatrix.storing import store
 from test_pages import READ, WRITE, lineage_run
 
 # A conservative width of a character of GitHub's 16 px font, and a cell's padding and border.

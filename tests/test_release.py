@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from iomatrix import discovery, release
+from iomatrix.commands import release
+from iomatrix.measuring import discovery
 from conftest import need, run_nox
 
 

@@ -8,8 +8,9 @@ import math
 import pytest
 
 import report
-from iomatrix import analysis, pages
-from iomatrix import store
+from iomatrix.analysing import analysis
+from iomatrix.reporting import pages
+from iomatrix.storing import store
 from iomatrix import stats
 from conftest import all_pages, without_intervals, write_pyperf_file
 

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix import discovery
-from iomatrix import environments
+from iomatrix.measuring import discovery
+from iomatrix.measuring import environments
 import _fixtures
-from iomatrix import runner
-from iomatrix import analysis, pages
-from iomatrix import store
-from iomatrix.profiles import PROFILES
+from iomatrix.measuring import runner
+from iomatrix.analysing import analysis
+from iomatrix.reporting import pages
+from iomatrix.storing import store
+from iomatrix.storing.profiles import PROFILES
 from conftest import ROOT, need, run_nox
 
 SMOKE = PROFILES["smoke"]

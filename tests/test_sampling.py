@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from iomatrix import planning, runner, sampling, store
-from iomatrix.profiles import PROFILES
+from iomatrix.measuring import planning, runner, sampling
+from iomatrix.storing import store
+from iomatrix.storing.profiles import PROFILES
 from conftest import need
 
 
@@ -63,7 +64,7 @@ def test_extra_rounds_go_to_the_looser_half_of_the_loose_ops():
 
 @pytest.mark.parametrize("target, shown", [(0.015, "±1.5%"), (0.03, "±3%")])
 def test_the_report_names_the_target_as_it_was_set(target, shown):
-    from iomatrix import sections
+    from iomatrix.reporting import sections
     manifest = {"order": {"method": store.LOCKSTEP_ORDER}, "sessions": [{"sampling": {
         "target": target, "stopped_by": "the time budget", "loose_ops": {"read_x": 0.22}}}]}
     warning, = sections.sampling_warnings(manifest)
@@ -100,7 +101,7 @@ def test_a_step_is_borderline_when_its_interval_reaches_back_across_the_threshol
 def test_extra_rounds_go_to_the_ops_of_borderline_release_steps_first(tmp_path):
     """Two lineage releases: one op's step is settled beyond 5%, the other's estimate is
     beyond it with rounds that disagree; only the second gets the extra round."""
-    from iomatrix import discovery
+    from iomatrix.measuring import discovery
     run = store.Run(tmp_path, "B")
     times = {"3.12": {"settled": [1.0] * 6, "unsure": [1.0] * 6},
              "3.13": {"settled": [1.2, 1.21, 1.19, 1.2, 1.22, 1.2],

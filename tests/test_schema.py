@@ -1,4 +1,4 @@
-"""One schema per stored document (iomatrix.schema): what a run directory may hold.
+"""One schema per stored document (iomatrix.storing.schema): what a run directory may hold.
 
 Every document the project has stored validates; each kind of damage the issue found
 is refused with the field named; the fields other work adds (the run spec, build facts)
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix import schema, store
+from iomatrix.storing import schema, store
 from conftest import ROOT
 
 RESULTS = ROOT / "results"

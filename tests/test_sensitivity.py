@@ -1,4 +1,4 @@
-"""scripts/iomatrix/sensitivity.py: the slowed copy of an interpreter is built as described.
+"""scripts/iomatrix/commands/sensitivity.py: the slowed copy of an interpreter is built as described.
 
 No timing is asserted: only that the copy runs as itself, slows nothing but iteration over
 the lines of lutz2009's text fixture, and still reads every line.
@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from conftest import need
-from iomatrix import cli, sensitivity
+from iomatrix import cli
+from iomatrix.commands import sensitivity
 
 PROBE = r"""
 import os, sys

@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-from iomatrix import bench, cli, planning, runner, selection, spec
+from iomatrix import cli
+from iomatrix.measuring import bench, planning, runner, selection, spec
 from iomatrix.paths import SUITES_DIR
-from iomatrix.profiles import PROFILES
-from iomatrix.spec import RunSpec
+from iomatrix.storing.profiles import PROFILES
+from iomatrix.measuring.spec import RunSpec
 from conftest import need, run_nox
 from test_backbone import STUDY_OPS
 

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iomatrix import analysis, comparisons, stats, store
+from iomatrix import stats
+from iomatrix.analysing import analysis, comparisons
+from iomatrix.storing import store
 
 # Per-process means in seconds: positive, over the range ops really take.
 TIMES = st.floats(min_value=1e-6, max_value=10.0, allow_nan=False, allow_infinity=False)

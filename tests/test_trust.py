@@ -8,12 +8,13 @@ import re
 import pytest
 
 import _fixtures
-from iomatrix import phase, planning, runner
-from iomatrix import native
-from iomatrix import analysis, pages
+from iomatrix.measuring import phase, planning, runner
+from iomatrix.measuring import native
+from iomatrix.analysing import analysis
+from iomatrix.reporting import pages
 from conftest import all_pages
-from iomatrix import store
-from iomatrix.profiles import PROFILES
+from iomatrix.storing import store
+from iomatrix.storing.profiles import PROFILES
 from conftest import need
 
 SMOKE = PROFILES["smoke"]

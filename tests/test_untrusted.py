@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix import cli, contract, discovery, environments, procs, runner, store, workdirs
-from iomatrix.profiles import PROFILES
+from iomatrix import cli, procs
+from iomatrix.measuring import discovery, environments, runner
+from iomatrix.storing import contract, store, workdirs
+from iomatrix.storing.profiles import PROFILES
 from conftest import ROOT, need, run_nox, write_pyperf_file
 from test_robustness import tmpfs
 
@@ -352,7 +354,7 @@ def test_two_runs_making_one_environment_at_once_both_get_it(tmp_path, machine_i
     if interp is None:
         pytest.skip("no pyenv CPython 3.9+ here")
     envs = tmp_path / "envs"
-    code = ("import sys; sys.path.insert(0, %r); from iomatrix import discovery, environments; "
+    code = ("import sys; sys.path.insert(0, %r); from iomatrix.measuring import discovery, environments; "
             "i = [i for i in discovery.discover(automatic=False, config_file=__import__('pathlib')"
             ".Path('/nonexistent'), environ={'IOMATRIX_PYTHONS': 'x=%s'})][0]; "
             "print(environments.ensure_environment(i, __import__('pathlib').Path(%r), "
@@ -367,7 +369,7 @@ def test_two_runs_making_one_environment_at_once_both_get_it(tmp_path, machine_i
 
 
 def test_the_matrix_writes_latest_md_only_for_the_default_results_dir(tmp_path):
-    from iomatrix import bench
+    from iomatrix.measuring import bench
     args = bench.parser("matrix", matrix=True).parse_args(
         ["--results-dir", str(tmp_path / "elsewhere"), "--run-id", "R"])
     posargs = bench.report_arguments(args)
@@ -397,7 +399,7 @@ def test_a_report_whose_pages_would_mix_with_results_is_refused(tmp_path, where)
 
 
 def test_the_matrix_refuses_such_a_report_before_it_runs(tmp_path, machine_interpreters):
-    from iomatrix import bench
+    from iomatrix.measuring import bench
     real = need(machine_interpreters, "2.7")
     results = tmp_path / "results"
     args = bench.parser("matrix", matrix=True).parse_args(
@@ -438,7 +440,7 @@ from test_fuzz import call, check_page, make_run  # noqa: E402  (the fuzz test's
 import compare as compare_tool  # noqa: E402
 import history as history_tool  # noqa: E402
 import report as report_tool  # noqa: E402
-from iomatrix import crosscheck, release  # noqa: E402
+from iomatrix.commands import crosscheck, release  # noqa: E402
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

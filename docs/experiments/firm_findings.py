@@ -5,7 +5,7 @@ Usage (from the project root):
     python3 docs/experiments/firm_findings.py RUN RUN [RUN ...] [--threshold 0.05]
 
 RUN is a run directory or a run id under results/. Each run is analysed as the report does
-(iomatrix.comparisons: findings significant and beyond the threshold either way, each
+(iomatrix.analysing.comparisons: findings significant and beyond the threshold either way, each
 "firm" or "borderline" by stats.next_run_interval and the op's floor, Analysis.firm_floor,
 never firm from a series that splits into modes). Printed: the floor per run (median over
 its findings, as a ratio), and for the release-step cells that are a firm finding in some run:
@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from iomatrix import analysis, comparisons, store  # noqa: E402
+from iomatrix.analysing import analysis, comparisons  # noqa: E402
+from iomatrix.storing import store
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 

@@ -18,7 +18,7 @@ It also prints how often one run's interval holds another run's estimate. For co
 
 And the agreement of the report's own ratios to the oldest release, the paired ones a
 reader sees: |log r_i - log r_j| over every pair of runs (median, 90th percentile,
-maximum, as `nox -s agree` computes them: iomatrix.agree.spread_figures), and the share
+maximum, as `nox -s agree` computes them: iomatrix.commands.agree.spread_figures), and the share
 of ratios whose verdict (significantly slower, faster, or neither) is the same in every
 run. `nox -s agree` gives the same kind of figures from the stored runs themselves, for
 the release steps and with the report's findings rule.
@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from iomatrix.agree import spread_figures  # noqa: E402  (the project's one spread arithmetic)
+from iomatrix.commands.agree import spread_figures  # noqa: E402  (the project's one spread arithmetic)
 
 Z95 = 1.959964
 

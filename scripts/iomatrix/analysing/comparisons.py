@@ -1,0 +1,227 @@
+"""The comparisons a report is built from, made once: along the lineage, against the oldest
+release, of each variant against its twin and against a chosen baseline; and the findings.
+
+A finding (a release step significant and beyond the threshold either way) carries three
+classes that say how far to trust it (issue 26):
+
+- ``evidence``: do the counts of the same run move with it? "confirmed" (instructions beyond
+  ``counts.INSTRUCTIONS_MOVE`` the same way, or a syscall count changed), "time only"
+  (counts flat or the other way), None when a side has no counts. Steps whose counts moved
+  while the timing did not decide are "counts only" (``Analysis.counts_only``).
+- ``firmness``: "firm" when the interval for the next run (``stats.next_run_interval``, a
+  block bootstrap of the per-round log ratios) lies wholly beyond the threshold by at least
+  the op's floor (``Analysis.firm_floor``: how far the A/A twin's 95% interval on the same op
+  reaches from 1 in the same run), "borderline" otherwise; None in a run without lockstep
+  rounds (nothing to pair).
+- ``modes``: the series that split into two modes (``stats.split_modes``), in words; such
+  a finding is never firm.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+from iomatrix import cli, stats
+from iomatrix.analysing import counts
+from iomatrix.measuring import native
+from iomatrix.analysing.analysis import (Lineage, RunData, compare_all, default_baseline, lineage,
+                                         ordered_ops, ordered_series, process_means)
+
+MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
+
+
+EVIDENCE = ("confirmed", "memory", "time only", "counts only")
+FIRMNESS = ("firm", "borderline")
+
+
+@dataclasses.dataclass
+class Finding:
+    op: str
+    a: str
+    b: str
+    comparison: stats.Comparison
+    evidence: str | None = None     # EVIDENCE, or None when a side has no counts
+    firmness: str | None = None     # FIRMNESS, or None without lockstep rounds
+    modes: str | None = None        # "3.13: 6 of 10 processes 7.0x slower", or None
+    note: str | None = None         # what the evidence rests on when not every count
+    next_run: tuple | None = None   # (low, high): where the next run's ratio should land
+    floor: float | None = None      # log margin beyond the threshold a firm step must clear
+
+
+def is_finding(comparison: stats.Comparison, threshold: float) -> bool:
+    """Significant, and the estimate beyond the threshold either way."""
+    return bool(comparison.significant) and (comparison.beyond(threshold)
+                                             or comparison.ratio < 1 / (1 + threshold))
+
+
+def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | None) -> str | None:
+    """The class of one step from its timing and its counts' move (``counts.count_move``):
+    "confirmed", "memory" (estimated cycles, not instructions or system calls, move with
+    it), "time only", "counts only", or None (no counts on a side, or nothing moved)."""
+    if move is None:
+        return None
+    if is_finding(comparison, threshold):
+        side = "up" if comparison.ratio > 1 else "down"
+        if move[side]:
+            return "confirmed"
+        # Instructions and system calls flat, but the simulated cache misses move the estimated
+        # cycles the same way: explained by memory behaviour, not by the code run.
+        return "memory" if move.get(f"cycles_{side}") else "time only"
+    return "counts only" if move["up"] or move["down"] else None
+
+
+def firmness_of(comparison: stats.Comparison, threshold: float, next_run: tuple | None,
+                split: bool, floor: float = 0.0) -> str | None:
+    """A finding is "firm" when the next run's interval lies wholly beyond the threshold on
+    its side by at least ``floor`` (on the log scale: ``Analysis.firm_floor``) and neither
+    series splits into modes, "borderline" otherwise; None when it is no finding or there is
+    no interval for the next run."""
+    if not is_finding(comparison, threshold) or next_run is None:
+        return None
+    low, high = next_run
+    margin = math.log1p(threshold) + max(floor, 0.0)
+    beyond = math.log(low) > margin if comparison.ratio > 1 else math.log(high) < -margin
+    return "firm" if beyond and not split else "borderline"
+
+
+@dataclasses.dataclass
+class Analysis:
+    """Everything the pages are built from, computed once."""
+    data: RunData
+    ops: list
+    order: list
+    means: dict
+    lin: Lineage
+    oldest: str
+    baseline: str | None          # the user's --baseline when it is not the oldest
+    threshold: float
+    suite_of: dict
+    category_of: dict
+    steps: list                   # (a, b) along the lineage
+    step_cmp: dict                # (op, a, b) -> Comparison
+    oldest_cmp: dict              # (op, series) -> Comparison against the oldest
+    twin_cmp: dict                # (op, series) -> Comparison of a variant against its twin
+    baseline_cmp: dict            # (op, series) -> Comparison against --baseline
+    counted: list = dataclasses.field(default_factory=list)   # counts.load_counts rows
+
+    @property
+    def suites(self) -> list:
+        return list(dict.fromkeys(self.suite_of[op] for op in self.ops))
+
+    def findings(self) -> list[Finding]:
+        """Steps that are significant and beyond the threshold either way, largest first;
+        a step between two build recipes is not one (Lineage.recipe_differs)."""
+        return list(self._classified[0])
+
+    def counts_only(self) -> list[Finding]:
+        """Steps whose counts moved beyond their threshold while the timing found nothing
+        (within the threshold or undecided), largest count change first."""
+        return list(self._classified[1])
+
+    def modes_of(self, series: str, op: str) -> stats.Modes | None:
+        return stats.split_modes((self.means.get((series, op)) or {}).values())
+
+    def round_log_ratios(self, op: str, a: str, b: str) -> list[float]:
+        """The per-round log ratios of a lockstep step, in round order (stats.compare's)."""
+        pa, pb = self.means[(a, op)], self.means[(b, op)]
+        return [math.log(pb[r]) - math.log(pa[r])
+                for r in sorted(pa) if r in pb and pa[r] > 0 and pb[r] > 0]
+
+    def firm_floor(self, op: str, a: str, b: str) -> float:
+        """How far beyond the threshold (log scale) a step's next-run interval must lie to be
+        firm: how far the A/A twin's 95% interval on the same op reaches from 1 in this run
+        (the largest, with several twins); in a run without an A/A interval on the op, half
+        the width of the step's own 95% interval.
+
+        Why: a firm finding should be a finding again in the next run, and that asks for the
+        next run's own interval to clear 1, not only for its estimate to land beyond the
+        threshold, which is all the next-run interval predicts. With 8 rounds (a main command
+        of every interpreter here) one round of the next run that goes the other way takes
+        the significance of a 10-20% step (its signed-rank interval then crosses 1), and the
+        step's own 8 rounds need not show such a round. The A/A twin times the same op in the
+        same rounds between two identical interpreters: how far its interval reaches from 1
+        is how large a ratio the run's noise on that op, wild rounds included, can make out
+        of no difference at all. Three back-to-back main commands (2026-11-24): firm cells a finding in every
+        other run 58/77 by the next-run interval alone, 50/51 with this floor; the published
+        trio (2026-11-23): 37/42, 27/27; none contradicted (docs/experiments/firm_findings.py).
+        """
+        reach = [max(abs(math.log(c.low)), abs(math.log(c.high)))
+                 for v in self.lin.variants if v.kind == "aa"
+                 for c in [self.twin_cmp.get((op, v.series))]
+                 if c is not None and c.low and c.high]
+        if reach:
+            return max(reach)
+        c = self.step_cmp[(op, a, b)]
+        return (math.log(c.high) - math.log(c.low)) / 2 if c.low and c.high else 0.0
+
+    def classify(self, op: str, a: str, b: str) -> Finding:
+        """One step with its classes (the module docstring)."""
+        c = self.step_cmp[(op, a, b)]
+        move = counts.count_move(self.counted, op, a, b) if self.counted else None
+        split = [f"{s}: {m.describe()}" for s in (a, b) if (m := self.modes_of(s, op))]
+        next_run = floor = None
+        if self.data.paired and is_finding(c, self.threshold):
+            next_run = stats.next_run_interval(self.round_log_ratios(op, a, b))
+            floor = self.firm_floor(op, a, b)
+        return Finding(op, a, b, c, evidence_of(c, self.threshold, move),
+                       firmness_of(c, self.threshold, next_run, bool(split), floor or 0.0),
+                       "; ".join(split) or None, move["note"] if move else None, next_run,
+                       floor)
+
+    @functools.cached_property
+    def functions(self) -> dict:
+        """The functions the counting pass kept per (series, op) (counts.load_functions),
+        read once for every page of the report."""
+        return counts.load_functions(self.data.run.path) if self.data.run else {}
+
+    @functools.cached_property
+    def _classified(self) -> tuple[list[Finding], list[Finding]]:
+        # The bootstrap costs some 50 ms a finding: classify once, for every page.
+        found, counts_only = [], []
+        for (op, a, b), c in self.step_cmp.items():
+            if (a, b) in self.lin.recipe_differs:
+                continue
+            move = counts.count_move(self.counted, op, a, b) if self.counted else None
+            if is_finding(c, self.threshold):
+                found.append(self.classify(op, a, b))
+            elif evidence_of(c, self.threshold, move) == "counts only":
+                counts_only.append(Finding(op, a, b, c, "counts only", note=move["note"]))
+        found.sort(key=lambda f: (-abs(math.log(f.comparison.ratio)), f.op))
+        counts_only.sort(key=lambda f: (-abs(self._instructions(f) or 0), f.op, f.a))
+        return found, counts_only
+
+    def _instructions(self, f: Finding) -> float | None:
+        move = counts.count_move(self.counted, f.op, f.a, f.b)
+        return move["instructions"] if move else None
+
+    def listed(self) -> tuple[list[Finding], list[Finding]]:
+        """The findings the main page lists: the largest slowdowns, then the largest speed-ups."""
+        found = self.findings()
+        return ([f for f in found if f.comparison.ratio > 1][:MAX_FINDINGS],
+                [f for f in found if f.comparison.ratio < 1][:MAX_FINDINGS])
+
+
+def analyse(data: RunData, baseline: str | None, threshold: float) -> Analysis:
+    order = ordered_series(data)
+    if baseline is not None and baseline not in order:
+        raise cli.BadInput(f"unknown baseline {baseline!r}; valid: {', '.join(order)}")
+    ops = [op for op in ordered_ops(data)
+           if (data.frame.loc[data.frame["op"] == op, "series"] != native.SERIES).any()]
+    means = process_means(data.frame)
+    lin = lineage(data, order)
+    oldest = lin.releases[0] if lin.releases else default_baseline(data, order)
+    steps = list(zip(lin.releases, lin.releases[1:]))
+    step_cmp = {(op, a, b): c for a, b in steps
+                for (op, _), c in compare_all(means, ops, a, [b], data.paired).items()}
+    twin_cmp = {}
+    for v in lin.variants:
+        if v.twin:
+            twin_cmp.update(compare_all(means, ops, v.twin, [v.series], data.paired))
+    chosen = baseline if baseline not in (None, oldest) else None
+    return Analysis(data, ops, order, means, lin, oldest, chosen, threshold,
+                    dict(zip(data.frame["op"], data.frame["suite"])),
+                    dict(zip(data.frame["op"], data.frame["category"])), steps, step_cmp,
+                    compare_all(means, ops, oldest, order, data.paired), twin_cmp,
+                    compare_all(means, ops, chosen, order, data.paired) if chosen else {},
+                    counts.load_counts(data.run.path) if data.run is not None else [])

@@ -1,0 +1,1 @@
+"""Commands built on the stages below: release, crosscheck, sensitivity and agree."""

@@ -1,0 +1,370 @@
+"""Agreement with a plain timer: the lutz2009 ops in a plain loop, beside the harness's ratios.
+
+    nox -s crosscheck -- [--pythons A,B] [--run-dir DIR] [--calls 7] [--processes 3]
+
+For two interpreters (default: 2.7 and the newest plain CPython), every lutz2009
+op is timed by ``suites/_plain_timer.py``: a fresh process per (op,
+interpreter), ``--calls`` calls in a loop, no pyperf, no warm-up, no other op
+in the process. The processes are interleaved (op by op, the two interpreters
+in a shuffled order, ``--processes`` times) so that both see the same phases of
+a shared machine. The plain estimate of an op is the median over processes of
+each process's best call ("best of N", what a person with a stopwatch loop
+would report), among the calls that were not preempted, as the harness keeps
+only those where it can.
+
+The harness's ratios come from a run directory (``--run-dir``), or from a run
+this command makes (the two interpreters, lutz2009, ``--profile``, no A/A twin)
+in a temporary results directory it names. The plain timer runs under the
+conditions that run states in its manifest: the same allocator environment,
+the same output state, the warm page cache, and the clock its values measured
+(CPU time or wall time); the fixtures are made by the harness's own maker, so
+files and sizes are the same.
+
+It prints, per op, B/A by the plain timer and by the harness, and flags the ops
+where the two differ by more than ``--threshold`` (default 25%, as
+|log(plain / harness)| > log(1.25)). Exit status 0 when every op agrees, 1 when
+some do not, 2 on bad input (unknown label, a run without both series, ...).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from iomatrix import cli, procs, stats
+from iomatrix.measuring import bench, discovery, machine, runner
+from iomatrix.storing import contract, store
+from iomatrix.paths import SUITES_DIR
+from iomatrix.storing.profiles import PROFILES
+
+SUITE = "lutz2009"
+PLAIN_TIMER = SUITES_DIR / "_plain_timer.py"
+DEFAULT_CALLS = 7
+# With 3 processes one that sat in a slow stretch for all its calls decided an op's median:
+# 2.7's write_byLines_textMode came out 144 ms plain against 85-90 ms in 5 other processes.
+DEFAULT_PROCESSES = 5
+DEFAULT_THRESHOLD = 0.25
+BASELINE = "2.7"
+PLAIN_TIMEOUT_SECONDS = 300
+
+
+class CrosscheckError(cli.BadInput):
+    """Bad input (exit 2), with a message that lists the valid choices."""
+
+
+@dataclasses.dataclass
+class Row:
+    op: str
+    plain: dict          # label -> seconds (median over processes of best of N)
+    harness: dict        # label -> seconds (median of per-process means)
+
+    def ratio(self, side: dict, a: str, b: str) -> float | None:
+        if side.get(a) and side.get(b):
+            return side[b] / side[a]
+        return None
+
+    def disagreement(self, a: str, b: str) -> float | None:
+        """plain ratio / harness ratio, or None when one is missing."""
+        p, h = self.ratio(self.plain, a, b), self.ratio(self.harness, a, b)
+        return p / h if p and h else None
+
+
+# -- choosing the interpreters ---------------------------------------------------
+
+def choose(interpreters: list[discovery.Interpreter], labels: list[str] | None):
+    """The two interpreters (A = reference, B); an unknown label lists the valid ones."""
+    usable = [i for i in interpreters if i.ok]
+    valid = ", ".join(i.label for i in usable)
+    if labels is None:
+        newest = bench.newest_plain_cpython(usable)
+        labels = [BASELINE, newest] if newest else [BASELINE]
+    if len(labels) != 2 or labels[0] == labels[1]:
+        raise CrosscheckError(f"--pythons takes two different labels, A,B; valid labels: {valid}")
+    by_label = {i.label: i for i in usable}
+    unknown = [label for label in labels if label not in by_label]
+    if unknown:
+        raise CrosscheckError(f"unknown interpreter label(s) {', '.join(unknown)}; "
+                              f"valid labels: {valid}")
+    return [by_label[label] for label in labels]
+
+
+# -- the harness's side -------------------------------------------------------------
+
+def run_conditions(run_dir: Path, labels: list[str]) -> dict:
+    """The stated conditions of a run, checked to be ones the plain timer can reproduce."""
+    if not run_dir.is_dir():
+        raise CrosscheckError(f"--run-dir {run_dir}: no such run directory")
+    if not os.path.lexists(run_dir / store.MANIFEST):
+        raise CrosscheckError(f"--run-dir {run_dir}: no {store.MANIFEST}; not a run")
+    # checked against the schema; a run directory that is a symlink is refused (exit 2)
+    manifest = store.Run(run_dir.parent, run_dir.name).read_manifest()
+    missing = [label for label in labels if not (run_dir / f"{label}.json").exists()]
+    if missing:
+        have = sorted(p.stem for p in store.Run(run_dir.parent, run_dir.name).series_files())
+        raise CrosscheckError(f"--run-dir {run_dir}: no series {', '.join(missing)}; "
+                              f"the run has: {', '.join(have) or 'none'}")
+    conditions = {key: manifest.get(key) for key in ("allocator", "output", "cache")}
+    # A run made before workers were pinned ran them on any CPU: so does the plain timer.
+    conditions["affinity"] = manifest.get("affinity") if manifest.get("affinity") in \
+        runner.AFFINITIES else "all"
+    if conditions["allocator"] not in contract.ALLOCATORS or \
+            conditions["output"] not in contract.OUTPUT_STATES:
+        raise CrosscheckError(
+            f"--run-dir {run_dir}: the run does not state its allocator and output state "
+            f"(allocator {conditions['allocator']!r}, output {conditions['output']!r}): it was "
+            "measured in a mix of conditions that a plain timer cannot reproduce; make a new run")
+    if conditions["cache"] != "warm":
+        raise CrosscheckError(f"--run-dir {run_dir}: cache {conditions['cache']!r}; the plain "
+                              "timer reproduces the warm page cache only")
+    return conditions
+
+
+def harness_times(run_dir: Path, label: str) -> tuple[dict, set, set]:
+    """({op: median of per-process means}, the clocks its values measured, the output
+    states its write ops recorded) of one series."""
+    by_op: dict = {}
+    clocks, outputs = set(), set()
+    for row in store.load_series(run_dir / f"{label}.json"):
+        if row["suite"] == SUITE and row["io"] == "c":
+            by_op.setdefault(row["op"], []).append(row["mean"])
+            # "wall (no getrusage ...)" is a wall clock too
+            clocks.add("cpu" if row["clock"] == "cpu" else "wall")
+            if row["op"].startswith("write_"):
+                outputs.add(row["output"])
+    return {op: stats.median(means) for op, means in by_op.items()}, clocks, outputs
+
+
+def make_run(interps, profile: str, results_dir: Path | None, log) -> Path:
+    """A small matrix run of the two interpreters (in a new temporary results directory
+    unless one is given)."""
+    results_dir = results_dir or Path(tempfile.mkdtemp(prefix="iomatrix-crosscheck-"))
+    run_id = store.default_run_id()
+    log(f"crosscheck: making a {profile} run of {', '.join(i.label for i in interps)} "
+        f"in {results_dir / run_id}")
+    manifest = runner.run_matrix(interps, suites=[SUITE], profile=PROFILES[profile],
+                                 results_dir=results_dir, run_id=run_id, log=log)
+    failed = bench.failures(manifest, [i.label for i in interps])
+    if failed:  # nothing to compare with: exit 2, one line, never exit 1 (a "disagreement")
+        raise CrosscheckError(f"the harness run did not complete: {', '.join(failed)} "
+                              f"(see {results_dir / run_id / store.MANIFEST})")
+    return results_dir / run_id
+
+
+# -- the plain timer's side ---------------------------------------------------------------
+
+def plain_command(interp, op: str, fixtures: Path, scratch: Path, calls: int,
+                  conditions: dict) -> list[str]:
+    return [interp.executable, str(PLAIN_TIMER), "--suite", SUITE, "--op", op,
+            "--fixtures", str(fixtures), "--scratch", str(scratch), "--calls", str(calls),
+            "--output-state", conditions["output"], "--allocator", conditions["allocator"]]
+
+
+def plain_environment(conditions: dict) -> dict:
+    """The worker's environment: no PYTHONPATH/PYTHONHOME leaking in, the run's allocator."""
+    env = dict(os.environ)
+    for key in ("PYTHONPATH", "PYTHONHOME"):
+        env.pop(key, None)
+    env.update(machine.allocator_environment(conditions["allocator"]))
+    return env
+
+
+def time_plain(interp, op: str, fixtures: Path, scratch: Path, calls: int,
+               conditions: dict) -> dict:
+    """One fresh process: the JSON line _plain_timer.py prints."""
+    cmd = plain_command(interp, op, fixtures, scratch, calls, conditions)
+    try:
+        proc = procs.run(cmd, timeout=PLAIN_TIMEOUT_SECONDS, env=plain_environment(conditions),
+                         cwd=str(scratch), cpus=machine.timing_cpus(conditions["affinity"])[0])
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{interp.label} {op}: the plain timer took more than "
+                           f"{PLAIN_TIMEOUT_SECONDS} s")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{interp.label} {op}: the plain timer failed "
+                           f"({procs.describe_exit(proc.returncode)}): "
+                           f"{procs.tail(proc.stderr or proc.stdout).strip()}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if result["allocator"] != conditions["allocator"]:
+        raise RuntimeError(f"{interp.label} {op}: allocator {result['allocator']!r}, "
+                           f"not the run's {conditions['allocator']!r}")
+    return result
+
+
+def best_call(result: dict, conditions: dict) -> float:
+    """The best call of one process, by the run's clock, among the calls that were not
+    preempted (the harness's condition: it takes a preempted call again), or of all calls
+    when every one was."""
+    times = result[conditions["clock"]]
+    quiet = [t for t, switches in zip(times, result["nivcsw"]) if switches == 0]
+    return min(quiet or times)
+
+
+def plain_times(interps, ops: list[str], calls: int, processes: int, conditions: dict,
+                work: Path, seed: int, log) -> tuple[dict, list]:
+    """({label: {op: median over processes of the best call}}, every process's result)."""
+    fixtures, scratch = work / "fixtures", work / "scratch"
+    runner.run_harness("--make-fixtures", SUITE, "quick", str(fixtures), timeout=600)
+    scratch.mkdir()
+    rng = random.Random(seed)
+    best: dict = {i.label: {} for i in interps}
+    raw = []
+    for index in range(processes):
+        order = list(ops)
+        rng.shuffle(order)
+        for op in order:
+            pair = list(interps)
+            rng.shuffle(pair)
+            for interp in pair:
+                result = time_plain(interp, op, fixtures, scratch, calls, conditions)
+                result.update(label=interp.label, process=index)
+                raw.append(result)
+                best[interp.label].setdefault(op, []).append(best_call(result, conditions))
+        log(f"crosscheck: plain timer, {index + 1}/{processes} processes per op done")
+    return ({label: {op: stats.median(v) for op, v in by_op.items()}
+             for label, by_op in best.items()}, raw)
+
+
+# -- the comparison ------------------------------------------------------------------
+
+def compare(interps, run_dir: Path, calls: int, processes: int, threshold: float,
+            seed: int, work_dir: Path | None = None, log=print) -> dict:
+    """Time the plain side and read the harness side; the rows and what they ran under."""
+    labels = [i.label for i in interps]
+    conditions = run_conditions(run_dir, labels)
+    harness, clocks, outputs = {}, set(), set()
+    for label in labels:
+        harness[label], seen, written = harness_times(run_dir, label)
+        clocks |= seen
+        outputs |= written
+    if outputs - {conditions["output"]}:
+        # Before the output state was applied to lutz2009, its writes recorded none and
+        # wrote over the previous call's file whatever the manifest said.
+        raise CrosscheckError(f"--run-dir {run_dir}: its writes were not made in the stated "
+                              f"output state {conditions['output']!r} (recorded: "
+                              f"{', '.join(sorted(map(str, outputs)))}); make a new run")
+    if len(clocks) != 1:
+        raise CrosscheckError(f"--run-dir {run_dir}: its values measure {' and '.join(clocks)} "
+                              "time; the plain timer needs one clock")
+    conditions["clock"] = clocks.pop()
+    ops = sorted(set(harness[labels[0]]) & set(harness[labels[1]]))
+    if not ops:
+        raise CrosscheckError(f"--run-dir {run_dir}: no {SUITE} op in both series")
+    work = Path(tempfile.mkdtemp(prefix="iomatrix-crosscheck-work-", dir=work_dir))
+    try:
+        plain, raw = plain_times(interps, ops, calls, processes, conditions, work, seed, log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rows = [Row(op, {lb: plain[lb].get(op) for lb in labels},
+                {lb: harness[lb].get(op) for lb in labels}) for op in ops]
+    return {"labels": labels, "run_dir": str(run_dir), "conditions": conditions, "calls": calls,
+            "processes": processes, "threshold": threshold, "seed": seed, "rows": rows,
+            "raw": raw}
+
+
+def flagged(result: dict) -> list[str]:
+    a, b = result["labels"]
+    limit = math.log1p(result["threshold"])
+    return [row.op for row in result["rows"]
+            if row.disagreement(a, b) is None or abs(math.log(row.disagreement(a, b))) > limit]
+
+
+def format_table(result: dict) -> str:
+    a, b = result["labels"]
+    c = result["conditions"]
+    lines = [f"crosscheck: {b} / {a}, lutz2009, allocator {c['allocator']}, output "
+             f"{c['output']}, cache {c['cache']}, clock {c['clock']}",
+             f"  plain: median over {result['processes']} fresh processes of the best of "
+             f"{result['calls']} calls; harness: median of per-process means, "
+             f"{result['run_dir']}",
+             "",
+             f"{'op':40} {'plain ' + a:>12} {'plain ' + b:>12} {'plain':>8} {'harness':>8} "
+             f"{'plain/harness':>14}"]
+    bad = set(flagged(result))
+    for row in result["rows"]:
+        p, h, d = row.ratio(row.plain, a, b), row.ratio(row.harness, a, b), \
+            row.disagreement(a, b)
+        mark = "  DIFFERS" if row.op in bad else ""
+        lines.append(f"{row.op:40} {_ms(row.plain.get(a)):>12} {_ms(row.plain.get(b)):>12} "
+                     f"{_num(p):>8} {_num(h):>8} {_num(d):>14}{mark}")
+    agreements = [row.disagreement(a, b) for row in result["rows"] if row.disagreement(a, b)]
+    if agreements:
+        lines.append(f"{'geometric mean':40} {'':>12} {'':>12} {'':>8} {'':>8} "
+                     f"{_num(stats.geometric_mean(agreements)):>14}")
+    limit = int(round(result["threshold"] * 100))
+    lines.append("")
+    lines.append(f"{len(bad)} of {len(result['rows'])} ops differ by more than {limit}%"
+                 + (f": {', '.join(sorted(bad))}" if bad else ""))
+    return "\n".join(lines)
+
+
+def _ms(seconds) -> str:
+    return "-" if not seconds else f"{seconds * 1e3:.2f} ms"
+
+
+def _num(value) -> str:
+    return "-" if not value else f"{value:.2f}"
+
+
+def as_json(result: dict) -> dict:
+    a, b = result["labels"]
+    out = {k: v for k, v in result.items() if k != "rows"}
+    out["rows"] = [{"op": r.op, "plain_seconds": r.plain, "harness_seconds": r.harness,
+                    "plain_ratio": r.ratio(r.plain, a, b),
+                    "harness_ratio": r.ratio(r.harness, a, b),
+                    "plain_over_harness": r.disagreement(a, b)} for r in result["rows"]]
+    out["differ"] = flagged(result)
+    return out
+
+
+def parser() -> cli.Parser:
+    p = cli.Parser(prog="nox -s crosscheck --",
+                   description="Time the lutz2009 ops with a plain loop and compare the ratios "
+                               "with the harness's.")
+    p.add_argument("--pythons", type=cli.label_list, default=None,
+                   help="two labels A,B: B/A is compared (default: 2.7 and the newest CPython)")
+    p.add_argument("--run-dir", type=Path, default=None,
+                   help="a harness run holding both series (default: make a small run)")
+    p.add_argument("--profile", default="quick", choices=("smoke", "quick"),
+                   help="profile of the run made when --run-dir is not given")
+    p.add_argument("--results-dir", type=Path, default=None,
+                   help="where that run goes (default: a new temporary directory)")
+    p.add_argument("--calls", type=cli.positive_int, default=DEFAULT_CALLS,
+                   help="calls per plain process; the best counts (default: %(default)s)")
+    p.add_argument("--processes", type=cli.positive_int, default=DEFAULT_PROCESSES,
+                   help="fresh processes per op and interpreter (default: %(default)s)")
+    p.add_argument("--threshold", type=cli.threshold, default=DEFAULT_THRESHOLD,
+                   help="flag ops whose two ratios differ by more than this (default: 0.25)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the interleaved order")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    return p
+
+
+@cli.main_guard
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    if args.json is not None:
+        store.check_output(args.json, "--json")  # before the timing, not after it
+    try:
+        interps = choose(discovery.discover(), args.pythons)
+    except discovery.DiscoveryError as exc:
+        raise CrosscheckError(str(exc))
+    for interp in interps:
+        print(f"crosscheck: {interp.label}: {interp.implementation} {interp.version} "
+              f"({interp.executable})")
+    run_dir = args.run_dir or make_run(interps, args.profile, args.results_dir, print)
+    seed = random.SystemRandom().randrange(2**32) if args.seed is None else args.seed
+    result = compare(interps, run_dir, args.calls, args.processes, args.threshold, seed)
+    print(format_table(result))
+    if args.json:
+        store.write_output(args.json, json.dumps(as_json(result), indent=2) + "\n", "--json")
+    return 1 if flagged(result) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""The counting pass: system calls, page faults, context switches and instructions per op.
+
+Timings on a shared machine wobble; counts do not. After the timing work of a
+run, this pass runs every op of every series again, outside any timed region,
+and counts what one call does:
+
+- ``syscalls``: system calls by name, from ``strace -f`` of the whole worker
+  process, cut to the counted window by the worker's markers;
+- ``rusage``: minor and major page faults, voluntary and involuntary context
+  switches (``getrusage`` deltas around the window, in a plain process: under
+  strace or valgrind these numbers would describe the tool);
+- ``instructions``: user-space instructions executed in the window, from
+  valgrind's callgrind with address-space randomisation off (``setarch -R``)
+  and ``PYTHONHASHSEED=0``, so that a count repeats.
+
+The worker side is ``suites/_counting.py`` (its docstring describes the
+markers). Each counter is its own worker process per suite: ``plain``,
+``strace`` and ``valgrind``. Every op gets one warm-up call and then
+``COUNT_CALLS`` counted calls; the stored numbers are totals over those calls.
+
+Fixtures: the pass makes its own, with ``harness.py --make-fixtures ...
+counting``; a suite that defines ``COUNT_DIVISOR`` (lutz2009: 8) makes its files
+and writes that many times smaller, because valgrind runs 20-50x slower than
+natively. ``bytes_per_call`` is stored with every op, so counts per MiB compare
+with the timing pass's sizes; counts per call are for the counting sizes.
+
+PyPy: instructions are not counted. What its JIT executes in a counted call
+depends on which traces it has compiled by then, which one warm-up call does
+not settle, and valgrind runs PyPy's JIT very slowly. Its syscalls and rusage
+are counted.
+
+Valgrind's instrumentation is switched on in the windows only (callgrind
+``--instr-atstart=no`` and the client requests of
+``_counting.ValgrindSwitch``, x86-64 only): start-up, fixture checks and warm-up
+calls then run at the speed of valgrind's core, about half the pass's time
+saved. Elsewhere the whole process is instrumented. The two ways count
+different numbers for the same call (on 3.13: 0.2% apart for
+read_byLines_textMode, 2% for write_byBlocks_textMode); the file records which
+was used, and compare_counts compares instructions only when it is the same.
+
+How exact (A/A: the same interpreter counted twice): see ``aa_exactness``. System
+calls repeat exactly; instructions repeat within a fraction of a percent; page
+faults nearly; context switches depend on what else the machine runs.
+
+Files: ``results/<run>/<series>.counters.json``, written through the results
+contract (atomic, under its partial name), updated after every pass. Format
+(``iomatrix_counters_version`` 1)::
+
+    {
+      "iomatrix_counters_version": 1,
+      "series": "3.13",
+      "interpreter": {"label", "executable", "implementation", "version",
+                      "version_info", "free_threaded", "source", "aa_of"},
+      "calls": 1,                            # counted calls per op (after 1 warm-up)
+      "fixtures": "counting",                # COUNT_DIVISOR sizes (see above)
+      "methods": {"syscalls": "...", ...},   # tool, version and options per counter
+      "skipped": {"instructions": "why"},    # counters not run for this series
+      "ops": {
+        "read_byBlocks_binaryMode": {
+          "suite": "lutz2009", "bytes_per_call": 366925, "calls": 1,
+          "syscalls": {"read": 46, "openat": 1, ...},     # totals over the calls
+          "rusage": {"minflt": 0, "majflt": 0, "nvcsw": 0, "nivcsw": 1},
+          "instructions": 1077463,
+          "failed": {"instructions": "timed out after 60 s ..."}   # counting only
+        }
+      }
+    }
+
+An op already counted for a counter is kept when a run is resumed; failed and
+missing ones are counted again. Nothing is written outside the run's results
+directory and its work directory: strace's ``-o`` file, callgrind's output
+files and valgrind's temporary files (``TMPDIR``) all go into the work dir.
+
+Reading the files (tidy rows, steps, the report section, compare and the gate)
+is ``iomatrix.analysing.counts``.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from iomatrix import procs
+from iomatrix.measuring import machine
+from iomatrix.storing import contract, store
+from iomatrix.storing.countsfile import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
+from iomatrix.measuring.counttools import (callgrind_dumps, methods, syscall_windows, tool_prefix,
+                                           tool_problems, use_valgrind_switch, window_counts)
+from iomatrix.paths import SUITES_DIR
+
+HARNESS = SUITES_DIR / "harness.py"
+# Series are counted side by side: nothing is timed, and valgrind is single-threaded.
+# Only the context switches notice the neighbour.
+JOBS = max(1, min(2, os.cpu_count() or 1))
+
+
+def parse_counters(value: str) -> tuple[str, ...]:
+    """``--counters``: on (all), off (none), or a comma-separated choice of COUNTERS."""
+    value = value.strip()
+    if value == "on":
+        return COUNTERS
+    if value == "off":
+        return ()
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in COUNTERS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown counter(s) {', '.join(unknown) or repr(value)}; valid: on, off, "
+            + ", ".join(COUNTERS))
+    return tuple(n for n in COUNTERS if n in names)
+
+
+# -- the tools -----------------------------------------------------------------------
+
+class Series:
+    """What the counting pass needs to know about one series."""
+
+    def __init__(self, series: str, interpreter: dict, io_stack: str, ops: list):
+        self.series = series
+        self.interpreter = interpreter      # the manifest's fields: executable, implementation...
+        self.io_stack = io_stack
+        self.ops = ops                      # [(suite, op)] in the suite's order
+
+    @property
+    def is_pypy(self) -> bool:
+        return self.interpreter.get("implementation") == "pypy"
+
+
+def new_document(series: Series, counters) -> dict:
+    keys = ("label", "executable", "implementation", "version", "version_info",
+            "free_threaded", "source", "aa_of")
+    return {"iomatrix_counters_version": FORMAT_VERSION, "series": series.series,
+            "interpreter": {k: series.interpreter.get(k) for k in keys},
+            "calls": COUNT_CALLS, "fixtures": "counting", "methods": {}, "skipped": {},
+            "ops": {}}
+
+
+def worker_environment(allocator: str, tmp_dir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
+    env.update(machine.allocator_environment(allocator))
+    env["PYTHONHASHSEED"] = "0"            # dict and set layouts repeat: so do the counts
+    env["PYTHONDONTWRITEBYTECODE"] = "1"   # never write beside the suites
+    env["TMPDIR"] = str(tmp_dir)           # valgrind's and anything else's temp files
+    return env
+
+
+def worker_command(python: str, suite: str, ops: list, fixtures: Path, scratch: Path,
+                   output: Path, profile: str, io_stack: str, output_state: str,
+                   first_index: int, switch: bool = False) -> list:
+    return [python, str(HARNESS), "--count", "--suite", suite, "--ops", json.dumps(ops),
+            "--fixtures", str(fixtures), "--scratch", str(scratch),
+            "--iomatrix-profile", profile, "--io", io_stack, "--output-state", output_state,
+            "--calls", str(COUNT_CALLS), "--first-index", str(first_index),
+            "--output", str(output)] + (["--valgrind-switch"] if switch else [])
+
+
+def _read_rows(path: Path) -> list:
+    rows = []
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError:
+                        break   # a line cut by a crash: the ops after it are redone
+    return rows
+
+
+def _results_of_attempt(kind: str, rows: list, attempt_dir: Path) -> dict:
+    """{op: ("ok", value) or ("failed", why)} for the rows one worker process wrote."""
+    out = {}
+    if kind == "strace":
+        windows = syscall_windows(attempt_dir / "strace.txt")
+    elif kind == "valgrind":
+        dumps, position = callgrind_dumps(attempt_dir), 0
+    for row in rows:
+        op, error = row.get("op"), row.get("error")
+        if kind == "valgrind":
+            first = position
+            position += int(row.get("markers") or 0)
+        if error:
+            out[op] = ("failed", error)
+        elif kind == "plain":
+            out[op] = ("ok", {f: row[f] for f in RUSAGE_FIELDS})
+        elif kind == "strace":
+            window = windows.get(row["index"])
+            out[op] = ("ok", window) if window is not None else \
+                ("failed", "no complete marker window in strace's output")
+        else:
+            # Dumps come in pairs per op: at the begin marker, then at the end marker;
+            # the second holds the window. A count past 2**63 is callgrind's negative.
+            value = window_counts(dumps[first + 1]) if first + 1 < len(dumps) else None
+            instructions = value and value["instructions"]
+            if row.get("markers") != 2 or instructions is None or instructions >= 2 ** 63:
+                out[op] = ("failed", f"no usable callgrind dump for the window (dump "
+                                     f"{first + 2} of {len(dumps)}: {instructions})")
+            else:
+                out[op] = ("ok", value)
+    return out
+
+
+PASS_OF = {"syscalls": "strace", "rusage": "plain", "instructions": "valgrind"}
+
+
+def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path,
+             work: Path, tmp_dir: Path, profile: str, conditions, timeout: float, log) -> dict:
+    """Count ``ops`` of one suite with one tool; {op: ("ok", value) | ("failed", why)}.
+
+    An op that crashes or hangs the worker is failed (for counting only) with the
+    output tail; the worker is started again for the ops after it.
+    """
+    results, first_index, attempt = {}, 0, 0
+    switch = kind == "valgrind" and use_valgrind_switch()
+    remaining = list(ops)
+    while remaining:
+        attempt += 1
+        attempt_dir = work / f"{suite}-{kind}-{attempt}"
+        shutil.rmtree(attempt_dir, ignore_errors=True)   # an earlier call's, in our work dir
+        scratch = attempt_dir / "scratch"
+        scratch.mkdir(parents=True)
+        output = attempt_dir / "counts.jsonl"
+        # Paths relative to the worker's directory (scratch), the same for every series:
+        # the arguments and environment are then identical for an A/A twin. With absolute
+        # paths that differed by series, an A/A twin's instructions differed by up to 2%.
+        cmd = tool_prefix(kind, switch) + worker_command(
+            series.interpreter["executable"], suite, remaining,
+            Path(os.path.relpath(fixtures, scratch)), Path("."), Path("..", output.name),
+            profile, series.io_stack, conditions.output, first_index, switch)
+        env = worker_environment(conditions.allocator, tmp_dir)
+        culprit, fatal = procs.supervise(cmd, env, timeout, cwd=scratch,
+                                         stderr_dir=attempt_dir)
+        rows = _read_rows(output)
+        results.update(_results_of_attempt(kind, rows, attempt_dir))
+        done = {row.get("op") for row in rows}
+        if fatal is not None:
+            culprit = culprit if culprit in remaining and culprit not in done else \
+                next((op for op in remaining if op not in done), None)
+            if culprit is not None:
+                results[culprit] = ("failed", f"{kind}: {fatal}")
+                log(f"iomatrix: counting {series.series} {culprit} ({kind}) FAILED: "
+                    f"{procs.tail(fatal, 3)}")
+                done.add(culprit)
+        elif not done:
+            results.setdefault(remaining[0], ("failed", f"{kind}: the worker wrote nothing"))
+            done.add(remaining[0])
+        first_index += len(remaining)
+        remaining = [op for op in remaining if op not in done]
+    return results
+
+
+def count_series(run: store.Run, series: Series, counters, problems: dict, fixtures: Path,
+                 work_root: Path, profile: str, conditions, timeout: float, tool_methods: dict,
+                 slot: int = 0, log=print, stopping=None) -> dict:
+    """Count one series, resuming from its counters file; the manifest's entry for it.
+
+    ``stopping``: a threading.Event; once set, no further pass is started.
+
+    The series works in ``<work_root>/s<slot>``: a name of the same length for every
+    series, because the length of the worker's working directory moves valgrind's
+    instruction counts (measured on 3.13: 59 instructions of 1.29 million for 26 more
+    characters; presumably addresses move, and code whose path depends on alignment,
+    such as memcpy's, with them). Give series counted at the same time different slots.
+    """
+    started = time.monotonic()
+    path = run.counters_file(series.series)
+    try:
+        document = read_document(path) or new_document(series, counters)
+    except store.ResultFileError as exc:
+        # A damaged file is counted again, and kept aside (hidden, never read as counts)
+        # rather than replaced: nothing is lost, and the good files of the run stay as they are.
+        kept = path.with_name(f".{path.name}.damaged-{int(time.time())}")
+        os.rename(path, kept)
+        log(f"iomatrix: {series.series}: {exc}; kept as {kept.name}, counted again")
+        document = new_document(series, counters)
+    skipped = {}
+    for counter in counters:
+        if counter in problems:
+            skipped[counter] = problems[counter]
+        elif counter == "instructions" and series.is_pypy:
+            skipped[counter] = ("not counted for PyPy: what its JIT runs in a counted call "
+                                "depends on what it has compiled by then")
+    document["skipped"] = skipped
+    work = work_root / f"s{slot:04d}"
+    work.mkdir(parents=True, exist_ok=True)
+    (work_root / "tmp").mkdir(exist_ok=True)
+    failed = {}
+    for counter in counters:
+        if counter in skipped:
+            continue
+        document["methods"][counter] = tool_methods.get(counter)
+        for suite in sorted({s for s, _ in series.ops}):
+            wanted = [op for s, op in series.ops if s == suite]
+            todo = [op for op in wanted if counter not in document["ops"].get(op, {})]
+            if not todo or (stopping is not None and stopping.is_set()):
+                continue
+            results = run_pass(PASS_OF[counter], series, suite, todo, fixtures=fixtures,
+                               work=work, tmp_dir=work_root / "tmp", profile=profile,
+                               conditions=conditions,
+                               timeout=timeout, log=log)
+            for op in todo:
+                entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
+                entry.setdefault("failed", {}).pop(counter, None)
+                state, value = results.get(op, ("failed", "the worker never reached this op"))
+                if state == "ok" and counter == "instructions":
+                    # callgrind's window: the count, and beside it the simulated cache
+                    # misses and the functions the instructions ran in (iomatrix.callgrind)
+                    entry.update(value)
+                elif state == "ok":
+                    entry[counter] = value
+                else:
+                    entry["failed"][counter] = procs.tail(str(value))
+                if not entry["failed"]:
+                    del entry["failed"]
+            _fill_bytes(document, work, suite)
+            contract.atomic_write_json(str(path), document)
+    for op, entry in document["ops"].items():
+        for counter, why in (entry.get("failed") or {}).items():
+            failed.setdefault(op, {})[counter] = why
+    counted = [c for c in counters if c not in skipped]
+    status = "skipped" if not counted else ("failed" if failed and all(
+        c in (entry.get("failed") or {}) for entry in document["ops"].values() for c in counted)
+        else "partial" if failed else "ok")
+    entry = {"status": status, "counters": counted, "skipped": skipped,
+             "failed_ops": failed, "seconds": round(time.monotonic() - started, 1),
+             "file": path.name if path.exists() else None}
+    if status != "ok":
+        log(f"iomatrix: counting {series.series}: {status}"
+            + "".join(f"; {c} skipped: {why}" for c, why in skipped.items()))
+    return entry
+
+
+def _fill_bytes(document: dict, work: Path, suite: str) -> None:
+    """bytes_per_call of each op, from any worker row of this suite (every pass has it)."""
+    for rows_file in work.glob(f"{suite}-*/counts.jsonl"):
+        for row in _read_rows(rows_file):
+            entry = document["ops"].get(row.get("op"))
+            if entry is not None and row.get("bytes_per_call") is not None:
+                entry["bytes_per_call"] = row["bytes_per_call"]
+
+
+def make_fixtures(suites, profile: str, directory: Path) -> None:
+    """The counting pass's fixtures (COUNT_DIVISOR sizes), with the host's Python."""
+    proc = procs.run([sys.executable, str(HARNESS), "--make-fixtures", ",".join(suites),
+                      profile, str(directory), "counting"], timeout=3600,
+                     env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    if proc.returncode != 0:
+        raise RuntimeError(f"cannot make the counting fixtures in {directory}: "
+                           + procs.tail(proc.stderr or proc.stdout, 3, " / "))
+
+
+def series_of_plans(run: store.Run, plans: dict, manifest: dict) -> list:
+    """The runner's series plans as Series: the ops each can run, in the suite's order.
+
+    A series whose pyperf file an earlier session wrote has no listed ops: its
+    ops are those of the file.
+    """
+    found = []
+    for plan in plans.values():
+        if plan.interp is None:
+            continue  # the native reference has no interpreter to count
+        ops = list(plan.ops)
+        if not ops and plan.kept:
+            try:
+                ops = list(dict.fromkeys((r["suite"], r["op"])
+                                         for r in store.load_series(run.series_file(plan.series))))
+            except store.ResultFileError:
+                ops = []
+        info = dict(manifest["interpreters"].get(plan.series, {}))
+        info.update(plan.interp.as_manifest())
+        found.append(Series(plan.series, info, plan.io_stack, ops))
+    return found
+
+
+def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile: str,
+              conditions, work_root: Path, timeout: float, log=print) -> None:
+    """The counting pass of a run: every series of ``plans``; results into the manifest.
+
+    Each series' manifest entry gets ``counters``: status ok, partial (some ops
+    failed for counting), failed, or skipped (with the reason per counter).
+    The timing results are never touched; a failure here fails no series.
+    """
+    if not counters:
+        return
+    started = time.monotonic()
+    work_root = Path(work_root) / "counting"
+    work_root.mkdir(parents=True, exist_ok=True)
+    all_series = [s for s in series_of_plans(run, plans, manifest) if s.ops]
+    problems = tool_problems(counters, work_root)
+    for counter, why in problems.items():
+        log(f"iomatrix: counting {counter} skipped: {why}")
+    tool_methods = methods(counters)
+    suites = sorted({suite for s in all_series for suite, _ in s.ops})
+    fixtures = work_root / "fixtures"
+    try:
+        if suites and len(problems) < len(counters):
+            make_fixtures(suites, profile, fixtures)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        for s in all_series:
+            manifest["interpreters"][s.series]["counters"] = {"status": "failed",
+                                                              "reason": str(exc)}
+        log(f"iomatrix: counting failed: {exc}")
+        return
+    log(f"iomatrix: counting {', '.join(counters)} for {len(all_series)} series "
+        f"({JOBS} at a time)")
+
+    stopping = threading.Event()
+
+    def one(slot_and_series):
+        slot, series = slot_and_series
+        return series.series, count_series(run, series, counters, problems, fixtures, work_root,
+                                           profile, conditions, timeout, tool_methods, slot, log,
+                                           stopping)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=JOBS)
+    try:
+        for name, entry in pool.map(one, enumerate(all_series)):
+            manifest["interpreters"][name]["counters"] = entry
+    except BaseException:
+        # Ctrl-C: no new pass starts; the passes running now finish (their worker is in
+        # its own process group, away from the terminal's SIGINT), their counts are kept.
+        stopping.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    manifest["counters"] = {"counters": list(counters), "calls": COUNT_CALLS,
+                            "seconds": round(time.monotonic() - started, 1),
+                            "skipped": problems}
+    log(f"iomatrix: counting done in {time.monotonic() - started:.0f} s")

@@ -1,0 +1,116 @@
+"""Facts about the machine a run measures on, and its state at the start and end."""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+from iomatrix.storing import contract
+
+
+def filesystem_of(path: Path) -> dict:
+    """The mount point and file system type holding ``path`` (from /proc/mounts)."""
+    real = os.path.realpath(path)
+    best = {"mount": "?", "type": "?", "device": "?"}
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                device, mount, fstype = line.split()[:3]
+                if (real == mount or real.startswith(mount.rstrip("/") + "/")) and \
+                        len(mount) >= len(best["mount"] if best["mount"] != "?" else ""):
+                    best = {"mount": mount, "type": fstype, "device": device}
+    except OSError:
+        pass
+    return best
+
+
+def state(now: str) -> dict:
+    """What can make numbers move: load, CPU governor, affinity."""
+    result = {"time": now}
+    try:
+        result["load_average"] = list(os.getloadavg())
+    except OSError:
+        result["load_average"] = None
+    try:
+        result["affinity"] = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        result["affinity"] = None
+    governor = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    result["cpu_governor"] = governor.read_text().strip() if governor.exists() else "unavailable"
+    return result
+
+
+def timing_cpus(affinity: str) -> tuple[set | None, str]:
+    """(the CPUs a timed worker is pinned to, what the manifest says of it).
+
+    "one": the highest-numbered CPU this process may use. Measured here (2 vCPUs of a
+    shared KVM guest): two processes timing one read call after the other agreed to a
+    log-ratio sd of 0.05-0.10 on the same CPU and 0.16-0.28 on different CPUs, whose
+    slow phases come and go independently (docs/methodology.md). "all": not pinned.
+    """
+    if affinity == "all":
+        return None, "all CPUs (not pinned)"
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return None, "unpinned: this platform cannot set CPU affinity"
+    if len(allowed) < 2:
+        return None, f"CPU {allowed[0]} (the only one)" if allowed else "unknown"
+    return {allowed[-1]}, f"CPU {allowed[-1]}"
+
+
+def usable_cpus() -> set | None:
+    """Every CPU this process may use (None where affinity cannot be read)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:
+        return None
+
+
+def spare_cpus(affinity: str) -> set | None:
+    """The CPUs this process may use that time no worker; None when there are none."""
+    timing = timing_cpus(affinity)[0]
+    usable = usable_cpus()
+    if timing is None or usable is None:
+        return None
+    return (usable - timing) or None
+
+
+def facts() -> dict:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = int(line.split()[1]) * 1024
+                break
+    except OSError:
+        pass
+    return {"host": platform.node(), "os": platform.platform(), "system": platform.system(),
+            "cpu": cpu, "cpu_count": os.cpu_count(), "memory_bytes": memory,
+            "host_python": sys.version.split()[0], "libc": " ".join(platform.libc_ver()).strip()}
+
+
+def allocator_environment(allocator: str) -> dict:
+    """The environment variables that pin glibc's allocator in the stated state (none for
+    ``default``: the worker then checks that none came in from the caller).
+
+    Raises ValueError naming the valid conditions for an unknown one."""
+    if allocator not in contract.ALLOCATORS:
+        raise ValueError(f"unknown allocator {allocator!r}; valid: {', '.join(contract.ALLOCATORS)}")
+    return dict(contract.ALLOCATOR_ENVIRONMENT[allocator])
+
+
+def inherited_allocator_variables(environ=None) -> dict:
+    """The allocator variables (MALLOC_*, MIMALLOC_*, malloc tunables, PYTHONMALLOC) in the
+    caller's environment: the manifest names them, whatever the condition, because the
+    workers inherit them beside what the host sets."""
+    return contract.allocator_variables(os.environ if environ is None else environ)

@@ -1,0 +1,1 @@
+"""Reporting: markdown pages, sections, figures and the HTML preview, from an analysis."""

@@ -1,0 +1,298 @@
+"""The report's allocator section: what glibc's untouched allocator costs, op by op.
+
+A run that measures both allocator conditions (issue 28) has two series per
+interpreter: one timed under ``steady`` (thresholds pinned high) and one under
+``default`` (glibc's own behaviour, one op per worker process). Which condition a
+series was timed under is read from the manifest's entry of the series
+(``manifest["interpreters"][series]["allocator"]``); without that field, from the
+series' name, ``<label>@<allocator>`` (``3.13@default``); a name without ``@``
+is the run's own condition (``manifest["allocator"]``, ``steady`` in older runs).
+
+``allocator_section(data)`` returns the section as markdown: first the lineage
+steps whose ratio the condition changes by more than 25%, then default against
+steady for every op and interpreter, with the minor faults per call of each side
+(docs/allocator.md explains where they come from).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from iomatrix import stats
+from iomatrix.analysing.analysis import (RunData, lineage, ordered_ops, ordered_series, process_means,
+                                         series_info, with_all_conditions)
+from iomatrix.reporting.markdown import code, fmt_ratio, fmt_time, md, nowrap, table
+
+CONDITION_SEPARATOR = "@"
+UNTOUCHED = "default"
+PINNED = "steady"
+# A lineage step listed first: the condition moves its ratio by more than this, either way.
+STEP_CHANGE = 0.25
+TITLE = "## What the allocator costs: glibc untouched (`default`) against pinned (`steady`)"
+
+
+def condition_of(data: RunData, series: str) -> tuple[str, str | None]:
+    """(the interpreter's series name without the condition, the allocator condition)."""
+    base, separator, suffix = series.partition(CONDITION_SEPARATOR)
+    recorded = series_info(data, series).get("allocator")
+    if isinstance(recorded, str) and recorded:
+        return base, recorded
+    if separator:
+        return base, suffix
+    return base, data.manifest.get("allocator") or PINNED
+
+
+def condition_series_name(label: str, allocator: str) -> str:
+    """The name a two-condition run gives the series of ``label`` under ``allocator``."""
+    return f"{label}{CONDITION_SEPARATOR}{allocator}"
+
+
+@dataclasses.dataclass
+class Cell:
+    """One op under one interpreter: default against steady."""
+    op: str
+    interpreter: str
+    comparison: stats.Comparison      # default / steady
+    faults_pinned: float | None       # minor faults per call, mean over processes
+    faults_untouched: float | None
+    recorded: str | None              # the state the default worker recorded, when not "default"
+
+
+@dataclasses.dataclass
+class StepChange:
+    """A lineage step whose ratio differs between the conditions by more than STEP_CHANGE."""
+    op: str
+    older: str
+    newer: str
+    pinned: stats.Comparison
+    untouched: stats.Comparison
+
+    @property
+    def factor(self) -> float:
+        return self.untouched.ratio / self.pinned.ratio
+
+
+def pair_series(data: RunData) -> dict:
+    """{interpreter: {allocator: series}} for the interpreters' series of the run."""
+    pairs: dict = {}
+    for series in ordered_series(data):
+        base, allocator = condition_of(data, series)
+        pairs.setdefault(base, {})[allocator] = series
+    return pairs
+
+
+def faults_per_call(data: RunData, series: str, op: str) -> float | None:
+    """Mean over the processes of the minor faults per timed call (None: not recorded)."""
+    frame = data.frame
+    if "minflt" not in frame:
+        return None
+    values = frame.loc[(frame["series"] == series) & (frame["op"] == op), "minflt"].dropna()
+    return float(values.mean()) if len(values) else None
+
+
+def recorded_state(data: RunData, series: str, op: str) -> str | None:
+    """The allocator state the worker recorded, when it is not plain ``default`` (another
+    libc, the caller's variables kept)."""
+    frame = data.frame
+    if "allocator" not in frame:
+        return None
+    states = set(frame.loc[(frame["series"] == series) & (frame["op"] == op),
+                           "allocator"].dropna()) - {UNTOUCHED}
+    return "; ".join(sorted(states)) or None
+
+
+def cells(data: RunData) -> list[Cell]:
+    means = process_means(data.frame)
+    out = []
+    for op in ordered_ops(data):
+        for interpreter, by_condition in pair_series(data).items():
+            pinned, untouched = by_condition.get(PINNED), by_condition.get(UNTOUCHED)
+            if (pinned, op) not in means or (untouched, op) not in means:
+                continue
+            out.append(Cell(op, interpreter,
+                            stats.compare(means[(pinned, op)], means[(untouched, op)],
+                                          paired=data.paired),
+                            faults_per_call(data, pinned, op),
+                            faults_per_call(data, untouched, op),
+                            recorded_state(data, untouched, op)))
+    return out
+
+
+def step_changes(data: RunData, change: float = STEP_CHANGE) -> list[StepChange]:
+    """Lineage steps (consecutive plain CPython releases) whose ratio under ``default``
+    and under ``steady`` differ by more than ``change`` either way, largest first."""
+    means = process_means(data.frame)
+    pairs = pair_series(data)
+    releases = list(dict.fromkeys(condition_of(data, s)[0]
+                                  for s in lineage(data, ordered_series(data)).releases))
+    releases = [r for r in releases if PINNED in pairs.get(r, {}) and UNTOUCHED in pairs[r]]
+    found = []
+    for op in ordered_ops(data):
+        for older, newer in zip(releases, releases[1:]):
+            sides = {}
+            for allocator in (PINNED, UNTOUCHED):
+                a, b = pairs[older][allocator], pairs[newer][allocator]
+                if (a, op) in means and (b, op) in means:
+                    sides[allocator] = stats.compare(means[(a, op)], means[(b, op)],
+                                                     paired=data.paired)
+            if len(sides) < 2:
+                continue
+            step = StepChange(op, older, newer, sides[PINNED], sides[UNTOUCHED])
+            if step.factor > 1 + change or step.factor < 1 / (1 + change):
+                found.append(step)
+    return sorted(found, key=lambda s: (-abs(math.log(s.factor)), s.op))
+
+
+def fmt_faults(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "—"
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def allocator_section(data: RunData, change: float = STEP_CHANGE) -> str:
+    """The section as markdown; for a run without both conditions, a note of what it has."""
+    pairs = pair_series(data)
+    conditions = sorted({allocator for by in pairs.values() for allocator in by})
+    if not any(PINNED in by and UNTOUCHED in by for by in pairs.values()):
+        shown = ", ".join(code(c) for c in conditions) or "none"
+        return "\n".join([
+            TITLE, "",
+            f"This run measured one allocator condition ({shown}): it shows pinned conditions "
+            "only, not what a program under glibc's untouched allocator sees "
+            "(docs/allocator.md).", ""])
+    lines = [
+        TITLE, "",
+        "Each op timed under glibc's own allocator (`default`: nothing pinned, one op per "
+        "worker process) against the same op with the thresholds pinned high (`steady`). "
+        "Above 1: the untouched allocator is slower. Faults: minor page faults per call, "
+        "mean over the processes (docs/allocator.md explains them).", "",
+        stats.method_sentence(data.paired), "",
+    ]
+    steps = step_changes(data, change)
+    lines += [f"### Lineage steps the condition changes by more than {change:.0%}", ""]
+    if steps:
+        rows = [[code(s.op), f"{md(s.older)} → {md(s.newer)}", fmt_ratio(s.pinned),
+                 fmt_ratio(s.untouched), f"{s.factor:.2f}"] for s in steps]
+        lines += [table(rows, ["op", "step", "steady", "default", "default ÷ steady"],
+                        ["left", "left", "right", "right", "right"]), ""]
+    else:
+        lines += [f"None: every lineage step is within {change:.0%} under both conditions.", ""]
+    lines += ["### Default against steady, per op and interpreter", ""]
+    all_cells = cells(data)
+    means = process_means(data.frame)
+    rows = []
+    for cell in all_cells:
+        by_condition = pairs[cell.interpreter]
+        rows.append([code(cell.op), md(cell.interpreter),
+                     op_time(means, by_condition[PINNED], cell.op),
+                     op_time(means, by_condition[UNTOUCHED], cell.op), fmt_ratio(cell.comparison),
+                     fmt_faults(cell.faults_pinned), fmt_faults(cell.faults_untouched),
+                     md(cell.recorded) if cell.recorded else ""])
+    for interpreter in pairs:
+        ratios = [c.comparison.ratio for c in all_cells if c.interpreter == interpreter]
+        if ratios:
+            rows.append(["**geometric mean**", md(interpreter), "", "",
+                         f"{stats.geometric_mean(ratios):.2f}", "", "", ""])
+    lines += [table(rows, ["op", "interpreter", "steady", "default", "default ÷ steady",
+                           "faults steady", "faults default", "note"],
+                    ["left", "left", "right", "right", "right", "right", "right", "left"]), ""]
+    return "\n".join(lines)
+
+
+def op_time(means: dict, series: str, op: str) -> str:
+    """The op's time per call under ``series``, by the ratios' estimator; ``means`` are
+    ``process_means`` of the run's frame."""
+    per_round = means.get((series, op))
+    return fmt_time(stats.location(per_round.values())) if per_round else "—"
+
+
+# -- what the main page says of the untouched allocator ---------------------------------------
+
+MAIN_TITLE = "## What an ordinary program sees: glibc's allocator untouched"
+
+
+def untouched_steps(data: RunData) -> dict:
+    """{(op, older, newer): default comparison} for the lineage steps (named by the run's own
+    condition's series) that were timed under ``default`` too."""
+    full = with_all_conditions(data)
+    means = process_means(full.frame)
+    pairs = pair_series(full)
+    releases = [r for r in lineage(data, ordered_series(data)).releases
+                if UNTOUCHED in pairs.get(r, {})]
+    found = {}
+    for op in ordered_ops(full):
+        for older, newer in zip(releases, releases[1:]):
+            a, b = pairs[older][UNTOUCHED], pairs[newer][UNTOUCHED]
+            if (a, op) in means and (b, op) in means:
+                found[(op, older, newer)] = stats.compare(means[(a, op)], means[(b, op)],
+                                                          paired=full.paired)
+    return found
+
+
+def finding_note(untouched: dict, op: str, older: str, newer: str,
+                 threshold: float) -> str | None:
+    """What a finding's row says of the other condition: the ratio under ``default`` where
+    it is not a finding the same way, or differs from it by more than STEP_CHANGE; None
+    where the op was not timed under ``default`` or agrees."""
+    comparison = untouched.get((op, older, newer))
+    if comparison is None:
+        return None
+    same_way = comparison.significant and abs(math.log(comparison.ratio)) > math.log1p(threshold)
+    return f"glibc untouched: {fmt_ratio(comparison, interval=False)}" + (
+        "" if same_way else " (not a finding)")
+
+
+def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
+    """The main page's section: the lineage steps the untouched allocator changes by more
+    than STEP_CHANGE, with faults per call on each side, and a link to the full comparison;
+    [] for a run that timed one allocator condition only."""
+    full = with_all_conditions(data)
+    if data.all_conditions is None:
+        return []
+    steps = step_changes(full)
+    pairs = pair_series(full)
+    lines = [MAIN_TITLE, "",
+             "The findings above are timed with glibc's thresholds pinned (`steady`: a call's "
+             "buffers come from a heap that stays), so that a ratio is the interpreters' code "
+             "and not the allocator's moves. An ordinary program runs glibc untouched "
+             "(`default`): the study's ops and the chunked reads were timed that way too, one "
+             "op per worker process (its only earlier work: its own untimed calls). "
+             f"Steps whose ratio the condition changes by more than {STEP_CHANGE:.0%}:", ""]
+    if not steps:
+        return lines + [f"None: every lineage step is within {STEP_CHANGE:.0%} under both.", ""]
+    rows = []
+    for s in steps:
+        older, newer = pairs[s.older], pairs[s.newer]
+        faults = [faults_per_call(full, older[UNTOUCHED], s.op),
+                  faults_per_call(full, newer[UNTOUCHED], s.op)]
+        rows.append([code(s.op), nowrap(f"{label(s.older)} → {label(s.newer)}"),
+                     nowrap(fmt_ratio(s.untouched)), nowrap(fmt_ratio(s.pinned)),
+                     nowrap(f"{fmt_faults(faults[0])} → {fmt_faults(faults[1])}")])
+    return lines + [
+        table(rows, ["op", "step", nowrap("glibc untouched"), nowrap("steady heap"),
+                     nowrap("faults per call")], ["left", "left", "right", "right", "right"]),
+        "", "Why a 3.x whole-file text read faults every page in again on every call, and a "
+        "script that shows it under any Python: [docs/allocator.md](../docs/allocator.md).", ""]
+
+
+def summary_clause(data: RunData, label=lambda series: series) -> str:
+    """The summary paragraph's first clause: the largest change the untouched allocator
+    makes to a lineage step, in words; '' when the run timed one condition only or none
+    changes by more than STEP_CHANGE."""
+    if data.all_conditions is None:
+        return ""
+    steps = [s for s in step_changes(with_all_conditions(data)) if s.untouched.significant]
+    if not steps:
+        return ""
+    s = steps[0]
+    full = with_all_conditions(data)
+    pairs = pair_series(full)
+    faults = [faults_per_call(full, pairs[side][UNTOUCHED], s.op) for side in (s.older, s.newer)]
+    words = "slower" if s.untouched.ratio > 1 else "faster"
+    size = s.untouched.ratio if s.untouched.ratio > 1 else 1 / s.untouched.ratio
+    pinned = s.pinned.ratio if s.untouched.ratio > 1 else 1 / s.pinned.ratio
+    paying = (f", with {fmt_faults(faults[0])} → {fmt_faults(faults[1])} minor page faults per "
+              "call" if None not in faults else "")
+    return (f"With glibc's allocator untouched, as an ordinary program runs, "
+            f"{label(s.newer)} runs {s.op} {size:.1f} times {words} than {label(s.older)}"
+            f"{paying} ({pinned:.2f} times with the heap pinned steady)")

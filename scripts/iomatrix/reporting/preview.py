@@ -1,0 +1,371 @@
+"""See a run's report as GitHub shows it, before publishing it.
+
+    python scripts/preview.py [--run-id ID | PAGE.md] [--out DIR] [--screenshot]
+
+Renders the pages of a run (built as ``scripts/report.py`` builds them), or one
+markdown page and the pages beside it, to HTML the way GitHub renders markdown:
+markdown-it-py's GFM-like preset (tables, raw HTML), headings with GitHub's ids,
+in a page of GitHub's column (1012 px, its font stack at 16 px, table cells padded
+6px 13px). The HTML goes to DIR (default /tmp/iomatrix-preview/<run-id>/), never
+into results/ or reports/. With ``--screenshot``, Debian's chromium draws the main
+page headless at 1280x900 and measures it: its height in screens of 900 px, what
+the first screen shows, which table cells wrap (more lines than their ``<br>``
+ask for) and which tables are wider than the column.
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from iomatrix import cli
+from iomatrix.analysing import analysis
+from iomatrix.reporting import pages
+from iomatrix.storing import store
+from iomatrix.reporting.markdown import anchor
+from iomatrix.paths import REPO_ROOT
+
+DEFAULT_OUT = Path("/tmp/iomatrix-preview")
+CHROMIUM = Path("/usr/bin/chromium")
+WINDOW = (1280, 900)
+CHROMIUM_TIMEOUT = 120
+WRAPPED_EXAMPLES = 3      # wrapped cells quoted per table
+
+# GitHub's markdown-body, as far as the layout goes: the column, the font, tables and code.
+STYLE = """
+body { margin: 0; background: #fff; }
+.markdown-body { box-sizing: content-box; max-width: 1012px; margin: 0 auto; padding: 32px 16px;
+  font-family: -apple-system, BlinkMacSystemFont, "Segoe UI", "Noto Sans", Helvetica, Arial,
+  sans-serif, "Apple Color Emoji", "Segoe UI Emoji"; font-size: 16px; line-height: 1.5;
+  color: #1f2328; word-wrap: break-word; }
+.markdown-body h1, .markdown-body h2 { padding-bottom: .3em; border-bottom: 1px solid #d1d9e0b3; }
+.markdown-body h1 { font-size: 2em; } .markdown-body h2 { font-size: 1.5em; }
+.markdown-body h3 { font-size: 1.25em; }
+.markdown-body h1, .markdown-body h2, .markdown-body h3, .markdown-body h4 {
+  margin-top: 24px; margin-bottom: 16px; font-weight: 600; line-height: 1.25; }
+.markdown-body p, .markdown-body ul, .markdown-body ol, .markdown-body table,
+.markdown-body pre, .markdown-body details { margin-top: 0; margin-bottom: 16px; }
+.markdown-body table { display: block; width: max-content; max-width: 100%; overflow: auto;
+  border-spacing: 0; border-collapse: collapse; }
+.markdown-body td, .markdown-body th { padding: 6px 13px; border: 1px solid #d1d9e0;
+  white-space: normal; }
+.markdown-body th { font-weight: 600; }
+.markdown-body tr:nth-child(2n) { background-color: #f6f8fa; }
+.markdown-body code { padding: .2em .4em; margin: 0; font-size: 85%; white-space: break-spaces;
+  background-color: #818b981f; border-radius: 6px;
+  font-family: ui-monospace, SFMono-Regular, "SF Mono", Menlo, Consolas, "Liberation Mono",
+  monospace; }
+.markdown-body pre { padding: 16px; overflow: auto; font-size: 85%; background: #f6f8fa; }
+.markdown-body pre code { padding: 0; background: transparent; white-space: pre; }
+.markdown-body img { max-width: 100%; box-sizing: content-box; }
+.markdown-body summary { cursor: pointer; display: list-item; }
+"""
+
+# Run by chromium once the page and its images have loaded; its answer lands in the DOM,
+# which --dump-dom prints. A cell's lines are counted from its text's own line boxes
+# (not from the cell's height, which is its row's).
+MEASURE_JS = """
+window.addEventListener('load', () => {
+  // A screen is 900 px however tall the headless window's viewport is said to be (--dump-dom
+  // reports 813 for a window of 900).
+  const SCREEN_PX = %d;
+  const body = document.querySelector('.markdown-body');
+  const column = body.clientWidth - parseFloat(getComputedStyle(body).paddingLeft)
+    - parseFloat(getComputedStyle(body).paddingRight);
+  const result = {height: document.documentElement.scrollHeight, column: column,
+                  wrapped: [], wide: [], first_screen: []};
+  const headingOf = (el) => {
+    let node = el;
+    while (node) {
+      let prev = node.previousElementSibling;
+      while (prev) {
+        if (/^H[1-6]$/.test(prev.tagName)) return prev.textContent.trim();
+        prev = prev.previousElementSibling;
+      }
+      node = node.parentElement;
+      if (!node || node === body) break;
+    }
+    return '';
+  };
+  // The page's length and first screen as a reader first sees them (collapsed sections
+  // closed); the tables as they lay out once opened.
+  body.querySelectorAll(':scope > *').forEach((el) => {
+    const box = el.getBoundingClientRect();
+    if (box.top + window.scrollY < SCREEN_PX && box.height > 0) {
+      const rows = Array.from(el.querySelectorAll('tbody tr'));
+      const text = el.tagName === 'TABLE'
+        ? 'a table of ' + rows.length + ' rows, ' + rows.filter(
+            (r) => r.getBoundingClientRect().bottom + window.scrollY <= SCREEN_PX
+          ).length + ' of them whole on the first screen'
+        : el.innerText.replace(/\\s+/g, ' ').slice(0, 120);
+      result.first_screen.push(el.tagName.toLowerCase() + ': ' + text);
+    }
+  });
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
+  document.querySelectorAll('.markdown-body table').forEach((table, index) => {
+    const heading = headingOf(table);
+    if (table.scrollWidth > table.clientWidth + 1) {
+      result.wide.push({table: index, heading: heading, width: table.scrollWidth});
+    }
+    table.querySelectorAll('th, td').forEach((cell) => {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      const tops = [];
+      for (const rect of range.getClientRects()) {
+        if (rect.width < 1 || rect.height < 1) continue;
+        if (!tops.some((top) => Math.abs(top - rect.top) < rect.height / 2)) tops.push(rect.top);
+      }
+      const asked = cell.querySelectorAll('br').length + 1;
+      if (tops.length > asked) {
+        result.wrapped.push({table: index, heading: heading, lines: tops.length,
+                             text: cell.innerText.replace(/\\s+/g, ' ').slice(0, 80)});
+      }
+    });
+  });
+  const out = document.createElement('pre');
+  out.id = 'iomatrix-measure';
+  out.textContent = JSON.stringify(result);
+  document.body.appendChild(out);
+});
+"""
+
+
+@dataclasses.dataclass
+class Measure:
+    """What chromium saw of one page at 1280x900."""
+    height: int
+    column: float
+    wrapped: list          # {table, heading, lines, text}: cells with more lines than asked
+    wide: list             # {table, heading, width}: tables wider than the column
+    first_screen: list     # the page's top-level blocks that start on the first screen
+
+    @property
+    def screens(self) -> float:
+        return self.height / WINDOW[1]
+
+
+# -- markdown to GitHub-like HTML -----------------------------------------------------------
+
+def render_markdown(text: str) -> str:
+    """GitHub-flavoured markdown to HTML: markdown-it-py's GFM-like preset (tables,
+    strikethrough, raw HTML; no autolinks: they change no layout), headings with ids."""
+    from markdown_it import MarkdownIt
+    body = MarkdownIt("gfm-like", {"linkify": False}).render(text)
+    return heading_ids(body)
+
+
+def heading_ids(body: str) -> str:
+    """Give each heading the id GitHub gives it (``## Release steps`` -> ``release-steps``,
+    repeated ones ``-1``, ``-2``), so ``#fragment`` links resolve as they do there."""
+    used: dict = {}
+
+    def add(match):
+        level, inner = match.group(1), match.group(2)
+        slug = anchor(html.unescape(re.sub(r"<[^>]+>", "", inner)))
+        n = used.get(slug, 0)
+        used[slug] = n + 1
+        slug = slug if n == 0 else f"{slug}-{n}"
+        return f'<h{level} id="{slug}">{inner}</h{level}>'
+    return re.sub(r"<h([1-6])>(.*?)</h\1>", add, body, flags=re.S)
+
+
+def page_html(title: str, body: str, script: str = "") -> str:
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style>"
+            + (f"<script>{script}</script>" if script else "")
+            + f"</head><body><article class=\"markdown-body\">\n{body}</article></body></html>\n")
+
+
+def local_links(body: str) -> str:
+    """Links between the pages point at their HTML previews (``x.md#y`` -> ``x.html#y``)."""
+    return re.sub(r'href="([^":#]+)\.md(#[^"]*)?"',
+                  lambda m: f'href="{m.group(1)}.html{m.group(2) or ""}"', body)
+
+
+def images_from(body: str, source_dir: Path) -> str:
+    """Relative image paths made absolute (file://), for a page previewed away from them."""
+    def fix(match):
+        src = match.group(1)
+        if re.match(r"^[a-z]+:", src) or src.startswith("/"):
+            return match.group(0)
+        return f'src="{(source_dir / src).resolve().as_uri()}"'
+    return re.sub(r'src="([^"]+)"', fix, body)
+
+
+# -- where a preview may go -------------------------------------------------------------
+
+def check_out_dir(out: Path, results_dir: Path) -> Path:
+    """A preview directory outside the repository's results/ and reports/ and any results
+    directory given (a preview is not a published report)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise cli.BadInput(f"--out {out}: exists and is not a directory")
+    resolved = out.resolve()
+    for kept in (REPO_ROOT / "results", REPO_ROOT / "reports", Path(results_dir)):
+        kept = kept.resolve()
+        if resolved == kept or kept in resolved.parents:
+            raise cli.BadInput(f"--out {out}: inside {kept}, where runs and published reports "
+                               "are kept; give a directory elsewhere (default "
+                               f"{DEFAULT_OUT}/<run-id>)")
+    return out
+
+
+# -- building the pages -------------------------------------------------------------------
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store.atomic_write_text(path, text)
+    except OSError as exc:
+        raise cli.BadInput(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def run_pages(results_dir: Path, run_id: str | None, out: Path | None) -> tuple[Path, list]:
+    """Build a run's pages (markdown and figures) into the preview directory and render
+    each; returns (main HTML, [HTML files])."""
+    run = store.Run(results_dir, run_id) if run_id else store.newest_run(results_dir)
+    if not (run.path / store.MANIFEST).exists():
+        raise cli.BadInput(f"no run {run.run_id} in {results_dir} (no {store.MANIFEST})")
+    out = check_out_dir(out or DEFAULT_OUT / run.run_id, results_dir)
+    data = analysis.load_run(run)
+    built = pages.build_pages(data, figures_dir=out / "figures" / run.run_id,
+                              figures_link=f"figures/{run.run_id}")
+    write_text(out / "latest.md", built.main)
+    for name, text in {**built.suites, **built.others}.items():
+        write_text(out / "latest" / f"{name}.md", text)
+    rendered = [render_file(out / "latest.md", out / "latest.html")]
+    rendered += [render_file(out / "latest" / f"{name}.md", out / "latest" / f"{name}.html")
+                 for name in {**built.suites, **built.others}]
+    return rendered[0], rendered
+
+
+def render_file(source: Path, target: Path, script: str = "") -> Path:
+    """One markdown page to one HTML page (images found where the markdown is)."""
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise cli.BadInput(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}")
+    body = local_links(render_markdown(text))
+    if source.parent.resolve() != target.parent.resolve():
+        body = images_from(body, source.parent)
+    title = next((line[2:] for line in text.splitlines() if line.startswith("# ")), source.name)
+    write_text(target, page_html(title, body, script))
+    return target
+
+
+def file_pages(page: Path, out: Path | None, results_dir: Path) -> tuple[Path, list]:
+    """A given markdown page, and the pages in its stem directory (a report's suite pages)."""
+    if page.suffix != ".md" or not page.is_file():
+        raise cli.BadInput(f"{page}: not a markdown file (give PAGE.md or --run-id ID)")
+    out = check_out_dir(out or DEFAULT_OUT / page.stem, results_dir)
+    rendered = [render_file(page, out / f"{page.stem}.html")]
+    detail = page.parent / page.stem
+    if detail.is_dir():
+        rendered += [render_file(p, out / page.stem / f"{p.stem}.html")
+                     for p in sorted(detail.glob("*.md"))]
+    return rendered[0], rendered
+
+
+# -- chromium ---------------------------------------------------------------------------------
+
+def chromium_command(*args: str) -> list[str]:
+    if not CHROMIUM.exists():
+        raise cli.BadInput(f"--screenshot needs Debian's chromium at {CHROMIUM} "
+                           "(apt-get install chromium); the HTML pages were written without it")
+    return [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            f"--window-size={WINDOW[0]},{WINDOW[1]}", "--allow-file-access-from-files",
+            *args]
+
+
+def run_chromium(args: list[str]) -> str:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=CHROMIUM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise cli.BadInput(f"chromium did not finish within {CHROMIUM_TIMEOUT} s")
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise cli.BadInput(f"chromium failed (exit {done.returncode}): {tail}")
+    return done.stdout
+
+
+def measure(page: Path) -> Measure:
+    """Lay ``page`` out in chromium at 1280x900 and measure it (MEASURE_JS)."""
+    command = chromium_command("--virtual-time-budget=10000", "--dump-dom")
+    source = page.read_text(encoding="utf-8")
+    # A copy that carries the measuring script, beside the page so its images load.
+    with tempfile.NamedTemporaryFile("w", suffix=".html", dir=page.parent, delete=False,
+                                     prefix=".measure-", encoding="utf-8") as copy:
+        copy.write(source.replace("</head>", f"<script>{MEASURE_JS % WINDOW[1]}</script></head>",
+                                  1))
+    try:
+        dom = run_chromium(command + [Path(copy.name).as_uri()])
+    finally:
+        Path(copy.name).unlink(missing_ok=True)
+    found = re.search(r'<pre id="iomatrix-measure">(.*?)</pre>', dom, flags=re.S)
+    if not found:
+        raise cli.BadInput(f"chromium laid out {page} but the measuring script gave no answer")
+    return Measure(**json.loads(html.unescape(found.group(1))))
+
+
+def screenshot(page: Path, png: Path) -> Path:
+    run_chromium(chromium_command(f"--screenshot={png}", "--virtual-time-budget=10000",
+                                  page.resolve().as_uri()))
+    return png
+
+
+def describe(page: Path, found: Measure) -> list[str]:
+    lines = [f"{page}: {found.height} px tall, {found.screens:.1f} screens of {WINDOW[1]} px "
+             f"at {WINDOW[0]} px (column {found.column:.0f} px)"]
+    lines += ["  first screen: " + item for item in found.first_screen]
+    if found.wide:
+        lines += [f"  table wider than the column: #{t['table']} under \"{t['heading']}\" "
+                  f"({t['width']} px)" for t in found.wide]
+    else:
+        lines.append("  no table wider than the column")
+    tables: dict = {}
+    for cell in found.wrapped:
+        tables.setdefault((cell["table"], cell["heading"]), []).append(cell)
+    for (index, heading), cells in tables.items():
+        lines.append(f"  table #{index} under \"{heading}\": {len(cells)} cell(s) wrap, e.g. "
+                     + "; ".join(f"{c['text']!r} ({c['lines']} lines)"
+                                 for c in cells[:WRAPPED_EXAMPLES]))
+    if not tables:
+        lines.append("  no table cell wraps")
+    return lines
+
+
+@cli.main_guard
+def main(argv=None) -> int:
+    parser = cli.Parser(prog="nox -s preview --", description=__doc__.split("\n")[0])
+    parser.add_argument("page", nargs="?", type=Path, default=None,
+                        help="a report's markdown page (default: a run's pages, --run-id)")
+    parser.add_argument("--run-id", type=cli.run_id, default=None,
+                        help="the run whose pages to build (default: the newest)")
+    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"directory of the HTML (default: {DEFAULT_OUT}/<run-id>)")
+    parser.add_argument("--screenshot", action="store_true",
+                        help="also lay the main page out in chromium at 1280x900: a PNG of "
+                             "the first screen, its length in screens, wrapped cells, wide "
+                             "tables")
+    args = parser.parse_args(argv)
+    if args.page and args.run_id:
+        raise cli.BadInput("give either PAGE.md or --run-id, not both")
+    if args.screenshot:
+        chromium_command()          # before any work: a clear error without chromium
+    if args.page:
+        main_page, rendered = file_pages(args.page, args.out, args.results_dir)
+    else:
+        main_page, rendered = run_pages(args.results_dir, args.run_id, args.out)
+    for path in rendered:
+        print(f"preview: wrote {path}")
+    if args.screenshot:
+        png = screenshot(main_page, main_page.with_suffix(".png"))
+        print(f"preview: wrote {png} (the first screen)")
+        for path in rendered:
+            print("\n".join(describe(path, measure(path))))
+    return 0

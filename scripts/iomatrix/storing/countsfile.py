@@ -1,0 +1,32 @@
+"""The counting pass's file, ``<series>.counters.json``: its format's constants and its reader.
+
+Both the counting pass that writes it (``iomatrix.measuring.counters``, measuring) and the readers
+that analyse it (``iomatrix.analysing.counts``) stand on this module, so measuring never imports
+analysing (the stages' contract, ``tests/test_imports.py``). ``iomatrix.measuring.counters``'
+docstring gives the format.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from iomatrix.storing import store
+
+FORMAT_VERSION = 1
+COUNTERS = ("syscalls", "rusage", "instructions")
+RUSAGE_FIELDS = ("minflt", "majflt", "nvcsw", "nivcsw")
+COUNT_CALLS = 1  # counted calls per op, after one warm-up call
+
+
+def read_document(path: Path) -> dict | None:
+    """The counters file at ``path``, or None when there is none; ResultFileError naming
+    the field when it is not a valid one (iomatrix.storing.schema.Counters: counts are
+    non-negative integers, at least one call per op)."""
+    if not os.path.lexists(path):
+        return None
+    data = store.read_json(path, kind="counters")
+    if not isinstance(data, dict) or data.get("iomatrix_counters_version") != FORMAT_VERSION \
+            or not isinstance(data.get("ops"), dict):  # checked here too where pydantic is not
+        raise store.ResultFileError(f"{path}: not an iomatrix counters file (version "
+                                    f"{FORMAT_VERSION})")
+    return data

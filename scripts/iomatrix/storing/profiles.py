@@ -1,0 +1,47 @@
+"""The profiles: how many processes, values and warm-ups a run takes.
+
+Their names are the results contract's (``suites/_results.py``), where the
+suites look up their fixture sizes per profile.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from iomatrix.storing import contract
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    name: str
+    rounds: int          # worker processes per op and interpreter, at least
+    max_rounds: int      # at most, with the extra rounds of loose ops (iomatrix.measuring.sampling)
+    budget_seconds: int  # the timing pass stops adding extra rounds after this long
+    values: int          # timed values per process
+    warmups: int         # untimed warm-up values per process
+    pypy_warmups: int    # PyPy's JIT needs more before its values are steady
+    description: str
+    # Rounds of the series timed again under a further allocator condition (spec
+    # allocator_twins): one process per op, so a round costs a process start per op; 6 is
+    # the fewest rounds whose paired interval can exclude 1 (Wilcoxon: 2/2**6 < 0.05).
+    twin_rounds: int = 1
+
+
+PROFILES = {
+    # smoke proves that everything runs, not how fast: one process per suite, one value
+    "smoke": Profile("smoke", rounds=1, max_rounds=1, budget_seconds=0, values=1, warmups=0,
+                     pypy_warmups=0, twin_rounds=1,
+                     description="seconds per interpreter, one value per op; for tests"),
+    # 6 planned rounds (the fewest whose paired interval can exclude 1), then extra rounds for
+    # the ops whose release steps are still borderline (iomatrix.measuring.sampling) until the budget:
+    # the default run times the core selection (25 ops in 7 suites) under every interpreter
+    # here and the lineage again under the untouched allocator, and the main command (timing,
+    # counting and report) must stay within 10 minutes.
+    "quick": Profile("quick", rounds=6, max_rounds=60, budget_seconds=450, values=2, warmups=1,
+                     pypy_warmups=3, twin_rounds=6,
+                     description="the default: minutes for the whole machine"),
+    "full": Profile("full", rounds=40, max_rounds=160, budget_seconds=3600, values=3, warmups=1,
+                    pypy_warmups=10, twin_rounds=20,
+                    description="pyperf's rigorous settings: 40 processes x 3 values, more "
+                                "where noisy"),
+}
+assert tuple(PROFILES) == contract.PROFILES

@@ -1,0 +1,488 @@
+"""One schema per stored document: what a run directory may hold, checked once on read.
+
+Documents (each a model below, validated by ``check``):
+
+- ``series``: ``<series>.json`` and ``native.json``, pyperf's JSON with iomatrix metadata;
+- ``manifest``: ``manifest.json``, the run's facts and status, nested fields included;
+- ``counters``: ``<series>.counters.json``, the counting pass (iomatrix.measuring.counters);
+- ``phase sample``: one line of ``phase/<session>.tsv`` (iomatrix.measuring.phase);
+- ``compare output``: what ``compare --json`` writes (checked before it is written).
+
+Why pydantic (v2): a model states a document's types, bounds and the meaning of each
+field in one place, so the schema is the documentation and the validation at once (as
+asv's ``asv/schema.py`` does), and a failure names the field. The rules: types are strict
+(no "3" for 3, no true for 1), numbers finite (``allow_inf_nan=False``; the JSON reader
+(store.parse_json) refuses NaN and Infinity before that) and within a plausible range, keys known
+(``extra="forbid"``) wherever the document is ours. pyperf's own metadata keys are left
+open (pyperf adds fields between versions); the ``iomatrix_`` ones are not.
+
+Plausible ranges: a per-call time from 1 ns to 1 hour (``Seconds``); counts, byte sizes
+and rounds are non-negative integers. Before any JSON is parsed, its nesting is limited
+(``store.MAX_DEPTH``: ``json.loads`` recurses once per level, and 100,000 levels are a
+RecursionError).
+
+A new field a writer adds must be added here, or every reader refuses the files that hold
+it (the tests run real runs through these models, so that is seen at once).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model,
+                      model_validator)
+
+from iomatrix.storing.profiles import Profile
+
+MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
+PLAIN_KEY = re.compile(r"[A-Za-z0-9_+\-\[\]]+(?:\.[0-9]+)*")  # shown as it is: 3.13, read
+
+
+class SchemaError(ValueError):
+    """A document that is not what its schema says; the message names the field."""
+
+
+# -- building blocks ---------------------------------------------------------------------
+
+def _config(extra: str) -> ConfigDict:
+    return ConfigDict(strict=True, allow_inf_nan=False, extra=extra, frozen=True)
+
+
+class Ours(BaseModel):
+    """A document or part of one that iomatrix writes: every key known."""
+    model_config = _config("forbid")
+
+
+class Open(BaseModel):
+    """A part of a document that another tool (pyperf) writes: its other keys are kept."""
+    model_config = _config("allow")
+
+
+Seconds = Annotated[float, Field(ge=1e-9, le=3600.0,
+                                 description="one call's time: 1 ns to 1 hour")]
+Count = Annotated[int, Field(ge=0, le=10 ** 15, description="a count: a non-negative integer")]
+Bytes = Annotated[int, Field(ge=0, le=2 ** 50, description="a byte size, up to 1 PiB")]
+Round = Annotated[int, Field(ge=0, le=1_000_000, description="a worker process's round")]
+Fraction = Annotated[float, Field(ge=0.0, le=10.0)]
+PerValue = Annotated[float, Field(ge=0.0, le=1e12, description="a count per timed value")]
+Epoch = Annotated[float, Field(ge=0.0, le=1e11, description="seconds since 1970")]
+Text = Optional[str]
+Json = Any   # an open part: the reader guarantees finite numbers and a bounded depth
+
+
+# -- series: pyperf JSON with iomatrix metadata ------------------------------------------
+
+class Metadata(Open):
+    """pyperf metadata at document, benchmark or run level; the iomatrix keys are typed."""
+    name: Optional[str] = Field(None, min_length=1, description="the op")
+    unit: Optional[str] = None
+    loops: Optional[int] = Field(None, ge=1)
+    inner_loops: Optional[int] = Field(None, ge=1)
+    date: Optional[str] = None
+    mem_max_rss: Optional[Bytes] = None
+    iomatrix_suite: Optional[str] = Field(None, min_length=1, description="the op's suite")
+    iomatrix_category: Optional[str] = None
+    iomatrix_bytes: Optional[Bytes] = Field(None, description="bytes one call reads or writes")
+    iomatrix_io: Optional[str] = Field(None, description="c, pyio or native")
+    iomatrix_cache: Optional[str] = None
+    iomatrix_profile: Optional[str] = None
+    iomatrix_round: Optional[Round] = None
+    iomatrix_allocator: Optional[str] = None
+    iomatrix_allocator_env: Optional[str] = Field(
+        None, description="the allocator variables the worker saw")
+    iomatrix_earlier_ops: Optional[Count] = Field(
+        None, description="ops the worker timed before this one")
+    iomatrix_output: Optional[str] = None
+    iomatrix_native: Optional[str] = Field(None, description="the C reference's command")
+    # VmHWM after the call less VmRSS before it: a call that frees memory it found makes
+    # it a little negative (stored runs hold -300 KiB)
+    iomatrix_peak_rss: Optional[Annotated[int, Field(ge=-2 ** 50, le=2 ** 50)]] = Field(
+        None, description="how far the resident set grew during one call, in bytes")
+    iomatrix_peak_rss_method: Optional[str] = None
+    iomatrix_cpu: Optional[str] = Field(None, description="the CPU(s) the worker ran on")
+    iomatrix_clock: Optional[Literal["cpu", "wall"]] = None
+    iomatrix_other_clock_per_value: Optional[Seconds] = None
+    iomatrix_retakes_per_value: Optional[PerValue] = None
+    iomatrix_started: Optional[Epoch] = None
+    iomatrix_finished: Optional[Epoch] = None
+    iomatrix_minflt_per_value: Optional[PerValue] = None
+    iomatrix_majflt_per_value: Optional[PerValue] = None
+    iomatrix_nvcsw_per_value: Optional[PerValue] = None
+    iomatrix_nivcsw_per_value: Optional[PerValue] = None
+
+    @model_validator(mode="after")
+    def _no_unknown_iomatrix_keys(self):
+        unknown = sorted(k for k in (self.model_extra or {}) if k.startswith("iomatrix_"))
+        if unknown:
+            raise ValueError(f"unknown iomatrix key(s) {', '.join(unknown)}")
+        return self
+
+
+def _warmup(pair: list) -> list:
+    loops, value = pair
+    if isinstance(loops, bool) or not isinstance(loops, int) or loops < 1:
+        raise ValueError(f"a warm-up's loops must be a whole number of at least 1, not {loops!r}")
+    if not 1e-9 <= value <= 3600.0:
+        raise ValueError(f"a warm-up's time must be from 1 ns to 1 hour, not {value!r}")
+    return pair
+
+
+# pyperf writes a warm-up as the list [loops, seconds per loop]
+Warmup = Annotated[list[int | float], Field(min_length=2, max_length=2), AfterValidator(_warmup)]
+
+
+class PyperfRun(Ours):
+    """One worker process: its warm-ups as [loops, seconds] and its timed values."""
+    metadata: Optional[Metadata] = None
+    warmups: list[Warmup] = []
+    values: list[Seconds] = Field([], description="per-call times, already divided by loops")
+
+
+class PyperfBenchmark(Ours):
+    metadata: Optional[Metadata] = None
+    runs: list[PyperfRun] = []
+
+
+class Series(Ours):
+    """A series file: pyperf's JSON format 1.0 (``python -m pyperf compare_to`` reads it)."""
+    version: Literal["1.0"]
+    metadata: Optional[Metadata] = None
+    benchmarks: list[PyperfBenchmark]
+
+
+# -- manifest --------------------------------------------------------------------------
+
+class CounterEntry(Ours):
+    """The counting pass of one series (iomatrix.measuring.counters)."""
+    status: Text = None
+    reason: Text = None
+    file: Text = None
+    counters: list[str] = []
+    seconds: Optional[Annotated[float, Field(ge=0.0)]] = None
+    skipped: dict[str, str] = {}
+    failed_ops: dict[str, dict[str, str]] = {}
+
+
+class SeriesStatus(Ours):
+    """What the runner records of a series' files (record.record_series): its status,
+    what is missing or failed; shared by the interpreters' entries and the C reference's."""
+    status: Text = None
+    planned_ops: list[str] = []
+    missing: dict[str, Count] = {}
+    results_file: Text = None
+    skipped_ops: dict[str, str] = {}
+    failed_ops: dict[str, str] = {}
+    error_tail: Text = None
+
+
+class InterpreterEntry(SeriesStatus):
+    """One series of the run: what discovery found, the build, and the series' status."""
+    label: Text = None
+    series: Text = None
+    executable: Text = None
+    source: Text = None
+    error: Text = None
+    version: Text = None
+    version_info: Optional[list[Annotated[int, Field(ge=0, le=10_000)]]] = Field(
+        None, max_length=5)
+    implementation: Text = None
+    sys_version: Text = None
+    free_threaded: Optional[bool] = None
+    gil_enabled: Optional[bool] = None
+    debug: Optional[bool] = None
+    shared: Optional[bool] = None
+    optimized: Optional[bool] = None
+    lto: Optional[bool] = None
+    compiler: Text = None
+    configure_args: Text = None
+    sysconfig: Optional[dict[str, Optional[str | int]]] = Field(
+        None, description="the raw build variables the probe read")
+    opt: Text = Field(None, description="build fact: OPT")
+    cflags: Text = Field(None, description="build fact: CFLAGS")
+    pgo: Optional[bool] = None
+    frame_pointers: Optional[bool] = None
+    jit: Optional[bool] = None
+    recipe: Text = Field(None, description="what of the build changes speed: shared-O3, ...")
+    io: Text = None
+    aa_of: Text = Field(None, description="the A/A twin's original")
+    allocator: Text = Field(None, description="a further allocator condition's series: its "
+                                              "allocator (the run's own otherwise)")
+    allocator_of: Text = Field(None, description="the series it times again under it")
+    pyperf_version: Text = None
+    environment_notes: Text = None
+    counters: Optional[CounterEntry] = None
+
+
+class NativeBestOp(Ours):
+    seconds: Seconds
+    block: Annotated[int, Field(ge=1, le=2 ** 40)]
+
+
+class NativeBest(Ours):
+    """The machine's best: the C program in page-aligned blocks, fastest of ``repeat``."""
+    ops: dict[str, NativeBestOp] = {}
+    errors: dict[str, str] = {}
+    repeat: Annotated[int, Field(ge=1)] = 1
+
+
+class NativeEntry(SeriesStatus):
+    """The C reference (iomatrix.measuring.native)."""
+    tool: Text = None
+    best: Optional[NativeBest] = None
+
+
+class PhaseProbeEntry(Ours):
+    status: str
+    cpu: Optional[Annotated[int, Field(ge=0)]] = None
+    file: Text = None
+    interval_seconds: Optional[Annotated[float, Field(gt=0.0, le=3600.0)]] = None
+    loop_iterations: Optional[Annotated[int, Field(ge=1)]] = None
+    copy_bytes: Optional[Bytes] = None
+
+
+# A run spec's value (iomatrix/measuring/spec.py RunSpec.to_manifest): scalars, lists of strings, and
+# one nested object of strings ("conditions").
+SpecValue = Optional[str | int | float | bool | list[str] | dict[str, str]]
+
+
+class Session(Ours):
+    """One command that worked on the run (a run can be resumed)."""
+    started: Text = None
+    finished: Text = None
+    interrupted: Text = None
+    argv: list[str] = []
+    suites: list[str] = []
+    io: list[str] = []
+    seed: Optional[int] = None
+    pid: Optional[Annotated[int, Field(ge=0)]] = None
+    work_dir: Text = None
+    resumed_parts: Optional[Count] = None
+    phase_probe: Optional[PhaseProbeEntry] = None
+    sampling: Optional[dict[str, Json]] = Field(None, description="iomatrix.measuring.sampling's summary")
+    spec: Optional[dict[str, SpecValue]] = Field(None, description="this session's run spec")
+
+
+class MachineState(Ours):
+    time: Text = None
+    load_average: Optional[list[Annotated[float, Field(ge=0.0)]]] = None
+    affinity: Optional[list[Annotated[int, Field(ge=0)]]] = None
+    cpu_governor: Text = None
+
+
+class Order(Ours):
+    method: str
+    seed: Optional[int] = None
+
+
+# The profile as the run recorded it (dataclasses.asdict of iomatrix.storing.profiles.Profile): one
+# field per field of the dataclass, typed from it, so a setting added there is known here;
+# all optional, since older runs lack the later ones.
+_PROFILE_TYPES = {"int": Optional[Count], "str": Text, "float": Optional[float],
+                  "bool": Optional[bool]}
+ProfileSettings = create_model(
+    "ProfileSettings", __base__=Ours,
+    __doc__="iomatrix.storing.profiles.Profile as it was when the run was made.",
+    **{field.name: (_PROFILE_TYPES[str(field.type)], None)
+       for field in dataclasses.fields(Profile)})
+
+
+class FileSystem(Ours):
+    type: Text = None
+    mount: Text = None
+    device: Text = None
+
+
+class CountingSummary(Ours):
+    counters: list[str] = []
+    calls: Optional[Count] = None
+    seconds: Optional[Annotated[float, Field(ge=0.0)]] = None
+    skipped: dict[str, str] = {}
+
+
+class Manifest(Ours):
+    """``manifest.json``: where, how and what a run measured, and each series' status."""
+    iomatrix_manifest_version: Optional[Annotated[int, Field(ge=1, le=1000)]] = None
+    run_id: Text = None
+    spec: Optional[dict[str, SpecValue]] = Field(
+        None, description="the run spec (iomatrix/measuring/spec.py) as the runner recorded it")
+    host: Text = None
+    os: Text = None
+    system: Text = None
+    cpu: Text = None
+    cpu_count: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
+    memory_bytes: Optional[Bytes] = None
+    host_python: Text = None
+    libc: Text = None
+    profile: Text = None
+    cache: Text = None
+    allocator: Text = None
+    allocator_twins: list[str] = Field([], description="further allocator conditions (series "
+                                                       "<series>@<allocator>)")
+    allocator_env_inherited: dict[str, str] = Field(
+        {}, description="MALLOC_*/MIMALLOC_* variables the caller's environment set")
+    output: Text = None
+    clock: Text = None
+    affinity: Text = None
+    timing_cpus: Text = None
+    values: Text = None
+    fixture_page_cache: Text = None
+    fixture_filesystem: Optional[FileSystem] = None
+    profile_settings: Optional[ProfileSettings] = None
+    suites: list[str] = []
+    io: list[str] = []
+    order: Optional[Order] = None
+    started: Text = None
+    finished: Text = None
+    machine_state_start: Optional[MachineState] = None
+    machine_state_end: Optional[MachineState] = None
+    interpreters: dict[str, InterpreterEntry] = {}
+    native: Optional[NativeEntry] = None
+    counters: Optional[CountingSummary] = None
+    sessions: list[Session] = []
+
+
+# -- counters files ---------------------------------------------------------------------
+
+class Rusage(Ours):
+    minflt: Optional[Count] = None
+    majflt: Optional[Count] = None
+    nvcsw: Optional[Count] = None
+    nivcsw: Optional[Count] = None
+
+
+class CountedOp(Ours):
+    """One op's counts: totals over ``calls`` counted calls."""
+    suite: Text = None
+    bytes_per_call: Bytes = 0
+    calls: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    syscalls: Optional[dict[str, Count]] = None
+    rusage: Optional[Rusage] = None
+    instructions: Optional[Count] = None
+    cache: Optional[dict[str, Count]] = Field(
+        None, description="callgrind's simulated cache events (iomatrix.callgrind.EVENTS[1:])")
+    functions: Optional[list[list[str | Count]]] = Field(
+        None, description="[name, file, self instructions] above a small share of the total")
+    failed: dict[str, str] = {}
+
+
+class CountedInterpreter(Ours):
+    label: Text = None
+    executable: Text = None
+    implementation: Text = None
+    version: Text = None
+    version_info: Optional[list[Annotated[int, Field(ge=0, le=10_000)]]] = Field(
+        None, max_length=5)
+    free_threaded: Optional[bool] = None
+    source: Text = None
+    aa_of: Text = None
+    recipe: Text = None
+
+
+class Counters(Ours):
+    """``<series>.counters.json`` (format 1; iomatrix.measuring.counters describes each field)."""
+    iomatrix_counters_version: Literal[1]
+    series: Text = None
+    interpreter: Optional[CountedInterpreter] = None
+    calls: Optional[Count] = None
+    fixtures: Text = None
+    methods: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    ops: dict[str, CountedOp]
+
+
+# -- phase files --------------------------------------------------------------------------
+
+class PhaseSample(Ours):
+    """One line of ``phase/<session>.tsv``: when, and the probe's two timed pieces of work."""
+    wall_time: Epoch
+    loop_seconds: Seconds
+    copy_seconds: Seconds
+
+
+# -- compare --json ---------------------------------------------------------------------
+
+Ratio = Annotated[float, Field(gt=0.0, le=1e9)]
+
+
+class PhaseSummary(Ours):
+    samples: Count
+    loop_median: Seconds
+    loop_fastest: Seconds
+    copy_median: Seconds
+    copy_fastest: Seconds
+
+
+class ComparedOp(Ours):
+    series_a: str
+    series_b: str
+    op: str
+    time_a: Seconds
+    time_b: Seconds
+    ratio: Ratio = Field(description="B's time over A's")
+    low: Optional[Ratio] = Field(None, description="the interval; null: too few processes")
+    high: Optional[Ratio] = None
+    significant: Optional[bool] = None
+    regression: bool
+    processes_a: Count
+    processes_b: Count
+
+
+class CompareOutput(Ours):
+    """What ``compare --json`` writes."""
+    method: str
+    paired: bool
+    confidence: Annotated[float, Field(gt=0.0, lt=1.0)]
+    fail_above: Fraction
+    condition_differences: list[str] = Field(
+        [], description="how the two sides were measured differently (clock, allocator, ...)")
+    gated: bool = Field(True, description="false: conditions differ, no regression verdict")
+    machine_phase: dict[Literal["a", "b"], Optional[PhaseSummary]]
+    comparisons: list[ComparedOp]
+
+
+# -- checking -------------------------------------------------------------------------------
+
+MODELS = {"series": Series, "manifest": Manifest, "counters": Counters,
+          "phase sample": PhaseSample, "compare output": CompareOutput}
+
+
+def describe_error(error: ValidationError) -> str:
+    """The first problem, as 'field a.b[2].c: what is wrong (got ...)'; and how many more."""
+    first = error.errors(include_url=False)[0]
+    where = ""
+    for part in first["loc"]:
+        if not isinstance(part, int) and not PLAIN_KEY.fullmatch(part):
+            part = repr(part)   # a key with a line break or a dot in it stays readable
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    shown = repr(first.get("input"))
+    if len(shown) > MAX_ERROR_INPUT:
+        shown = shown[:MAX_ERROR_INPUT] + "..."
+    more = error.error_count() - 1
+    text = f"field {where or '(the document)'}: {first['msg']}"
+    if first["type"] != "missing":
+        text += f" (got {shown})"
+    return text + (f"; and {more} more problem(s)" if more > 0 else "")
+
+
+# The keys that tell a document's kind, and what a file without them is called: a JSON
+# file of another tool is named as such, not by its first missing field.
+KIND_KEYS = {"series": (("version", "benchmarks"), "a pyperf result file"),
+             "counters": (("iomatrix_counters_version", "ops"), "an iomatrix counters file")}
+
+
+def check(kind: str, data: Any) -> Any:
+    """``data`` when it is a valid document of ``kind`` (a key of MODELS), else SchemaError
+    naming the first bad field. The data is returned as it was read: the model checks it,
+    the readers keep working on plain dicts and lists."""
+    if not isinstance(data, dict):
+        raise SchemaError(f"not a {kind}: a JSON object was expected, not "
+                          f"{type(data).__name__}")
+    keys, called = KIND_KEYS.get(kind, ((), ""))
+    if any(key not in data for key in keys):
+        raise SchemaError(f"not {called} (no {'/'.join(map(repr, keys))} keys)")
+    try:
+        MODELS[kind].model_validate(data)
+    except ValidationError as exc:
+        raise SchemaError(f"not a valid {kind}: {describe_error(exc)}") from None
+    return data

@@ -1,0 +1,481 @@
+"""The results store: ``results/<run-id>/`` with one pyperf JSON file per series and a manifest.
+
+Layout of a run directory::
+
+    results/<run-id>/manifest.json               host, machine, profile, interpreters and status
+    results/<run-id>/<series>.json               pyperf JSON (``python -m pyperf compare_to``)
+    results/<run-id>/<series>.counters.json      the counting pass (iomatrix/measuring/counters.py)
+    results/<run-id>/.parts/<series>/...         one file per worker process until merged
+    results/<run-id>/.lock                       held while a bench process writes into the run
+
+A series is an interpreter label, plus ``+pyio`` when the suite ran on the
+pure-Python io stack. File names, metadata keys, atomic writes and safe reads
+are the results contract's (``suites/_results.py``). A run directory is
+untrusted input: nothing here follows a symlink, reads a special file, or acts
+on a path read from a file.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import socket
+from pathlib import Path
+
+from iomatrix import cli
+from iomatrix.storing import contract
+
+MANIFEST = contract.MANIFEST
+LOCK_FILE = contract.LOCK_FILE
+PARTS_DIR = contract.PARTS_DIR
+PYIO_SUFFIX = contract.PYIO_SUFFIX
+COUNTERS_SUFFIX = contract.COUNTERS_SUFFIX
+MAX_RESULT_BYTES = contract.MAX_RESULT_BYTES
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+
+
+# The manifest's order.method of a run made in lockstep rounds (iomatrix.measuring.lockstep): its
+# series are compared round by round (stats.compare(paired=True)). Runs made before say
+# "interleaved rounds, ..." and are compared unpaired.
+LOCKSTEP_ORDER = ("lockstep rounds: per round and suite one worker per series, each op "
+                  "timed by every series one after the other in a shuffled order")
+
+
+# The manifest's "values" of a run whose lockstep values of short calls each begin right after
+# one untimed call of the op (suites/harness.py settle). Runs made before do not state it.
+SETTLED_VALUES = "settled"
+
+
+def paired_rounds(manifest: dict) -> bool:
+    """Whether a run's rounds pair its series (a lockstep run)."""
+    order = manifest.get("order") if isinstance(manifest, dict) else None
+    return isinstance(order, dict) and order.get("method") == LOCKSTEP_ORDER
+
+
+class RunInUseError(RuntimeError):
+    """Another live process is writing into the same run."""
+
+
+class ResultFileError(cli.BadInput):
+    """A results file that is not a usable result of ours (exit status 2)."""
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def default_run_id() -> str:
+    host = re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname()).strip("-")[:40] or "host"
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + host
+
+
+def validate_run_id(run_id: str) -> str:
+    return cli.checked_name(run_id, "--run-id")
+
+
+def series_name(label: str, io_stack: str) -> str:
+    return label + (PYIO_SUFFIX if io_stack == "pyio" else "")
+
+
+def split_series(series: str) -> tuple[str, str]:
+    if series.endswith(PYIO_SUFFIX):
+        return series[: -len(PYIO_SUFFIX)], "pyio"
+    return series, "c"
+
+
+def series_order_key(series: str, implementation: str, version, free_threaded: bool):
+    """The report's order of series: plain CPython first, oldest first, then free-threaded,
+    A/A twins and +pyio after their build. The first series of an op in this order is the
+    reference of its ratios, for the report (analysis) and for sampling alike."""
+    label, io_stack = split_series(series)
+    return (0 if implementation == "cpython" and not label.startswith("pypy") else 1,
+            tuple(version), bool(free_threaded), label.endswith("-aa"), io_stack == "pyio",
+            series)
+
+
+def atomic_write_text(path: Path, text: str, overwrite: bool = True) -> None:
+    contract.atomic_write_bytes(str(path), text.encode("utf-8"), overwrite=overwrite)
+
+
+# Deeper than any document iomatrix writes (a manifest nests 5 levels); json.loads recurses
+# once per level, and 100,000 levels end in a RecursionError.
+MAX_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+class NotAResult(ValueError):
+    """JSON that no iomatrix result holds: too deep, or a non-finite number."""
+
+
+def nesting_depth(data: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest (brackets inside strings left out)."""
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub(b'""', data)):
+        depth += 1 if match.group() in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _refuse_constant(name: str):
+    # the constant is not quoted: a page that names the file must not show a non-finite word
+    raise NotAResult("holds a non-finite number, which no result may hold")
+
+
+def parse_json(data: bytes):
+    """JSON text as Python objects: nesting at most MAX_DEPTH, no NaN or Infinity (NotAResult);
+    ValueError or UnicodeDecodeError for text that is not JSON."""
+    depth = nesting_depth(data)
+    if depth > MAX_DEPTH:
+        raise NotAResult(f"nested {depth} levels deep; a result nests at most {MAX_DEPTH}")
+    return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+
+
+def schema_module():
+    """iomatrix.storing.schema, or None where pydantic is not installed.
+
+    The reading tools (report, compare, history, release's comparison, crosscheck) run
+    with the report extras, pydantic among them, and check every document. The bench
+    side runs on nox's own Python with the standard library only; there it reads back
+    the files it has just written (a resumed run's manifest, the merged series), and
+    reading them skips the schema but still refuses deep nesting and non-finite numbers.
+    """
+    try:
+        from iomatrix.storing import schema
+    except ImportError:
+        return None
+    return schema
+
+
+def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None):
+    """JSON from a regular file of a run directory, checked against the schema of ``kind``
+    (a document of iomatrix.storing.schema.MODELS) when given; ResultFileError names the file and
+    the field."""
+    try:
+        data = parse_json(contract.read_bytes(str(path), limit))
+    except contract.UnsafeFileError as exc:
+        raise ResultFileError(str(exc))
+    except NotAResult as exc:
+        raise ResultFileError(f"{path}: {exc}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ResultFileError(f"{path}: not valid JSON, perhaps truncated ({exc})")
+    except OSError as exc:
+        raise ResultFileError(f"{path}: cannot read ({exc.strerror or exc})")
+    schema = schema_module() if kind else None
+    if schema is not None:
+        try:
+            schema.check(kind, data)
+        except schema.SchemaError as exc:
+            raise ResultFileError(f"{path}: {exc}")
+    return data
+
+
+def _lock_exclusively(fd: int) -> None:
+    """A non-blocking exclusive lock, released when the process ends (even by kill -9)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+class Run:
+    """One run directory."""
+
+    def __init__(self, results_dir: Path, run_id: str):
+        self.results_dir = Path(results_dir)
+        self.run_id = validate_run_id(run_id)
+        self.path = self.results_dir / run_id
+
+    def series_file(self, series: str) -> Path:
+        return self.path / f"{series}.json"
+
+    def counters_file(self, series: str) -> Path:
+        return self.path / f"{series}{COUNTERS_SUFFIX}"
+
+    def parts_dir(self, series: str) -> Path:
+        return self.path / PARTS_DIR / series
+
+    def part_file(self, series: str, suite: str, round_index: int) -> Path:
+        return self.parts_dir(series) / contract.part_file_name(suite, round_index)
+
+    def make_directory(self) -> None:
+        """Create the run directory; refuse one that is a symlink or not a directory."""
+        if self.results_dir.exists() and not self.results_dir.is_dir():
+            raise cli.BadInput(f"--results-dir {self.results_dir}: not a directory")
+        if self.path.is_symlink():
+            raise cli.BadInput(f"{self.path}: is a symbolic link; a run directory must be a "
+                               "real directory")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise cli.BadInput(f"cannot create {self.path}: {exc.strerror or exc}")
+        if not self.path.is_dir():
+            raise cli.BadInput(f"{self.path}: not a directory")
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        """Hold the run's lock: a second live writer is refused, not interleaved.
+
+        The lock file is opened without following a symlink and must be a regular
+        file: a planted ``.lock -> somewhere`` is refused, never written through.
+        """
+        self.make_directory()
+        lock_path = str(self.path / LOCK_FILE)
+        try:
+            fd = contract.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
+        except contract.UnsafeFileError as exc:
+            raise cli.BadInput(f"{exc}; remove it (a lock file is a plain file iomatrix makes)")
+        try:
+            try:
+                _lock_exclusively(fd)
+            except OSError:
+                holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+                raise RunInUseError(
+                    f"run {self.run_id} in {self.results_dir} is in use by {holder}; "
+                    "wait for it or choose another --run-id")
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {utc_now()}\n"
+                     .encode())
+            yield self
+        finally:
+            os.close(fd)
+
+    # -- manifest ---------------------------------------------------------------
+    def check_directory(self) -> None:
+        """Refuse a run directory that is a symbolic link: its files would be read from
+        wherever it points (a run directory is untrusted input)."""
+        if self.path.is_symlink():
+            raise ResultFileError(f"{self.path}: is a symbolic link; a run directory must be "
+                                  "a real directory (not followed)")
+
+    def read_manifest(self) -> dict:
+        """The manifest, checked against iomatrix.storing.schema.Manifest; {} when there is none."""
+        self.check_directory()
+        path = self.path / MANIFEST
+        if not os.path.lexists(path):
+            return {}
+        return read_json(path, MAX_MANIFEST_BYTES, kind="manifest")
+
+    def read_manifest_or_problem(self) -> tuple[dict, list]:
+        """(the manifest, []) or, when it cannot be used, ({}, [(file, why)]): for the
+        readers that go on without it (report, history) and name what they left out.
+        A run directory that is a symbolic link is refused whole (ResultFileError)."""
+        self.check_directory()
+        try:
+            return self.read_manifest(), []
+        except ResultFileError as exc:
+            return {}, [(MANIFEST, f"{without_path(str(exc), self.path / MANIFEST)}; the run "
+                                   "is read without it (versions, conditions and status "
+                                   "unknown)")]
+
+    def write_manifest(self, manifest: dict) -> None:
+        self.make_directory()
+        atomic_write_text(self.path / MANIFEST,
+                          json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+    def series_files(self) -> list[Path]:
+        """The merged pyperf files of this run (not the manifest, counters or hidden files)."""
+        return sorted(p for p in self.path.glob("*.json")
+                      if p.name != MANIFEST and not p.name.endswith(COUNTERS_SUFFIX))
+
+    def partial_files(self) -> list[Path]:
+        """Half-written files of any kind (the contract's one naming scheme)."""
+        found = list(self.path.glob(contract.PARTIAL_GLOB))
+        parts = self.path / PARTS_DIR
+        if parts.is_dir() and not parts.is_symlink():
+            found += list(parts.glob(contract.PARTIAL_GLOB))
+            found += list(parts.glob("*/" + contract.PARTIAL_GLOB))
+        return sorted(found)
+
+
+def list_runs(results_dir: Path) -> list[Run]:
+    """Runs with a readable manifest, oldest first."""
+    return scan_runs(results_dir)[0]
+
+
+def without_path(message: str, path: Path) -> str:
+    """A ResultFileError's message without its leading path, for a list that names it."""
+    prefix = f"{path}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """(runs with a valid manifest, oldest first; (path, why) of the run directories skipped).
+
+    One broken run directory never hides the others: it is listed as a problem.
+    """
+    runs, problems = [], []
+    directory = Path(results_dir)
+    if not directory.is_dir():
+        return [], []
+    try:
+        children = sorted(directory.iterdir())
+    except OSError as exc:
+        return [], [(directory, f"cannot be listed ({exc.strerror or exc})")]
+    started = {}
+    for child in children:
+        if not os.path.lexists(child / MANIFEST):
+            continue
+        if child.is_symlink():
+            problems.append((child, "is a symbolic link; a run directory must be a real "
+                                    "directory (not followed); skipped"))
+            continue
+        if not cli.NAME_PATTERN.fullmatch(child.name) or len(child.name) > cli.MAX_NAME_LENGTH:
+            problems.append((child, "not a run directory name iomatrix makes; skipped"))
+            continue
+        run = Run(results_dir, child.name)
+        try:
+            value = run.read_manifest().get("started") or ""
+        except ResultFileError as exc:
+            problems.append((child / MANIFEST,
+                             f"{without_path(str(exc), child / MANIFEST)}; the run is skipped"))
+            continue
+        started[run.run_id] = value
+        runs.append(run)
+    return sorted(runs, key=lambda r: (started[r.run_id], r.run_id)), problems
+
+
+def check_report_destination(out: Path, results_dir: Path) -> None:
+    """Refuse a report file whose pages would land among a store's results.
+
+    A report writes ``out``, its suite pages and data.csv in ``out.parent/out.stem/``
+    and its figures in ``out.parent/figures/`` (scripts/report.py). Beside the runs of
+    ``results_dir`` the pages directory of ``A.md`` would be run ``A`` itself, and a
+    pages directory holding a manifest is some store's run directory: either way the
+    report's files would mix with a run's results. Inside a run directory
+    (``RUN/report.md``, the matrix's default outside ``results/``) they stay apart."""
+    out = Path(out)
+    if out.suffix != ".md":
+        raise cli.BadInput(f"--out {out}: a report is a markdown file; give a name ending "
+                           "in .md")
+    parent = out.parent.resolve()
+    pages_dir = parent / out.stem
+    if parent == Path(results_dir).resolve():
+        raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir} and its figures "
+                           f"in {parent / 'figures'}, among the runs of --results-dir "
+                           f"{results_dir}; write the report outside the results directory "
+                           "(or in a run's own directory, as RUN/report.md)")
+    if (pages_dir / MANIFEST).exists() or (pages_dir / MANIFEST).is_symlink():
+        raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir}, which is a run "
+                           f"directory (it has a {MANIFEST}); choose another name or place")
+
+
+def newest_run(results_dir: Path) -> Run:
+    runs, problems = scan_runs(results_dir)
+    if not runs:
+        detail = f" ({'; '.join(f'{path}: {why}' for path, why in problems)})" \
+            if problems else ""
+        raise cli.BadInput(f"no runs in {results_dir} (a run is a directory with {MANIFEST})"
+                           f"{detail}")
+    return runs[-1]
+
+
+def load_series(path: Path) -> list[dict]:
+    """Read one pyperf JSON file into rows: one per benchmark run (process).
+
+    The file is checked against iomatrix.storing.schema.Series (types, finite times from 1 ns to
+    1 hour, non-negative byte counts and rounds); ResultFileError names the file and the
+    field for that, for truncated JSON, JSON of another tool, symlinks, special files or
+    files too large.
+    """
+    data = read_json(path, kind="series")
+    if not isinstance(data, dict) or "benchmarks" not in data:  # only without pydantic
+        raise ResultFileError(f"{path}: not a pyperf result file (no 'benchmarks' key)")
+    suite_meta = data.get("metadata") or {}
+    rows = []
+    for b, bench in enumerate(data["benchmarks"]):
+        bench_meta = {**suite_meta, **(bench.get("metadata") or {})}
+        for r, run in enumerate(bench.get("runs") or []):
+            where = f"benchmarks[{b}].runs[{r}]"
+            meta = {**bench_meta, **(run.get("metadata") or {})}
+            values = [float(v) for v in run.get("values") or []]
+            if not values:
+                continue  # calibration runs carry only warmups
+            # The metadata of three levels together: what one level's schema cannot see.
+            if contract.KEY_SUITE not in meta:
+                raise ResultFileError(f"{path}: benchmark {meta.get('name')!r} was not written by "
+                                      "an iomatrix suite (no iomatrix_suite metadata)")
+            name = meta.get("name")
+            if not isinstance(name, str) or not name:
+                raise ResultFileError(f"{path}: {where}: a benchmark needs a name")
+            # pyperf stores values already divided by loops x inner_loops: one value, one op
+            rows.append({
+                "op": name,
+                "suite": meta[contract.KEY_SUITE],
+                "category": meta.get(contract.KEY_CATEGORY, ""),
+                "bytes": meta.get(contract.KEY_BYTES) or 0,
+                "round": meta.get(contract.KEY_ROUND, 0),
+                "io": meta.get(contract.KEY_IO, "c"),
+                "cache": meta.get(contract.KEY_CACHE, "warm"),
+                "profile": meta.get(contract.KEY_PROFILE, ""),
+                "allocator": meta.get(contract.KEY_ALLOCATOR),
+                "output": meta.get(contract.KEY_OUTPUT),
+                # runs before the clock was a condition measured wall time
+                "clock": meta.get(contract.KEY_CLOCK, "wall"),
+                "other_clock": meta.get(contract.KEY_OTHER_CLOCK),
+                "retakes": meta.get(contract.KEY_RETAKES),
+                "mean": sum(values) / len(values),
+                "values": values,
+                "mem_max_rss": meta.get("mem_max_rss"),
+                "peak_rss": meta.get(contract.KEY_PEAK_RSS),
+                "minflt": meta.get(contract.KEY_MINFLT),
+                "majflt": meta.get(contract.KEY_MAJFLT),
+                "nvcsw": meta.get(contract.KEY_NVCSW),
+                "nivcsw": meta.get(contract.KEY_NIVCSW),
+                "date": meta.get("date"),
+            })
+    return rows
+
+
+# -- where a tool may write ------------------------------------------------------------
+
+# Inside a run directory a tool may write report files only (the matrix's RUN/report.md,
+# release's RUN/release.md, their pages, CSV and figures): never a file a reader would
+# take for a result (.json, .tsv, anything in phase/ or .parts/), so nothing written can
+# replace or join a run's results.
+REPORT_SUFFIXES = (".md", ".csv", ".png", ".svg", ".html")
+
+
+def run_directory_of(path: Path) -> Path | None:
+    """The run directory (a directory holding a manifest) that ``path`` lies in, if any."""
+    for parent in Path(os.path.abspath(path)).parents:
+        if os.path.lexists(parent / MANIFEST):
+            return parent
+    return None
+
+
+def check_output(path: Path, option: str) -> Path:
+    """Refuse an output path (BadInput naming ``option``) that is a directory or would
+    write a run's results: inside a run directory only report files are written."""
+    path = Path(path)
+    if path.is_dir():
+        raise cli.BadInput(f"{option} {path}: is a directory; give a file name")
+    run_dir = run_directory_of(path)
+    if run_dir is None:
+        return path
+    inside = Path(os.path.abspath(path)).relative_to(run_dir).parts
+    if path.suffix.lower() not in REPORT_SUFFIXES or inside[0] in (PARTS_DIR, "phase") \
+            or path.name.startswith("."):
+        raise cli.BadInput(f"{option} {path}: lies in the run directory {run_dir}, where only "
+                           f"report files ({', '.join(REPORT_SUFFIXES)}) may be written; a "
+                           "run's results are never written over or added to")
+    return path
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write a tool's output file (check_output first); a failure is BadInput with the path."""
+    path = check_output(path, option)
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise cli.BadInput(f"{option} {path}: cannot write ({blocking} is not a directory)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise cli.BadInput(f"{option} {path}: cannot write ({exc.strerror or exc})")
