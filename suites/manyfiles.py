@@ -80,6 +80,16 @@ def csv_text(identifier, rows):
     return "\n".join(lines)
 
 
+def csv_texts(files, rows):
+    """csv_text(identifier, rows) of every identifier below ``files``, made from shared rows:
+    row i of file k is row i - 1 of file k + 1, so the files are windows over one list of
+    files + rows rows. The read ops' setup writes their files with it (hundreds of times
+    faster than a file at a time, and outside the timed calls); the write ops make each
+    file with csv_text inside their timed calls, as a program would."""
+    lines = [",".join([str(r + j) for j in range(VALUES_PER_ROW)]) for r in range(files + rows)]
+    return ["\n".join(lines[k:k + rows] + [""]) for k in range(files)]
+
+
 def _digits_below(n):
     """Total decimal digits of the numbers 0 .. n-1."""
     total = n
@@ -345,7 +355,10 @@ def ops(ctx):
 
     def read_setup():
         make_directory()
-        sizes = run_sequential(save_csv, jobs)
+        sizes = []
+        for identifier, data in enumerate(csv_texts(files, rows)):
+            write_file(file_name(directory, identifier), data, io_stack)
+            sizes.append(len(data))
         expect_equal("bytes written for the read ops", sum(sizes), nbytes)
 
     def reader(runner):

@@ -302,3 +302,10 @@ def test_each_suite_docstring_states_the_sizes_of_its_profile_table(suite, table
         phrases = [f"{p} {_size_text(size)}" for p, size in sizes.items()]
     expected = "Sizes: " + ", ".join(phrases)
     assert expected in " ".join(module.__doc__.split()), (suite, expected)
+
+
+def test_the_read_ops_files_are_the_files_the_write_ops_make():
+    import manyfiles
+    for files, rows in ((3, 4), (50, 200)):
+        assert manyfiles.csv_texts(files, rows) == [manyfiles.csv_text(k, rows)
+                                                    for k in range(files)]

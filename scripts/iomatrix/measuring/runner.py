@@ -139,11 +139,14 @@ def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: 
     entry["phase_probe"] = probe.manifest_entry()
     record.write_manifest(run, manifest, plans, spec.profile)
     try:
+        started = time.monotonic()
         _execute(run, session, plans, tasks)
+        planned_round_seconds = (time.monotonic() - started) / max(1, spec.profile.rounds)
         native.record_best(plans.get(native.SERIES), manifest, spec.conditions.cache,
                            session.fixtures_dir, session.scratch_dir, spec.timeout_seconds, log)
         entry["sampling"] = sampling.sample_until_tight(
             run, plans, spec.profile, target=spec.target, deadline=deadline, seed=spec.seed,
+            planned_round_seconds=planned_round_seconds if tasks else 0.0,
             log=log, execute=lambda extra: _execute(run, session, plans, extra))
     finally:
         probe.stop()

@@ -234,13 +234,16 @@ def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
 
 
 def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, deadline: float,
-                       seed: int, execute, log) -> dict:
+                       seed: int, execute, log, planned_round_seconds: float = 0.0) -> dict:
     """Run extra rounds (``execute(tasks)``) until every op is within ``target``, the profile's
     max_rounds are reached or the next round would pass ``deadline`` (time.monotonic()).
-    Returns what the manifest records."""
+    The first extra round's length is guessed from a planned round's
+    (``planned_round_seconds``) and its share of the ops, each later one's from the one
+    before. Returns what the manifest records."""
     rng = random.Random(f"{seed}-sampling")
     round_index = next_round(run, plans, profile.rounds)
-    extra_rounds, last_round_seconds, stopped = 0, 0.0, "every op within the target"
+    all_ops = {op for plan in sampled_series(plans) for _, op in plan.ops} or {None}
+    extra_rounds, last_round_seconds, stopped = 0, None, "every op within the target"
     while True:
         if round_index >= profile.max_rounds:
             stopped = f"the profile's {profile.max_rounds} rounds"
@@ -248,6 +251,9 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
         tasks = extra_round(run, plans, round_index, target, rng)
         if not tasks:
             break
+        if last_round_seconds is None:
+            share = len({op for task in tasks for op in task.ops}) / len(all_ops)
+            last_round_seconds = planned_round_seconds * share
         if time.monotonic() + last_round_seconds > deadline:
             stopped = "the time budget"
             break
