@@ -63,3 +63,22 @@ def test_machine_floor_names_a_run_without_a_complete_round(tmp_path):
     compare = subprocess.run([sys.executable, str(FLOOR), "compare", str(tmp_path / "a.tsv"),
                               str(stopped)], capture_output=True, text=True)
     assert compare.returncode != 0 and "stopped.tsv: no complete round" in compare.stderr
+
+
+START_AHEAD = ROOT / "docs" / "experiments" / "start_ahead_interference.py"
+
+
+def test_start_ahead_interference_times_quiet_and_busy_windows():
+    out = subprocess.run([sys.executable, str(START_AHEAD), sys.executable, "--windows", "2",
+                          "--seconds", "0.3"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "quiet" in lines[0] and "start-ups" in lines[1]
+    assert lines[-1].startswith("with start-ups / quiet window before: median ")
+
+
+def test_start_ahead_interference_wants_pairs_of_windows():
+    out = subprocess.run([sys.executable, str(START_AHEAD), sys.executable, "--windows", "3"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 2 and "--windows: an even number" in out.stderr

@@ -8,7 +8,9 @@ message everywhere, and the same exit status:
     1  the gate found a regression (compare, release, crosscheck only)
     2  bad input: an option, a run id, a file that is not a usable result, an
        output path that cannot be written (one line naming it)
-    3  internal error: a bug of iomatrix (the traceback, and "please report")
+    3  internal error: a bug of iomatrix (the traceback, and "please report"); the
+       matrix and bench sessions also end with 3 when an interpreter failed or the
+       run could not go on (their report names it): neither a regression nor bad input
 
 Bad input found later (a manifest that is not an object, a result file of the
 wrong shape) raises ``BadInput`` naming the file and the field; ``main_guard``

@@ -377,8 +377,18 @@ def next_run_interval(diffs: list[float], confidence: float = CONFIDENCE) \
 # a finding's row has to say. Why 5: on simulated unimodal series (normal and Student t with 3
 # degrees of freedom, 1000 each) the rule splits 0.3% of 10-process series and none of 25;
 # the split of the issue (6 of 10 processes 1.3-2.1 ms against 0.2-0.3 ms) scores 8.5.
+# Fewer processes need a wider gap: with 5 the rule split 3.5% of unimodal 6-process series
+# (the quick profile plans 6 rounds), so below 10 the gap is the score a unimodal series of
+# that many processes exceeds in 0.5% of cases (the larger of normal and Student t3, 4000
+# simulated series each).
 MODE_GAP = 5.0
+MODE_GAP_FEW = {4: 26.0, 5: 12.6, 6: 9.1, 7: 7.7, 8: 6.4, 9: 5.2}
 MODE_MIN_PROCESSES = 2
+
+
+def mode_gap(processes: int) -> float:
+    """The gap (in pooled standard deviations) a split of ``processes`` values must exceed."""
+    return max(MODE_GAP, MODE_GAP_FEW.get(processes, MODE_GAP))
 
 
 @dataclass(frozen=True)
@@ -394,7 +404,8 @@ class Modes:
 def split_modes(values) -> Modes | None:
     """The two modes a series' per-process means split into (the rule above), or None."""
     logs = sorted(math.log(v) for v in values if v > 0)
-    n, best, found = len(logs), MODE_GAP, None
+    n, found = len(logs), None
+    best = mode_gap(n)
     for cut in range(MODE_MIN_PROCESSES, n - MODE_MIN_PROCESSES + 1):
         fast, slow = logs[:cut], logs[cut:]
         gap = slow[0] - fast[-1]

@@ -71,8 +71,9 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
     p.add_argument("--timeout", type=cli.positive_seconds, default=600.0,
                    help="seconds one worker process may take per op (default: %(default)s)")
     p.add_argument("--target", type=cli.threshold, default=sampling.DEFAULT_TARGET,
-                   help="extra rounds go to ops with a ratio whose 95%% interval is wider "
-                        "than this on either side of it (default: %(default)s = 3%%)")
+                   help="after the ops with a borderline release step, extra rounds go to "
+                        "ops with a ratio whose 95%% interval is wider than this on either "
+                        "side of it (default: %(default)s = 1.5%%)")
     p.add_argument("--budget", type=cli.positive_seconds, default=None,
                    help="seconds after which no extra round starts (default: the profile's)")
     p.add_argument("--counters", default=None, type=counters.parse_counters,

@@ -309,53 +309,13 @@ def _make_fixtures(spec: RunSpec, fixtures_dir: Path, log):
 # -- running -------------------------------------------------------------------------
 
 def _execute(run, session: Session, plans: dict, tasks: list) -> None:
-    """Run the tasks group by group (``planning.lockstep_groups``). While a group is timed,
-    the next group's workers start on the spare CPU (``workers.start_ahead``): a worker's
-    start-up (interpreter, pyperf and the suite imported, its ops built) is most of a short
-    op's cost, and the groups of the untouched allocator's one-op workers are many."""
+    """Run the tasks group by group (``planning.lockstep_groups``, ``workers.run_groups``)."""
     spec = session.spec
     series_count = len({t.series for t in tasks})
     progress = Progress(len(tasks), session.log, spec.profile.rounds,
                         verbose_labels=series_count <= 4)
-    reserved: set = set()   # parts of batches not yet collected: no two batches share one
-    groups = planning.lockstep_groups(tasks, spec.seed)
-    ahead = None            # the next group: (its tasks, batches, workers started ahead)
-
-    def batches_of(group):
-        batches = []
-        for task in group:
-            plan = plans[task.series]
-            ops = planning.batch_ops(plan, task, spec.seed)
-            if plan.error is None and ops:
-                batches.append(workers.new_batch(run, plan, task, ops, reserved))
-        return batches
-
-    try:
-        for index, group in enumerate(groups):
-            if ahead is not None:
-                batches, started = ahead
-            else:
-                batches, started = batches_of(group), None
-            ahead = None
-            if index + 1 < len(groups):
-                upcoming = batches_of(groups[index + 1])
-                ahead = (upcoming, workers.start_ahead(session, upcoming))
-            for task in group:
-                progress.start(task)
-            try:
-                workers.run_group(session, batches, started)
-            finally:  # Ctrl-C included: the workers are killed; their half-results go
-                for batch in batches:
-                    workers.remove_leftovers(batch)
-                    reserved.discard(batch.part)
-            for _ in group:
-                progress.done()
-    finally:
-        if ahead is not None:  # stopped early: the workers started ahead write nothing
-            upcoming, started = ahead
-            workers.close_all(started)
-            for batch in upcoming:
-                workers.remove_leftovers(batch)
+    workers.run_groups(run, session, plans, planning.lockstep_groups(tasks, spec.seed),
+                       progress.start, progress.done)
 
 
 def _merge_series(run, plan: SeriesPlan, profile, log):

@@ -36,7 +36,7 @@ CONFIDENCE = stats.CONFIDENCE
 # of that op). +-1.5% halves that error. It costs the main command nothing (its budget ends
 # sampling long before any op reaches +-3%) and a run of two interpreters little (both stop
 # at the quick profile's 60 rounds: 111-121 s with 3%, 97-117 s with 1.5%). Measured with
-# 1.5%: 1.08 [1.05, 1.11] or so, a regression, in three runs of three (README, Sensitivity).
+# 1.5%: 1.08 [1.05, 1.11] or so, a regression, in three runs of three (docs/methodology.md, "Sampling target and budget").
 DEFAULT_TARGET = 0.015
 CRITERION = ("the 95% interval of every series' ratio to the op's reference series, paired "
              "by round, within the target on either side")

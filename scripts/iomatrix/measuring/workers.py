@@ -85,6 +85,50 @@ def worker_cpus(batch: Batch, spec: RunSpec):
     return machine.timing_cpus(spec.conditions.affinity)[0]
 
 
+def run_groups(run: store.Run, session: Session, plans: dict, groups: list[list[Task]],
+               on_start: Callable, on_done: Callable) -> None:
+    """Run the lockstep groups one after the other. While a group is timed, the next group's
+    workers start on the spare CPU (``start_ahead``): a worker's start-up (interpreter, pyperf
+    and the suite imported, its ops built) is most of a short op's cost, and the groups of
+    the untouched allocator's one-op workers are many. ``on_start(task)`` and ``on_done()``
+    are called for each task of a group as it begins and ends."""
+    reserved: set = set()   # parts of batches not yet collected: no two batches share one
+    ahead = None            # the next group: (its batches, its workers started ahead)
+
+    def batches_of(group):
+        batches = []
+        for task in group:
+            plan = plans[task.series]
+            ops = planning.batch_ops(plan, task, session.spec.seed)
+            if plan.error is None and ops:
+                batches.append(new_batch(run, plan, task, ops, reserved))
+        return batches
+
+    try:
+        for index, group in enumerate(groups):
+            batches, started = ahead if ahead is not None else (batches_of(group), None)
+            ahead = None
+            if index + 1 < len(groups):
+                upcoming = batches_of(groups[index + 1])
+                ahead = (upcoming, start_ahead(session, upcoming))
+            for task in group:
+                on_start(task)
+            try:
+                run_group(session, batches, started)
+            finally:  # Ctrl-C included: the workers are killed; their half-results go
+                for batch in batches:
+                    remove_leftovers(batch)
+                    reserved.discard(batch.part)
+            for _ in group:
+                on_done()
+    finally:
+        if ahead is not None:  # stopped early: the workers started ahead write nothing
+            upcoming, started = ahead
+            close_all(started)
+            for batch in upcoming:
+                remove_leftovers(batch)
+
+
 def start_ahead(session: Session, batches: list[Batch]) -> list:
     """Start the lockstep workers of a group before its turn, on the CPUs that time no
     worker, while the group before it is timed: their start-up then overlaps that group's

@@ -31,12 +31,14 @@ PROFILES = {
     "smoke": Profile("smoke", rounds=1, max_rounds=1, budget_seconds=0, values=1, warmups=0,
                      pypy_warmups=0, twin_rounds=1,
                      description="seconds per interpreter, one value per op; for tests"),
-    # 6 planned rounds (the fewest whose paired interval can exclude 1), then extra rounds for
-    # the ops whose release steps are still borderline (iomatrix.measuring.sampling) until the budget:
-    # the default run times the core selection (25 ops in 7 suites) under every interpreter
-    # here and the lineage again under the untouched allocator, and the main command (timing,
-    # counting and report) must stay within 10 minutes.
-    "quick": Profile("quick", rounds=6, max_rounds=60, budget_seconds=450, values=2, warmups=1,
+    # 8 planned rounds of one value each, then extra rounds for the ops whose release steps
+    # are still borderline (iomatrix.sampling) while the budget allows. One value, not two:
+    # every estimate counts processes, and with 6 rounds (two values each, to fit the main
+    # command's 10 minutes) one wild round of the 6 took a step's significance, so a firm
+    # finding of one run was not a finding in the next (41 of 48 in every other run); with 8
+    # a round can go the other way and the step stay significant. The untouched allocator's
+    # one-op series keep 6 rounds (twin_rounds).
+    "quick": Profile("quick", rounds=8, max_rounds=60, budget_seconds=450, values=1, warmups=1,
                      pypy_warmups=3, twin_rounds=6,
                      description="the default: minutes for the whole machine"),
     "full": Profile("full", rounds=40, max_rounds=160, budget_seconds=3600, values=3, warmups=1,
