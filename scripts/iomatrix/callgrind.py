@@ -185,7 +185,9 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
         rows.append({"name": name, "file": file, "a": before, "b": after,
                      "change": (after or 0.0) - (before or 0.0)})
     total_change = sum(row["change"] for row in rows)
-    rows.sort(key=lambda row: -abs(row["change"]))
+    # By name after the size of the change: the rows come from a set, and equal changes
+    # (a function renamed between the versions) must not swap places from one report to the next.
+    rows.sort(key=lambda row: (-abs(row["change"]), row["name"]))
     for row in rows:
         row["share"] = row["change"] / total_change if total_change else None
     return rows[:top]

@@ -10,10 +10,10 @@ host never imports them.
 What core costs: a lockstep round of core took 1.9 to 2.25 times as long as a round
 of the study alone (the same three interpreters, 2.7, 3.13 and PyPy, quick profile,
 alternating runs on this 2-core host). A study round of the main command's 16 series
-took 26.5 s in its published runs, so a core round takes about 56 s (50-60 s), and
-the quick profile's rounds went from 10 to 8 (about 450 s of timing) so the main
-command, with the counting pass (lutz2009 only by default, about 65 s) and the report,
-stays near 9 minutes (8.5 to 10) for 16 series.
+took 26.5 s in its published runs, so a core round takes about 56 s (50-60 s). With
+the lineage timed again under the untouched allocator, the quick profile's 8 rounds of
+one value and the next group's workers started while a group is timed, the main
+command over 17 interpreters and the A/A twin takes 8.6-8.7 minutes (docs/methodology.md).
 """
 from __future__ import annotations
 

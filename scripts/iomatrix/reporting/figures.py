@@ -55,12 +55,21 @@ def _ratio_label(ratio: float) -> str:
 
 
 def _save(fig, path: Path) -> Path:
+    """Write ``fig`` as a PNG of at most 256 colours: every clone of the repository carries
+    the published reports' figures, and a plot's few flat colours need no more (a third of
+    the size of matplotlib's RGBA file or less)."""
+    import io
+    from PIL import Image   # matplotlib's own dependency
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
     try:
-        fig.savefig(path, dpi=DPI, facecolor="white")
+        fig.savefig(buffer, format="png", dpi=DPI, facecolor="white")
     finally:
         plt.close(fig)
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=256).save(path, optimize=True)
     return path
 
 
