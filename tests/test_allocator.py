@@ -295,3 +295,18 @@ def test_default_is_refused_with_the_callers_allocator_variables_named(tmp_path)
                       "--results-dir", str(tmp_path / "results"), env=clean_environment())
     assert unknown.returncode == 2 and "valid: default, steady, fresh" in unknown.stdout + \
         unknown.stderr
+
+
+REFERENCE_RUN = Path(__file__).resolve().parent.parent / "results" / "20261124T092945Z-vm"
+
+
+@pytest.mark.skipif(not REFERENCE_RUN.is_dir(), reason="the reference run is not in results/")
+def test_the_main_page_shows_the_whole_file_text_reads_steps_under_both_conditions():
+    from iomatrix.analysing import analysis
+    from iomatrix.reporting import allocator_section as section
+    data = analysis.load_run(store.Run(REFERENCE_RUN.parent, REFERENCE_RUN.name))
+    text = "\n".join(section.main_page_lines(data)).replace("\xa0", " ")   # nowrap's spaces
+    for step in ("2.7 → 3.6", "3.12 → 3.13.15"):
+        row = next(line for line in text.splitlines()
+                   if "`read_allAtOnce_textMode`" in line and step in line)
+        assert row.count("[") == 2 and "→" in row.split("|")[-2]   # both ratios, faults a side
