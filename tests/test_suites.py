@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -28,7 +27,6 @@ import pyperf  # noqa: E402
 SUITES = _api.available_suites()
 OUR_SUITES = ("iobench", "chunks", "mmapio", "copies", "manyfiles", "textio")
 PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
-PARALLEL_WORKERS = 4
 MIN_TOTAL_OPS = 100
 
 
@@ -66,21 +64,30 @@ def check_result(proc, output, op_name, io_stack="c"):
 
 
 @pytest.mark.parametrize("suite", SUITES)
-def test_every_op_runs_as_a_pyperf_worker(suite, smoke_fixtures, tmp_path):
+def test_every_op_runs_and_verifies_in_a_batch_worker(suite, smoke_fixtures, tmp_path):
+    """Every op of the suite, one after the other in one ``--batch`` worker as the matrix runs
+    them (a process per op cost a minute of the tests' CPU), each verified by its own check;
+    the first op also as an ordinary pyperf worker (``--op``), the other way a user runs one."""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     ops = [op for op in smoke_ops(suite, smoke_fixtures, str(scratch)) if not op.unavailable]
     assert ops
-
-    def one(op):
-        output = str(tmp_path / (op.name + ".json"))
-        proc = run_worker(worker_cmd(suite, op.name, smoke_fixtures, str(scratch), output))
-        return op.name, proc, output
-
-    with ThreadPoolExecutor(PARALLEL_WORKERS) as pool:
-        results = list(pool.map(one, ops))
-    for name, proc, output in results:
-        check_result(proc, output, name)
+    output, errors = tmp_path / "batch.json", tmp_path / "errors.json"
+    proc = run_worker([sys.executable, HARNESS, "--batch", "--suite", suite,
+                       "--ops", json.dumps([op.name for op in ops]), "--fixtures", smoke_fixtures,
+                       "--scratch", str(scratch), "--iomatrix-profile", "smoke", "--io", "c",
+                       "--cache", "warm", "--allocator", "steady", "--output-state", "new",
+                       "--round", "0", "--warmups", "0", "--values", "1",
+                       "--output", str(output), "--errors", str(errors)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(errors.read_text()) == {}
+    suite_file = pyperf.BenchmarkSuite.load(str(output))
+    assert sorted(suite_file.get_benchmark_names()) == sorted(op.name for op in ops)
+    for bench in suite_file.get_benchmarks():
+        assert len(bench.get_values()) == 1 and bench.get_metadata()["iomatrix_bytes"] > 0
+    first = str(tmp_path / "first.json")
+    check_result(run_worker(worker_cmd(suite, ops[0].name, smoke_fixtures, str(scratch), first)),
+                 first, ops[0].name)
     assert os.listdir(str(scratch)) == [], "ops left files in the scratch directory"
 
 
