@@ -31,15 +31,12 @@ SMOKE = PROFILES["smoke"]
 SCRIPTS = ROOT / "scripts"
 
 
-def tool(name: str, *args, timeout: float | None = None) -> subprocess.CompletedProcess:
+def tool(name: str, *args) -> subprocess.CompletedProcess:
     """scripts/<name>.py's main, as its script runs it (cli.main_guard maps the exit status),
     in this process: each script started anew paid 2-3 s of imports (pandas, scipy), and these
-    tests call them some sixty times. With ``timeout`` (a case that could hang: special files)
-    it runs as its own process, so a hang fails the test instead of blocking it."""
+    tests call them some sixty times. A case that could hang (special files) runs its tools in
+    a child process with a deadline instead (``tools_in_one_process``)."""
     argv = [str(a) for a in args]
-    if timeout is not None:
-        return subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), *argv],
-                              capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     module = importlib.import_module(name)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -50,8 +47,8 @@ def tool(name: str, *args, timeout: float | None = None) -> subprocess.Completed
     return subprocess.CompletedProcess([name, *argv], code, out.getvalue(), err.getvalue())
 
 
-# Several tools, one after the other, in one process of their own: what ``tool`` does with a
-# timeout, paying the imports (pandas, scipy) once instead of once per tool.
+# Several tools, one after the other, as ``tool`` runs each, in one process of their own with a
+# deadline (a hang fails the test instead of blocking it), paying the imports once.
 TOOLS_DRIVER = """
 import contextlib, io, json, sys
 sys.path.insert(0, sys.argv[1])

@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 from iomatrix import paths, procs
+from iomatrix.measuring import machine
 from iomatrix.storing import contract
 
 PHASE_DIR = "phase"
@@ -88,11 +89,10 @@ def spare_cpu(timing_cpus: set | None) -> tuple[int | None, str | None]:
     if timing_cpus is None:
         return None, ("not measured: the timed workers are not pinned to one CPU (--affinity "
                       "all, a single CPU, or no affinity here), so no CPU is free of them")
-    try:
-        allowed = os.sched_getaffinity(0)
-    except AttributeError:
+    usable = machine.usable_cpus()
+    if usable is None:
         return None, "not measured: this platform cannot set CPU affinity"
-    spare = sorted(set(allowed) - set(timing_cpus))
+    spare = sorted(usable - set(timing_cpus))
     if not spare:
         return None, "not measured: no CPU is left beside the timed one"
     return spare[0], None

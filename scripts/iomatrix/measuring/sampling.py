@@ -242,7 +242,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
     before. Returns what the manifest records."""
     rng = random.Random(f"{seed}-sampling")
     round_index = next_round(run, plans, profile.rounds)
-    all_ops = {op for plan in sampled_series(plans) for _, op in plan.ops} or {None}
+    all_ops = {op for plan in sampled_series(plans) for _, op in plan.ops}
     extra_rounds, last_round_seconds, stopped = 0, None, "every op within the target"
     while True:
         if round_index >= profile.max_rounds:
@@ -252,7 +252,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
         if not tasks:
             break
         if last_round_seconds is None:
-            share = len({op for task in tasks for op in task.ops}) / len(all_ops)
+            share = len({op for task in tasks for op in task.ops}) / max(1, len(all_ops))
             last_round_seconds = planned_round_seconds * share
         if time.monotonic() + last_round_seconds > deadline:
             stopped = "the time budget"
