@@ -98,20 +98,19 @@ def test_a_step_is_borderline_when_its_interval_reaches_back_across_the_threshol
     assert sampling.is_borderline(comparison(1.30, None, None), 0.05)        # no interval yet
 
 
-def test_extra_rounds_go_to_the_ops_of_borderline_release_steps_first(tmp_path):
-    """Two lineage releases: one op's step is settled beyond 5%, the other's estimate is
-    beyond it with rounds that disagree; only the second gets the extra round."""
+def plans_with_rounds(run, times: dict, twins: dict = {}) -> dict:
+    """SeriesPlans of lineage releases ({label: {op: per-round values}}) and of A/A twins
+    ({twin label: original label}: the same executable), with their parts on disk."""
     from iomatrix.measuring import discovery
-    run = store.Run(tmp_path, "B")
-    times = {"3.12": {"settled": [1.0] * 6, "unsure": [1.0] * 6},
-             "3.13": {"settled": [1.2, 1.21, 1.19, 1.2, 1.22, 1.2],
-                      "unsure": [1.3, 0.98, 1.25, 1.01, 1.2, 1.15]}}
     plans = {}
     for label, ops in times.items():
-        info = {"version_info": [3, int(label[2:]), 0], "implementation": "cpython",
+        original = twins.get(label, label)
+        info = {"version_info": [3, int(original[2:]), 0], "implementation": "cpython",
                 "recipe": "shared-O3"}
-        plans[label] = planning.SeriesPlan(label, discovery.Interpreter(label, "/x", "pyenv", info),
-                                           "c", ops=[("lutz2009", op) for op in ops])
+        source = "aa" if label in twins else "pyenv"
+        plans[label] = planning.SeriesPlan(
+            label, discovery.Interpreter(label, f"/x/{original}", source, info), "c",
+            ops=[("lutz2009", op) for op in ops])
         for r in range(6):
             part = run.part_file(label, "lutz2009", r)
             part.parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +118,39 @@ def test_extra_rounds_go_to_the_ops_of_borderline_release_steps_first(tmp_path):
                 {"metadata": {"name": op, "loops": 1},
                  "runs": [{"metadata": {}, "values": [values[r]]}]}
                 for op, values in ops.items()]}))
+    return plans
+
+
+def test_extra_rounds_go_to_the_ops_of_borderline_release_steps_first(tmp_path):
+    """Two lineage releases: one op's step is settled beyond 5%, the other's estimate is
+    beyond it with rounds that disagree; only the second gets the extra round."""
+    run = store.Run(tmp_path, "B")
+    plans = plans_with_rounds(run, {
+        "3.12": {"settled": [1.0] * 6, "unsure": [1.0] * 6},
+        "3.13": {"settled": [1.2, 1.21, 1.19, 1.2, 1.22, 1.2],
+                 "unsure": [1.3, 0.98, 1.25, 1.01, 1.2, 1.15]}})
     assert sampling.borderline_steps(run, plans) == [("unsure", "3.12", "3.13")]
     tasks = sampling.extra_round(run, plans, 6, 0.015, __import__("random").Random(0))
     assert {op for task in tasks for op in task.ops} == {"unsure"}
     assert {task.series for task in tasks} == {"3.12", "3.13"}
+
+
+def test_a_borderline_step_takes_its_two_series_only_and_the_aa_twin_takes_the_same_rule(
+        tmp_path):
+    """Three releases and an A/A twin of the newest: the extra round runs "unsure" under
+    the two releases of its unsure step only, and "wobbly" under 3.14 and its twin, whose
+    A/A step is borderline by the same rule as a release step."""
+    run = store.Run(tmp_path, "B")
+    unsure = [1.3, 0.98, 1.25, 1.01, 1.2, 1.15]
+    plans = plans_with_rounds(run, {
+        "3.12": {"unsure": [1.0] * 6, "wobbly": [1.0] * 6},
+        "3.13": {"unsure": unsure, "wobbly": [1.0] * 6},
+        "3.14": {"unsure": unsure, "wobbly": [1.0] * 6},
+        "3.14-aa": {"unsure": unsure, "wobbly": [1.3, 0.98, 1.25, 1.01, 1.2, 1.15]}},
+        twins={"3.14-aa": "3.14"})
+    assert sampling.aa_steps(plans) == [("3.14", "3.14-aa")]
+    assert sampling.borderline_steps(run, plans) == [("unsure", "3.12", "3.13"),
+                                                     ("wobbly", "3.14", "3.14-aa")]
+    tasks = sampling.extra_round(run, plans, 6, 0.015, __import__("random").Random(0))
+    assert sorted((task.series, op) for task in tasks for op in task.ops) == [
+        ("3.12", "unsure"), ("3.13", "unsure"), ("3.14", "wobbly"), ("3.14-aa", "wobbly")]

@@ -240,8 +240,8 @@ DISTRIBUTION_SOURCES = ("debian", "system")
 def lineage_labels(interpreters: list[Interpreter]) -> set[str]:
     """The labels of the release lineage, chosen as the report chooses it (analysis.lineage,
     which needs pandas: the bench side runs on nox's own Python without it): plain CPython
-    builds (not free-threaded, not a distribution's), per minor version the newest patch
-    release built by the recipe most of them share. 3.15's frame pointers are CPython's own
+    builds (not free-threaded, not a distribution's, not the A/A twin), per minor version
+    the newest patch release built by the recipe most of them share. 3.15's frame pointers are CPython's own
     default (gh-149202), not its builder's, so a "-fp" from 3.15 on does not count."""
     def recipe(interp):
         parts = (interp.recipe or "").split("-")
@@ -249,7 +249,7 @@ def lineage_labels(interpreters: list[Interpreter]) -> set[str]:
             parts = [p for p in parts if p != "fp"]
         return "-".join(parts) or None
     plain = [i for i in interpreters if i.ok and i.implementation == "cpython"
-             and not i.free_threaded and i.source not in DISTRIBUTION_SOURCES]
+             and not i.free_threaded and i.source not in (*DISTRIBUTION_SOURCES, "aa")]
     recipes = [recipe(i) for i in plain if recipe(i)]
     common = max(dict.fromkeys(recipes), key=recipes.count) if recipes else None
     newest: dict = {}

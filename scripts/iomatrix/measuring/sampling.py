@@ -8,11 +8,12 @@ drift, which the pairing cancels). So an op is loose while any series' ratio
 to the reference series (the oldest plain CPython, as the report's default
 base) has a 95% interval (stats.compare, paired) wider than ``target`` on
 either side of its estimate (an op that only one series has: its median's
-distribution-free interval, ``median_interval``). An extra lockstep round (one
-more worker per series, running only the chosen ops) goes first to the ops with a
-borderline release step (``borderline_steps``: the estimate beyond the finding
-threshold, its interval reaching back across it), and when there are none to the
-looser half of the loose ops (``loosest``). Sampling stops when every op is within the target, when
+distribution-free interval, ``median_interval``). An extra lockstep round goes
+first to the borderline steps (``borderline_steps``: a release step or the A/A
+twin's, the estimate beyond the finding threshold, its interval reaching back
+across it), one more worker for each of the step's two series, running only those
+ops; when there are none, to the looser half of the loose ops (``loosest``), one
+more worker per series. Sampling stops when every op is within the target, when
 the profile's ``max_rounds`` are reached, or when the run's time budget would
 be overrun; the manifest names the ops that did not reach the target, and the
 report shows them.
@@ -175,6 +176,16 @@ def lineage_steps(plans: dict) -> list[tuple[str, str]]:
     return [(a.series, b.series) for a, b in zip(lineage, lineage[1:])]
 
 
+def aa_steps(plans: dict) -> list[tuple[str, str]]:
+    """(original, twin) series of each A/A twin among the sampled series: the twin is the
+    same executable under a second label (discovery source "aa")."""
+    sampled = sampled_series(plans)
+    return [(original.series, twin.series) for twin in sampled if twin.interp.source == "aa"
+            for original in sampled if original.interp.source != "aa"
+            and original.interp.executable == twin.interp.executable
+            and original.io_stack == twin.io_stack]
+
+
 def is_borderline(comparison: stats.Comparison, threshold: float) -> bool:
     """The estimate is beyond the threshold either way but its interval reaches back across
     it (or there is no interval yet): the step's verdict is not settled."""
@@ -189,9 +200,13 @@ def is_borderline(comparison: stats.Comparison, threshold: float) -> bool:
 
 def borderline_steps(run: store.Run, plans: dict,
                      threshold: float = stats.FINDING_THRESHOLD) -> list[tuple[str, str, str]]:
-    """(op, older, newer) of the lineage steps that are borderline (``is_borderline``) by
-    the paired comparison of their rounds so far."""
-    steps = lineage_steps(plans)
+    """(op, older, newer) of the lineage steps, and of each A/A twin against its original,
+    that are borderline (``is_borderline``) by the paired comparison of their rounds so far.
+
+    Why the A/A twin too: extra rounds go where a step is unsure, and a step sampled until it
+    settles can settle on the wrong side more often than one sampled a fixed number of
+    rounds. The twin takes the same rule, so the A/A flags of the report count that too."""
+    steps = lineage_steps(plans) + aa_steps(plans)
     means = {series: process_means(run, series) for step in steps for series in step}
     found = []
     for older, newer in steps:
@@ -208,17 +223,25 @@ def borderline_steps(run: store.Run, plans: dict,
 
 def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
                 rng: random.Random) -> list[Task]:
-    """One more lockstep round: of the ops with a borderline release step
-    (``borderline_steps``) while there are any, else of the looser half of the loose ops
-    (``loosest``); every series that has them, so each ratio gets another pair; suites and
-    series shuffled like the planned rounds.
+    """One more lockstep round: of the borderline steps (``borderline_steps``) while there
+    are any, each op by the two series of its unsure steps only; else of the looser half of
+    the loose ops (``loosest``) by every series that has them, so each ratio gets another
+    pair. Suites and series are shuffled like the planned rounds.
 
     Why borderline steps first: a finding is what a reader quotes, and a borderline one is
     where another round most often changes what the report says (a step of 1.06 whose
     interval reaches 1.03 becomes firm or falls within the threshold), while a loose op
-    whose steps are all far beyond or well within the threshold would say the same."""
-    loose = {op for op, _, _ in borderline_steps(run, plans)}
-    loose = loose or loosest(loose_ops(run, plans, target))
+    whose steps are all far beyond or well within the threshold would say the same.
+    Why only the step's two series: an extra round is then a few processes, not one per
+    series, so the budget buys the unsure steps several rounds where it bought two. With
+    10 rounds one wild round of 1.5x (a process whose op ran slow throughout, with no
+    context switch) takes the significance of an 18% step (its signed-rank interval
+    reaches 1.10); with 12 rounds it takes two such rounds, with 18 three."""
+    wanted: dict[str, set | None] = {}
+    for op, older, newer in borderline_steps(run, plans):
+        wanted.setdefault(op, set()).update((older, newer))
+    if not wanted:
+        wanted = dict.fromkeys(loosest(loose_ops(run, plans, target)))
     suites = sorted({suite for plan in plans.values() for suite, _ in plan.ops})
     rng.shuffle(suites)
     tasks = []
@@ -226,7 +249,8 @@ def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
         order = sampled_series(plans)
         rng.shuffle(order)
         for plan in order:
-            ops = sorted(op for s, op in plan.ops if s == suite and op in loose
+            ops = sorted(op for s, op in plan.ops if s == suite and op in wanted
+                         and (wanted[op] is None or plan.series in wanted[op])
                          and op not in plan.failed_ops)
             if ops:
                 tasks.append(Task(plan.series, plan.io_stack, suite, round_index, ops))
@@ -238,11 +262,11 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
     """Run extra rounds (``execute(tasks)``) until every op is within ``target``, the profile's
     max_rounds are reached or the next round would pass ``deadline`` (time.monotonic()).
     The first extra round's length is guessed from a planned round's
-    (``planned_round_seconds``) and its share of the ops, each later one's from the one
-    before. Returns what the manifest records."""
+    (``planned_round_seconds``) and its share of the (series, op) pairs, each later one's
+    from the one before. Returns what the manifest records."""
     rng = random.Random(f"{seed}-sampling")
     round_index = next_round(run, plans, profile.rounds)
-    all_ops = {op for plan in sampled_series(plans) for _, op in plan.ops}
+    planned_pairs = sum(len(plan.ops) for plan in sampled_series(plans))
     extra_rounds, last_round_seconds, stopped = 0, None, "every op within the target"
     while True:
         if round_index >= profile.max_rounds:
@@ -252,7 +276,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
         if not tasks:
             break
         if last_round_seconds is None:
-            share = len({op for task in tasks for op in task.ops}) / max(1, len(all_ops))
+            share = sum(len(task.ops) for task in tasks) / max(1, planned_pairs)
             last_round_seconds = planned_round_seconds * share
         if time.monotonic() + last_round_seconds > deadline:
             stopped = "the time budget"
