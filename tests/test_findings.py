@@ -2,6 +2,8 @@
 borderline by an interval for the next run, and series that split into modes."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import shutil
@@ -12,6 +14,7 @@ import pytest
 
 from iomatrix import stats
 from iomatrix.analysing import analysis, comparisons, counts
+from iomatrix.reporting import suite_pages
 from iomatrix.storing import store
 from conftest import ROOT, write_pyperf_file
 
@@ -100,6 +103,24 @@ def test_every_finding_of_the_published_runs_has_a_class(trio):
         assert not any(comparisons.is_finding(f.comparison, an.threshold) for f in counts_only)
 
 
+def test_the_tidy_csv_carries_each_findings_classes(trio):
+    """data.csv's release-step rows say what the pages say: evidence, firmness, where the
+    next run should land, modes; "counts only" steps their evidence alone."""
+    an = trio[-1]
+    rows = {(r["op"], r["against"], r["series"]): r
+            for r in csv.DictReader(io.StringIO(suite_pages.tidy_csv(an)))
+            if r["statistic"] == "ratio_to_previous_release"}
+    for f in an.findings():
+        row = rows[(f.op, f.a, f.b)]
+        assert (row["evidence"], row["firmness"]) == (f.evidence, f.firmness)
+        assert float(row["next_run_low"]) == f.next_run[0] and row["modes"] == (f.modes or "")
+    for f in an.counts_only():
+        assert (rows[(f.op, f.a, f.b)]["evidence"], rows[(f.op, f.a, f.b)]["firmness"]) == \
+            ("counts only", "")
+    unclassified = set(rows) - {(f.op, f.a, f.b) for f in an.findings() + an.counts_only()}
+    assert unclassified and all(rows[k]["evidence"] == "" for k in unclassified)
+
+
 # -- firm or borderline: an interval for the next run ---------------------------------------
 
 def test_the_next_run_interval_holds_the_estimate_and_is_wider_than_this_runs():
@@ -169,6 +190,13 @@ def test_the_issues_split_is_found_and_named():
     modes = stats.split_modes([v / 1000 for v in FAST_MS + SLOW_MS])
     assert modes is not None and (modes.processes, modes.slow) == (10, 6)
     assert modes.describe() == "6 of 10 processes 6.6x slower"
+
+
+def test_modes_close_together_are_named_with_two_decimals():
+    """3.13.15's whole-file binary writes in a main command: 3 of 10 processes 5% slower,
+    each group within 2%; "1.0x slower" would read as no difference at all."""
+    modes = stats.split_modes([53.3, 53.1, 53.4, 54.0, 53.7, 53.8, 54.1, 56.2, 56.8, 56.2])
+    assert modes is not None and modes.describe() == "3 of 10 processes 1.05x slower"
 
 
 def test_one_slow_process_is_no_mode_and_steady_series_do_not_split():

@@ -76,7 +76,8 @@ def test_findings_come_first_and_follow_the_lineage(tmp_path):
 
 
 def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
-    built = pages.build_pages(analysis.load_run(lineage_run(tmp_path)))
+    data = analysis.load_run(lineage_run(tmp_path))
+    built = pages.build_pages(data)
     rows = list(csv.DictReader(io.StringIO(built.csv)))
     assert set(rows[0]) == set(suite_pages.CSV_FIELDS)
     step = next(r for r in rows if r["statistic"] == "ratio_to_previous_release"
@@ -85,6 +86,11 @@ def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
     assert float(step["low"]) <= float(step["value"]) <= float(step["high"])
     assert step["significant"] == "true"
     assert {r["statistic"] for r in rows} >= {"time_s", "ratio_to_oldest", "ratio_to_twin"}
+    # the classes of a release step (tests/test_findings.py checks them on a lockstep run);
+    # this run is not paired, so no firmness; rows that are no release step leave them blank
+    assert step["evidence"] == step["firmness"] == step["next_run_low"] == ""
+    assert all(r["firmness"] == r["evidence"] == "" for r in rows
+               if r["statistic"] != "ratio_to_previous_release")
 
 
 def test_a_run_of_variants_only_says_it_has_no_lineage(tmp_path):

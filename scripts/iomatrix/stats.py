@@ -398,7 +398,9 @@ class Modes:
     factor: float         # the slower mode's median over the faster mode's
 
     def describe(self) -> str:
-        return f"{self.slow} of {self.processes} processes {self.factor:.1f}x slower"
+        # Two decimals for modes close together: "1.0x slower" would read as no difference.
+        factor = f"{self.factor:.2f}" if self.factor < 1.1 else f"{self.factor:.1f}"
+        return f"{self.slow} of {self.processes} processes {factor}x slower"
 
 
 def split_modes(values) -> Modes | None:

@@ -14,7 +14,7 @@ import re
 from iomatrix import stats
 from iomatrix.analysing import counts
 from iomatrix.measuring import native
-from iomatrix.analysing.comparisons import Analysis
+from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio, fmt_time, md,
                                          nowrap, row_id, table, wide_table)
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
@@ -204,31 +204,44 @@ def section_noise(an: Analysis, ops: list, rows: list, order: list) -> list[str]
 # -- the tidy CSV ------------------------------------------------------------------------
 
 CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "against", "value",
-              "low", "high", "significant", "processes"]
+              "low", "high", "significant", "processes",
+              # A release step's classes (analysing.comparisons): the findings' evidence and
+              # firmness, with where the next run's ratio should land; "counts only" steps too.
+              "evidence", "firmness", "next_run_low", "next_run_high", "modes"]
+
+
+def number(value) -> str:
+    return "" if value is None else repr(value)
 
 
 def tidy_csv(an: Analysis) -> str:
-    """One row per run, series, op and statistic; ratio rows carry their interval bounds."""
+    """One row per run, series, op and statistic; ratio rows carry their interval bounds, and
+    release steps the classes of the report's findings (blank for a step that is neither a
+    finding nor "counts only")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
     run_id = an.data.run.run_id if an.data.run else ""
+    classified = {(f.op, f.a, f.b): f for f in an.findings() + an.counts_only()}
 
-    def ratio_rows(statistic, comparisons, against_of):
+    def ratio_rows(statistic, comparisons, against_of, finding=None):
         for (op, s), c in comparisons.items():
+            f = finding or Finding(op, against_of(s), s, c)
+            next_run = f.next_run or (None, None)
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
-                             against_of(s), repr(c.ratio), "" if c.low is None else repr(c.low),
-                             "" if c.high is None else repr(c.high),
+                             against_of(s), repr(c.ratio), number(c.low), number(c.high),
                              "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b])
+                             c.n_b, f.evidence or "", f.firmness or "",
+                             number(next_run[0]), number(next_run[1]), f.modes or ""])
     for (s, op), by_process in sorted(an.means.items()):
         if op in an.suite_of:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], "time_s", "",
                              repr(stats.location(by_process.values())), "", "", "",
-                             len(by_process)])
+                             len(by_process), "", "", "", "", ""])
     ratio_rows("ratio_to_oldest", an.oldest_cmp, lambda s: an.oldest)
     for (op, a, b), c in an.step_cmp.items():
-        ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
+        ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a,
+                   classified.get((op, a, b)))
     twin_of = {v.series: v.twin for v in an.lin.variants}
     ratio_rows("ratio_to_twin", an.twin_cmp, lambda s: twin_of[s])
     if an.baseline:
