@@ -297,7 +297,7 @@ def test_default_is_refused_with_the_callers_allocator_variables_named(tmp_path)
         unknown.stderr
 
 
-REFERENCE_RUN = Path(__file__).resolve().parent.parent / "results" / "20261124T092945Z-vm"
+REFERENCE_RUN = Path(__file__).resolve().parent.parent / "results" / "20261124T140834Z-vm"
 
 
 @pytest.mark.skipif(not REFERENCE_RUN.is_dir(), reason="the reference run is not in results/")
