@@ -32,7 +32,16 @@ signed-rank interval. Anything else (two runs, or a run made before lockstep
 rounds) is compared unpaired: exp of the Hodges-Lehmann shift of the log
 per-process means, with its 95% Moses (Mann-Whitney) interval. Significant
 means the interval excludes 1.
-``--json FILE`` also writes every comparison with its interval as JSON.
+
+Where both sides have the counting pass's counts, each op gets the report's class
+(analysing.comparisons.evidence_of): *confirmed* (significant and beyond
+``--fail-above``, and instructions or system calls moved the same way), *memory*
+(only the simulated caches' estimated cycles moved with it), *time only* (the
+counts did not move with it) or *counts only* (the counts moved, the time did
+not decide). Counts are exact within one host, not across hosts: unless both
+sides come from one run or from runs of one boot (the manifests' ``boot_id``),
+an instruction change counts only beyond 5%, and the comment says so.
+``--json FILE`` also writes every comparison with its interval and class as JSON.
 """
 from __future__ import annotations
 
@@ -44,7 +53,7 @@ import sys
 from pathlib import Path
 
 from iomatrix import cli, stats
-from iomatrix.analysing import analysis, counts
+from iomatrix.analysing import analysis, comparisons, counts
 from iomatrix.measuring import native, phase
 from iomatrix.storing import schema, store
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
@@ -191,6 +200,7 @@ class OpResult:
     time_a: float
     time_b: float
     comparison: stats.Comparison
+    evidence: str | None = None     # comparisons.EVIDENCE, or None: no counts, nothing moved
 
     def regression(self, fail_above: float) -> bool:
         return self.comparison.regression(fail_above)
@@ -263,6 +273,68 @@ def compare_sides(a: Side, b: Side, label: str | None = None) -> list[Section]:
     return sections
 
 
+# -- classes: do the counts move with the timing? -------------------------------------
+
+def counts_host(a: Side, b: Side) -> str:
+    """"one" when both sides' counts come from one host (one run, or runs of one boot: the
+    manifests' boot_id), "two" when the CPUs' flags differ, else "unknown" (runs made before
+    boot_id was recorded, or runs of two boots)."""
+    if same_run(a, b):
+        return "one"
+    boots = [side.manifest.get("boot_id") for side in (a, b)]
+    if boots[0] is not None and boots[0] == boots[1]:
+        return "one"
+    flags = [side.manifest.get("cpu_flags") for side in (a, b)]
+    return "two" if None not in flags and flags[0] != flags[1] else "unknown"
+
+
+def classify_by_counts(a: Side, b: Side, sections: list[Section], threshold: float,
+                       host: str) -> bool:
+    """Give each op of ``sections`` its class from both sides' counts (OpResult.evidence);
+    False when a side has no counts (every class stays None, nothing guessed)."""
+    paths = [side.file if side.file is not None else side.run.path for side in (a, b)]
+    try:
+        rows_a, rows_b = (counts._side_rows(path) for path in paths)
+    except (store.ResultFileError, OSError):
+        return False    # compare_side_counts names an unreadable counters file
+    if not rows_a or not rows_b:
+        return False
+    move_above = counts.INSTRUCTIONS_MOVE if host == "one" else counts.CROSS_HOST_INSTRUCTIONS_MOVE
+    for section in sections:
+        # a file side holds one series, compared whatever its name (as compare_counts does)
+        side_a = rows_a.get(section.series_a) or (next(iter(rows_a.values()))
+                                                   if a.file is not None else [])
+        side_b = rows_b.get(section.series_b) or (next(iter(rows_b.values()))
+                                                   if b.file is not None else [])
+        rows = [{**r, "series": "A"} for r in side_a] + [{**r, "series": "B"} for r in side_b]
+        for result in section.results:
+            move = counts.count_move(rows, result.op, "A", "B", move_above)
+            result.evidence = comparisons.evidence_of(result.comparison, threshold, move)
+    return True
+
+
+def classes_lines(sections: list[Section], threshold: float, host: str) -> list[str]:
+    """The classes' meanings and, for counts not known to come from one host, what that
+    changes; [] when no op has a class."""
+    if not any(r.evidence for s in sections for r in s.results):
+        return []
+    lines = [f"Class, from both sides' counts: *confirmed*: significant and beyond "
+             f"{threshold:.0%}, and instructions or system calls moved the same way; *memory*: "
+             "only the simulated caches' estimated cycles moved with it; *time only*: the counts "
+             "did not move with it; *counts only*: the counts moved, the time did not decide; "
+             "blank: no counts of the op on a side, or nothing moved.", ""]
+    if host != "one":
+        what = ("**Counts from two hosts** (the CPUs' feature flags differ)" if host == "two"
+                else "**Counts not known to come from one host** (two runs that record no "
+                     "shared boot of one kernel)")
+        lines += [f"> {what}: an instruction change counts only "
+                  f"beyond {counts.CROSS_HOST_INSTRUCTIONS_MOVE:.0%} here, not "
+                  f"{counts.INSTRUCTIONS_MOVE:.0%}. The same interpreter and op counted on two "
+                  "hosts of one CPU model string differed by up to 3.5% in instructions "
+                  "(glibc picks its memcpy by the CPU).", ""]
+    return lines
+
+
 # -- conditions: how each side was measured ------------------------------------------
 
 # (frame column, what the comment calls it): read from each process's own metadata.
@@ -315,7 +387,7 @@ def side_title(side: Side) -> str:
 
 def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
                    count_lines: list[str] = (), differences: list[str] = (),
-                   gated: bool = True) -> str:
+                   gated: bool = True, host: str = "one") -> str:
     regressions = [(s, r) for s in sections for r in s.results if r.regression(fail_above)]
     lines = [MARKER, f"### iomatrix: {side_title(a)} → {side_title(b)}", ""]
     if differences:
@@ -336,6 +408,7 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
     lines += ["", f"B/A: B's time over A's (> 1: B is slower). "
               f"{stats.method_sentence(any(s.paired for s in sections))} **Bold**: a "
                   f"regression, significant and slower by more than {fail_above:.0%}.", ""]
+    lines += classes_lines(sections, fail_above, host)
     differences = context_differences([analysis.context(a.manifest, a.data.frame),
                                        analysis.context(b.manifest, b.data.frame)])
     if differences:
@@ -363,12 +436,14 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
                                      FASTER, "regressions", "untested"]), ""]
     if regressions:
         ranked = sorted(regressions, key=lambda sr: -sr[1].comparison.ratio)
+        classed = any(r.evidence for _, r in ranked)
         rows = [[s.title, code(r.op), fmt_time(r.time_a), fmt_time(r.time_b),
-                 fmt_ratio(r.comparison, fail_above)]
+                 fmt_ratio(r.comparison, fail_above)] + ([r.evidence or ""] if classed else [])
                 for s, r in ranked[:MAX_REGRESSION_ROWS]]
         lines += ["#### Regressions", "",
-                  table(rows, ["series", "op", "A", "B", "B/A"],
-                               ["left", "left", "right", "right", "right"]), ""]
+                  table(rows, ["series", "op", "A", "B", "B/A"] + (["class"] if classed else []),
+                        ["left", "left", "right", "right", "right"]
+                        + (["left"] if classed else [])), ""]
         if len(ranked) > MAX_REGRESSION_ROWS:
             lines += [f"The {MAX_REGRESSION_ROWS} largest are listed; "
                       f"{len(ranked) - MAX_REGRESSION_ROWS} more are in the tables below.", ""]
@@ -387,14 +462,17 @@ def per_op_tables(sections: list[Section], fail_above: float, significant_only: 
     lines = []
     for s in sections:
         shown = [r for r in s.results if r.comparison.significant or not significant_only]
+        classed = any(r.evidence for r in s.results)
         rows = [[code(r.op), fmt_time(r.time_a), fmt_time(r.time_b),
-                 fmt_ratio(r.comparison, fail_above)] for r in shown]
-        rows.append(["**geometric mean**", "", "", f"**{s.geometric_mean():.3f}**"])
+                 fmt_ratio(r.comparison, fail_above)] + ([r.evidence or ""] if classed else [])
+                for r in shown]
+        rows.append(["**geometric mean**", "", "", f"**{s.geometric_mean():.3f}**"]
+                    + ([""] if classed else []))
         what = f"{len(s.results)} ops" if len(shown) == len(s.results) else \
             f"the {len(shown)} significant changes of {len(s.results)} ops"
         is_open = " open" if len(sections) == 1 else ""
         lines += [f"<details{is_open}><summary>{s.html_title}: {what}</summary>", "",
-                  table(rows, ["op", "A", "B", "B/A"]), ""]
+                  table(rows, ["op", "A", "B", "B/A"] + (["class"] if classed else [])), ""]
         if s.only_a or s.only_b:
             lines += [f"Not compared: {names(s.only_a)} only in A; {names(s.only_b)} only in B.",
                       ""]
@@ -420,6 +498,7 @@ class Result:
     phases: dict               # each side's machine phase (as_json)
     differences: list          # condition_differences
     gated: bool                # False: conditions differ and the gate was not applied
+    counts_host: str = "one"   # counts_host: "one", "two" or "unknown"
 
 
 def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
@@ -435,11 +514,13 @@ def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = 
     regressions = any(r.regression(fail_above) for s in sections for r in s.results)
     count_rows, count_fails = compare_side_counts(a, b, label, fail_above)
     count_lines = counts.compare_markdown(count_rows, fail_above) if count_rows is not None else []
-    text = build_markdown(a, b, sections, fail_above, count_lines, differences, gated)
+    host = counts_host(a, b)
+    classify_by_counts(a, b, sections, fail_above, host)
+    text = build_markdown(a, b, sections, fail_above, count_lines, differences, gated, host)
     phases = {side_name: dataclasses.asdict(side.data.machine_phase)
               if side.data.machine_phase else None for side_name, side in (("a", a), ("b", b))}
     status = int(regressions or count_fails) if gated else cli.EXIT_OK
-    return Result(text, status, sections, phases, differences, gated)
+    return Result(text, status, sections, phases, differences, gated, host)
 
 
 def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
@@ -466,7 +547,7 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
 
 
 def as_json(sections: list[Section], fail_above: float, phases: dict | None = None,
-            differences: list[str] = (), gated: bool = True) -> dict:
+            differences: list[str] = (), gated: bool = True, host: str = "one") -> dict:
     """Every comparison, machine-readable (iomatrix.storing.schema.CompareOutput): null bounds and
     verdict mean too few processes; ``machine_phase``: each side's phase probe summary
     (iomatrix.measuring.phase), null when not measured; ``condition_differences`` and ``gated``:
@@ -474,14 +555,15 @@ def as_json(sections: list[Section], fail_above: float, phases: dict | None = No
     paired = any(s.paired for s in sections)
     return {"method": stats.method_sentence(paired), "paired": paired,
             "confidence": stats.CONFIDENCE, "fail_above": fail_above,
-            "condition_differences": list(differences), "gated": gated,
+            "condition_differences": list(differences), "gated": gated, "counts_host": host,
             "machine_phase": phases or {"a": None, "b": None},
             "comparisons": [
                 {"series_a": s.series_a, "series_b": s.series_b, "op": r.op,
                  "time_a": r.time_a, "time_b": r.time_b, "ratio": r.comparison.ratio,
                  "low": r.comparison.low, "high": r.comparison.high,
                  "significant": r.comparison.significant, "regression": r.regression(fail_above),
-                 "processes_a": r.comparison.n_a, "processes_b": r.comparison.n_b}
+                 "processes_a": r.comparison.n_a, "processes_b": r.comparison.n_b,
+                 "evidence": r.evidence}
                 for s in sections for r in s.results]}
 
 
@@ -518,7 +600,7 @@ def main(argv=None) -> int:
     print(result.text)
     if args.json:
         document = as_json(result.sections, args.fail_above, result.phases, result.differences,
-                           result.gated)
+                           result.gated, result.counts_host)
         schema.check("compare output", document)  # what we write is what we promise to read
         store.write_output(args.json, json_text(document), "--json")
         print(f"compare: wrote {args.json}", file=sys.stderr)

@@ -331,3 +331,58 @@ def test_the_same_conditions_gate_as_before(tmp_path, capsys):
     results = runs_by_clock(tmp_path, "cpu")
     status, out, _ = run_main(capsys, "A", "B", "--results-dir", results)
     assert status == 1 and "different conditions" not in out
+
+
+# -- classes from both sides' counts (issue 26) ---------------------------------------------
+
+def counted_runs(tmp_path, instructions_b: int, **b_manifest):
+    """Runs A and B of one series: B reads 1.5x slower, with ``instructions_b`` instructions
+    per call against A's 1,000,000 and the same system calls."""
+    results = two_runs(tmp_path, factor_read=1.5, **b_manifest)
+    _counters_file(results / "A" / "3.13.counters.json", 1_000_000, 4)
+    _counters_file(results / "B" / "3.13.counters.json", instructions_b, 4)
+    return results
+
+
+def classes(tmp_path, capsys, results) -> tuple[str, dict]:
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results,
+                              "--json", tmp_path / "c.json")
+    document = json.loads((tmp_path / "c.json").read_text())
+    return out, document
+
+
+def test_a_regression_whose_instructions_moved_is_confirmed_on_one_host(tmp_path, capsys):
+    results = counted_runs(tmp_path, 1_030_000, boot_id="boot-1")
+    manifest = json.loads((results / "A" / "manifest.json").read_text())
+    (results / "A" / "manifest.json").write_text(json.dumps({**manifest, "boot_id": "boot-1"}))
+    out, document = classes(tmp_path, capsys, results)
+    read = next(c for c in document["comparisons"] if c["op"] == READ)
+    assert read["regression"] and read["evidence"] == "confirmed"     # +3% beyond 2%
+    assert document["counts_host"] == "one" and "| confirmed" in out
+    assert "not known to come from one host" not in out
+
+
+def test_counts_of_two_runs_not_known_to_share_a_host_need_a_larger_move(tmp_path, capsys):
+    """+3% instructions: within what two hosts of one CPU model gave (3.5%), so time only."""
+    out, document = classes(tmp_path, capsys, counted_runs(tmp_path, 1_030_000))
+    read = next(c for c in document["comparisons"] if c["op"] == READ)
+    assert read["evidence"] == "time only" and document["counts_host"] == "unknown"
+    assert "**Counts not known to come from one host**" in out and "beyond 5%" in out
+
+
+def test_counts_of_two_cpus_say_so_and_a_large_move_still_confirms(tmp_path, capsys):
+    results = counted_runs(tmp_path, 1_200_000, cpu_flags="b" * 16)
+    manifest = json.loads((results / "A" / "manifest.json").read_text())
+    (results / "A" / "manifest.json").write_text(json.dumps({**manifest, "cpu_flags": "a" * 16}))
+    out, document = classes(tmp_path, capsys, results)
+    read = next(c for c in document["comparisons"] if c["op"] == READ)
+    assert read["evidence"] == "confirmed" and document["counts_host"] == "two"
+    assert "**Counts from two hosts** (the CPUs' feature flags differ)" in out
+
+
+def test_without_counts_on_a_side_no_class_is_guessed(tmp_path, capsys):
+    results = two_runs(tmp_path, factor_read=1.5)
+    _counters_file(results / "A" / "3.13.counters.json", 1_000_000, 4)   # B has none
+    out, document = classes(tmp_path, capsys, results)
+    assert all(c["evidence"] is None for c in document["comparisons"])
+    assert "Class, from both sides' counts" not in out and "| class" not in out

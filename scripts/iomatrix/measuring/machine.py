@@ -1,6 +1,7 @@
 """Facts about the machine a run measures on, and its state at the start and end."""
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import sys
@@ -78,14 +79,25 @@ def spare_cpus(affinity: str) -> set | None:
 
 
 def facts() -> dict:
-    cpu = platform.processor() or "?"
+    """The machine a run measured on. ``cpu_flags`` (a digest of the CPU's feature flags) and
+    ``boot_id`` (the kernel's id of this boot) say whether two runs' counts come from one host:
+    glibc picks its memcpy by the CPU's features, and the same interpreter and op counted on
+    two hosts of one CPU model string differed by up to 3.5% in instructions. The host name
+    and the model string do not tell such hosts apart (every VM here is "vm", "AMD EPYC")."""
+    model = flags = None
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        for line in Path("/proc/cpuinfo").read_text().splitlines():   # the first CPU's
+            if line.startswith("model name") and model is None:
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and flags is None:
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
     except OSError:
         pass
+    cpu = model or platform.processor() or "?"
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        boot_id = None
     memory = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -96,6 +108,8 @@ def facts() -> dict:
         pass
     return {"host": platform.node(), "os": platform.platform(), "system": platform.system(),
             "cpu": cpu, "cpu_count": os.cpu_count(), "memory_bytes": memory,
+            "cpu_flags": hashlib.sha256(flags.encode()).hexdigest()[:16] if flags else None,
+            "boot_id": boot_id,
             "host_python": sys.version.split()[0], "libc": " ".join(platform.libc_ver()).strip()}
 
 

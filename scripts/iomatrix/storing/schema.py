@@ -310,6 +310,8 @@ class Manifest(Ours):
     os: Text = None
     system: Text = None
     cpu: Text = None
+    cpu_flags: Text = Field(None, description="digest of the CPU's feature flags")
+    boot_id: Text = Field(None, description="the kernel's id of the boot the run measured in")
     cpu_count: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
     memory_bytes: Optional[Bytes] = None
     host_python: Text = None
@@ -426,6 +428,8 @@ class ComparedOp(Ours):
     regression: bool
     processes_a: Count
     processes_b: Count
+    evidence: Optional[Literal["confirmed", "memory", "time only", "counts only"]] = Field(
+        None, description="the class from both sides' counts; null: no counts, nothing moved")
 
 
 class CompareOutput(Ours):
@@ -437,6 +441,8 @@ class CompareOutput(Ours):
     condition_differences: list[str] = Field(
         [], description="how the two sides were measured differently (clock, allocator, ...)")
     gated: bool = Field(True, description="false: conditions differ, no regression verdict")
+    counts_host: Literal["one", "two", "unknown"] = Field(
+        "one", description="whether both sides' counts come from one host (compare.counts_host)")
     machine_phase: dict[Literal["a", "b"], Optional[PhaseSummary]]
     comparisons: list[ComparedOp]
 
