@@ -1,7 +1,7 @@
 """Compare two runs, or two result files, op by op: a pull-request comment and an exit status.
 
     nox -s compare -- A B [--results-dir results] [--label L] [--fail-above 0.05] [--out FILE]
-                          [--json FILE] [--allow-condition-change]
+                          [--json FILE] [--allow-condition-change] [--fail-on CLASSES]
 
 A and B are each a run directory (``results/<run-id>``), a run id in
 ``--results-dir``, or one pyperf result file (``results/<run-id>/3.13.json``).
@@ -41,6 +41,9 @@ counts did not move with it) or *counts only* (the counts moved, the time did
 not decide). Counts are exact within one host, not across hosts: unless both
 sides come from one run or from runs of one boot (the manifests' ``boot_id``),
 an instruction change counts only beyond 5%, and the comment says so.
+``--fail-on confirmed,memory`` gates only the regressions of those classes (on a shared
+runner, where a time-only regression may be the machine's): valid are any (the default),
+confirmed, memory, time-only and unclassified (no counts on a side).
 ``--json FILE`` also writes every comparison with its interval and class as JSON.
 """
 from __future__ import annotations
@@ -204,6 +207,11 @@ class OpResult:
 
     def regression(self, fail_above: float) -> bool:
         return self.comparison.regression(fail_above)
+
+    def gates(self, fail_above: float, fail_on: frozenset | None) -> bool:
+        """A regression of a class that fails the gate (``--fail-on``; None: any class)."""
+        return self.regression(fail_above) and (
+            fail_on is None or (self.evidence or "unclassified").replace(" ", "-") in fail_on)
 
 
 @dataclasses.dataclass
@@ -387,8 +395,10 @@ def side_title(side: Side) -> str:
 
 def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
                    count_lines: list[str] = (), differences: list[str] = (),
-                   gated: bool = True, host: str = "one") -> str:
+                   gated: bool = True, host: str = "one",
+                   fail_on: frozenset | None = None) -> str:
     regressions = [(s, r) for s in sections for r in s.results if r.regression(fail_above)]
+    gating = [(s, r) for s, r in regressions if r.gates(fail_above, fail_on)]
     lines = [MARKER, f"### iomatrix: {side_title(a)} → {side_title(b)}", ""]
     if differences:
         verdict = ("gated as usual (--allow-condition-change)" if gated else
@@ -400,6 +410,11 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
     if not gated:
         lines.append(f"Not gated: {len(regressions)} op(s) significantly slower in B by more "
                      f"than {fail_above:.0%}, which the change of method may explain.")
+    elif regressions and fail_on is not None:
+        lines.append(f"**{len(gating)} of {len(regressions)} significant regression"
+                     f"{'s' * (len(regressions) > 1)} above {fail_above:.0%} fail the gate** "
+                     f"(`--fail-on {','.join(sorted(fail_on))}`: the others' counts did not "
+                     "back them as asked; they are listed with their class).")
     elif regressions:
         lines.append(f"**{len(regressions)} significant regression{'s' * (len(regressions) > 1)} "
                      f"above {fail_above:.0%}.**")
@@ -486,7 +501,8 @@ def compare(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
             fail_above: float = DEFAULT_FAIL_ABOVE,
             allow_condition_change: bool = False) -> tuple[str, int]:
     """The markdown and the exit status (0 or 1); CompareError for bad input."""
-    result = compare_full(arg_a, arg_b, results_dir, label, fail_above, allow_condition_change)
+    result = compare_full(arg_a, arg_b, results_dir, label, fail_above,
+                          allow_condition_change)
     return result.text, result.status
 
 
@@ -503,7 +519,8 @@ class Result:
 
 def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
                  fail_above: float = DEFAULT_FAIL_ABOVE,
-                 allow_condition_change: bool = False) -> Result:
+                 allow_condition_change: bool = False,
+                 fail_on: frozenset | None = None) -> Result:
     """The comparison, its comment and exit status; CompareError for bad input."""
     a, b = resolve(arg_a, results_dir), resolve(arg_b, results_dir)
     load_side(a, label)
@@ -511,12 +528,13 @@ def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = 
     sections = compare_sides(a, b, label)
     differences = condition_differences(a, b, sections)
     gated = not differences or allow_condition_change
-    regressions = any(r.regression(fail_above) for s in sections for r in s.results)
     count_rows, count_fails = compare_side_counts(a, b, label, fail_above)
     count_lines = counts.compare_markdown(count_rows, fail_above) if count_rows is not None else []
     host = counts_host(a, b)
     classify_by_counts(a, b, sections, fail_above, host)
-    text = build_markdown(a, b, sections, fail_above, count_lines, differences, gated, host)
+    regressions = any(r.gates(fail_above, fail_on) for s in sections for r in s.results)
+    text = build_markdown(a, b, sections, fail_above, count_lines, differences, gated, host,
+                          fail_on)
     phases = {side_name: dataclasses.asdict(side.data.machine_phase)
               if side.data.machine_phase else None for side_name, side in (("a", a), ("b", b))}
     status = int(regressions or count_fails) if gated else cli.EXIT_OK
@@ -547,7 +565,8 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
 
 
 def as_json(sections: list[Section], fail_above: float, phases: dict | None = None,
-            differences: list[str] = (), gated: bool = True, host: str = "one") -> dict:
+            differences: list[str] = (), gated: bool = True, host: str = "one",
+            fail_on: frozenset | None = None) -> dict:
     """Every comparison, machine-readable (iomatrix.storing.schema.CompareOutput): null bounds and
     verdict mean too few processes; ``machine_phase``: each side's phase probe summary
     (iomatrix.measuring.phase), null when not measured; ``condition_differences`` and ``gated``:
@@ -556,6 +575,7 @@ def as_json(sections: list[Section], fail_above: float, phases: dict | None = No
     return {"method": stats.method_sentence(paired), "paired": paired,
             "confidence": stats.CONFIDENCE, "fail_above": fail_above,
             "condition_differences": list(differences), "gated": gated, "counts_host": host,
+            "fail_on": sorted(fail_on) if fail_on is not None else None,
             "machine_phase": phases or {"a": None, "b": None},
             "comparisons": [
                 {"series_a": s.series_a, "series_b": s.series_b, "op": r.op,
@@ -563,7 +583,7 @@ def as_json(sections: list[Section], fail_above: float, phases: dict | None = No
                  "low": r.comparison.low, "high": r.comparison.high,
                  "significant": r.comparison.significant, "regression": r.regression(fail_above),
                  "processes_a": r.comparison.n_a, "processes_b": r.comparison.n_b,
-                 "evidence": r.evidence}
+                 "evidence": r.evidence, "fails_gate": gated and r.gates(fail_above, fail_on)}
                 for s in sections for r in s.results]}
 
 
@@ -578,6 +598,9 @@ def main(argv=None) -> int:
                         help="compare only this series (default: every series both runs have)")
     parser.add_argument("--fail-above", type=cli.fail_above, default=DEFAULT_FAIL_ABOVE,
                         help="a significant slowdown above this fails (default: %(default)s = 5%%)")
+    parser.add_argument("--fail-on", type=cli.fail_on, default=None, metavar="CLASSES",
+                        help="which regressions fail the gate by their class: any (default), "
+                             "or comma-separated: " + ", ".join(cli.FAIL_ON_CLASSES))
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     parser.add_argument("--json", type=Path, default=None,
                         help="also write every comparison (ratio, interval, verdict) as JSON here")
@@ -593,14 +616,14 @@ def main(argv=None) -> int:
         raise CompareError(f"--out and --json are the same file ({args.out})")
     try:
         result = compare_full(args.a, args.b, args.results_dir, args.label, args.fail_above,
-                              args.allow_condition_change)
+                              args.allow_condition_change, args.fail_on)
     except CompareError as exc:
         print(f"compare: error: {cli.one_line(exc)}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     print(result.text)
     if args.json:
         document = as_json(result.sections, args.fail_above, result.phases, result.differences,
-                           result.gated, result.counts_host)
+                           result.gated, result.counts_host, args.fail_on)
         schema.check("compare output", document)  # what we write is what we promise to read
         store.write_output(args.json, json_text(document), "--json")
         print(f"compare: wrote {args.json}", file=sys.stderr)

@@ -195,7 +195,7 @@ def test_unknown_option_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         compare.main(["A", "B", "--bogus"])
     assert exc.value.code == 2
-    assert "valid options: --allow-condition-change, --fail-above, --help, --json, --label, --out, --results-dir" in capsys.readouterr().err
+    assert "valid options: --allow-condition-change, --fail-above, --fail-on, --help, --json, --label, --out, --results-dir" in capsys.readouterr().err
 
 
 def test_names_cannot_break_the_tables(tmp_path, capsys):
@@ -386,3 +386,28 @@ def test_without_counts_on_a_side_no_class_is_guessed(tmp_path, capsys):
     out, document = classes(tmp_path, capsys, results)
     assert all(c["evidence"] is None for c in document["comparisons"])
     assert "Class, from both sides' counts" not in out and "| class" not in out
+
+
+def test_fail_on_gates_only_the_regressions_of_the_named_classes(tmp_path, capsys):
+    """B reads 1.5x slower with flat counts (time only): it fails the default gate, not
+    --fail-on confirmed, and is still listed with its class."""
+    results = counted_runs(tmp_path, 1_000_000)
+    assert run_main(capsys, "A", "B", "--results-dir", results)[0] == 1
+    status, out, _ = run_main(capsys, "A", "B", "--results-dir", results,
+                              "--fail-on", "confirmed,memory", "--json", tmp_path / "c.json")
+    assert status == 0 and "**0 of 1 significant regression above 5% fail the gate**" in out
+    assert "| time only" in out
+    document = json.loads((tmp_path / "c.json").read_text())
+    read = next(c for c in document["comparisons"] if c["op"] == READ)
+    assert read["regression"] and not read["fails_gate"]
+    assert document["fail_on"] == ["confirmed", "memory"]
+    assert run_main(capsys, "A", "B", "--results-dir", results, "--fail-on", "time only")[0] == 1
+
+
+@pytest.mark.parametrize("given", ["confirmd", "any,typo", ","])
+def test_an_unknown_class_is_exit_2_listing_the_valid_ones(tmp_path, capsys, given):
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["A", "B", "--fail-on", given])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "valid: any, or one or more of confirmed, memory, time-only, unclassified" in err

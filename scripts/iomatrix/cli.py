@@ -91,6 +91,23 @@ def _fail_above(text: str) -> float:
     return value
 
 
+# The classes a regression can have (analysing.comparisons.EVIDENCE, written for a command
+# line; "counts only" is never a regression), and "unclassified": no counts on a side.
+FAIL_ON_CLASSES = ("confirmed", "memory", "time-only", "unclassified")
+
+
+def _fail_on(text: str) -> frozenset | None:
+    """``--fail-on``: "any", or comma-separated classes; None means any regression fails."""
+    names = [name.strip().replace(" ", "-") for name in text.split(",") if name.strip()]
+    if names == ["any"]:
+        return None
+    unknown = [name for name in names if name not in FAIL_ON_CLASSES]
+    if unknown or not names:
+        raise BadInput(f"{text!r}: unknown class {', '.join(map(repr, unknown)) or '(none given)'}"
+                       f"; valid: any, or one or more of {', '.join(FAIL_ON_CLASSES)}")
+    return frozenset(names)
+
+
 def _positive_seconds(text: str) -> float:
     value = finite_float(text)
     if value <= 0:
@@ -134,6 +151,7 @@ def _label_list(text: str) -> list[str]:
 
 threshold = _argparse_type(_threshold, "threshold")
 fail_above = _argparse_type(_fail_above, "fraction")
+fail_on = _argparse_type(_fail_on, "classes")
 positive_seconds = _argparse_type(_positive_seconds, "seconds")
 positive_int = _argparse_type(_positive_int, "count")
 run_id = _argparse_type(_run_id, "run id")

@@ -430,6 +430,8 @@ class ComparedOp(Ours):
     processes_b: Count
     evidence: Optional[Literal["confirmed", "memory", "time only", "counts only"]] = Field(
         None, description="the class from both sides' counts; null: no counts, nothing moved")
+    fails_gate: bool = Field(False, description="a regression that fails the gate: of a "
+                                                "--fail-on class, and the gate applied")
 
 
 class CompareOutput(Ours):
@@ -441,6 +443,8 @@ class CompareOutput(Ours):
     condition_differences: list[str] = Field(
         [], description="how the two sides were measured differently (clock, allocator, ...)")
     gated: bool = Field(True, description="false: conditions differ, no regression verdict")
+    fail_on: Optional[list[Literal["confirmed", "memory", "time-only", "unclassified"]]] = Field(
+        None, description="the classes whose regressions fail the gate; null: any")
     counts_host: Literal["one", "two", "unknown"] = Field(
         "one", description="whether both sides' counts come from one host (compare.counts_host)")
     machine_phase: dict[Literal["a", "b"], Optional[PhaseSummary]]
