@@ -296,17 +296,13 @@ def counts_host(a: Side, b: Side) -> str:
     return "two" if None not in flags and flags[0] != flags[1] else "unknown"
 
 
-def classify_by_counts(a: Side, b: Side, sections: list[Section], threshold: float,
-                       host: str) -> bool:
-    """Give each op of ``sections`` its class from both sides' counts (OpResult.evidence);
-    False when a side has no counts (every class stays None, nothing guessed)."""
-    paths = [side.file if side.file is not None else side.run.path for side in (a, b)]
-    try:
-        rows_a, rows_b = (counts._side_rows(path) for path in paths)
-    except (store.ResultFileError, OSError):
-        return False    # compare_side_counts names an unreadable counters file
-    if not rows_a or not rows_b:
-        return False
+def classify_by_counts(a: Side, b: Side, count_sides: tuple | None, sections: list[Section],
+                       threshold: float, host: str) -> None:
+    """Give each op of ``sections`` its class from both sides' counts (``read_count_sides``;
+    OpResult.evidence). Without counts on a side every class stays None: nothing guessed."""
+    if count_sides is None or not all(count_sides):
+        return
+    rows_a, rows_b = count_sides
     move_above = counts.INSTRUCTIONS_MOVE if host == "one" else counts.CROSS_HOST_INSTRUCTIONS_MOVE
     for section in sections:
         # a file side holds one series, compared whatever its name (as compare_counts does)
@@ -318,7 +314,6 @@ def classify_by_counts(a: Side, b: Side, sections: list[Section], threshold: flo
         for result in section.results:
             move = counts.count_move(rows, result.op, "A", "B", move_above)
             result.evidence = comparisons.evidence_of(result.comparison, threshold, move)
-    return True
 
 
 def classes_lines(sections: list[Section], threshold: float, host: str) -> list[str]:
@@ -501,8 +496,7 @@ def compare(arg_a: str, arg_b: str, results_dir: Path, label: str | None = None,
             fail_above: float = DEFAULT_FAIL_ABOVE,
             allow_condition_change: bool = False) -> tuple[str, int]:
     """The markdown and the exit status (0 or 1); CompareError for bad input."""
-    result = compare_full(arg_a, arg_b, results_dir, label, fail_above,
-                          allow_condition_change)
+    result = compare_full(arg_a, arg_b, results_dir, label, fail_above, allow_condition_change)
     return result.text, result.status
 
 
@@ -528,10 +522,11 @@ def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = 
     sections = compare_sides(a, b, label)
     differences = condition_differences(a, b, sections)
     gated = not differences or allow_condition_change
-    count_rows, count_fails = compare_side_counts(a, b, label, fail_above)
+    count_sides = read_count_sides(a, b)
+    count_rows, count_fails = compare_side_counts(count_sides, label, fail_above)
     count_lines = counts.compare_markdown(count_rows, fail_above) if count_rows is not None else []
     host = counts_host(a, b)
-    classify_by_counts(a, b, sections, fail_above, host)
+    classify_by_counts(a, b, count_sides, sections, fail_above, host)
     regressions = any(r.gates(fail_above, fail_on) for s in sections for r in s.results)
     text = build_markdown(a, b, sections, fail_above, count_lines, differences, gated, host,
                           fail_on)
@@ -541,10 +536,10 @@ def compare_full(arg_a: str, arg_b: str, results_dir: Path, label: str | None = 
     return Result(text, status, sections, phases, differences, gated, host)
 
 
-def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
-    """(rows, gate fails) of the counting pass's files on both sides, or (None, False) when
-    a side has none. Counts compare exactly; an instruction increase beyond ``fail_above``
-    fails the gate like a timing regression."""
+def read_count_sides(a: Side, b: Side) -> tuple[dict, dict] | None:
+    """Both sides' counts ({series: rows}, counts.side_rows), read once for the counts'
+    comparison and the classes; None when a side has no counting pass's files. A damaged
+    counters file is bad input (CompareError)."""
     paths = [side.file if side.file is not None else side.run.path for side in (a, b)]
 
     def has_counts(path: Path) -> bool:
@@ -554,10 +549,19 @@ def compare_side_counts(a: Side, b: Side, label: str | None, fail_above: float):
             path.with_name(path.stem + store.COUNTERS_SUFFIX).exists()
     try:
         if not all(has_counts(Path(path)) for path in paths):
-            return None, False
-        rows, fails = counts.compare_counts(paths[0], paths[1], fail_above)
+            return None
+        return counts.side_rows(paths[0]), counts.side_rows(paths[1])
     except store.ResultFileError as exc:
         raise CompareError(str(exc))
+
+
+def compare_side_counts(count_sides: tuple | None, label: str | None, fail_above: float):
+    """(rows, gate fails) of both sides' counts (``read_count_sides``), or (None, False)
+    when a side has none. Counts compare exactly; an instruction increase beyond
+    ``fail_above`` fails the gate like a timing regression."""
+    if count_sides is None:
+        return None, False
+    rows, fails = counts.compare_count_rows(*count_sides, fail_above)
     if label is not None:
         rows = [r for r in rows if r["series_b"] == label]
         fails = any(r["fails"] for r in rows)

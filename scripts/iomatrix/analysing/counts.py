@@ -381,7 +381,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
 
 # -- compare and the gate --------------------------------------------------------------
 
-def _side_rows(side) -> dict:
+def side_rows(side) -> dict:
     """{series: rows} of a run directory, a series' pyperf file or a counters file."""
     side = Path(side)
     if side.is_dir():
@@ -410,7 +410,11 @@ def compare_counts(side_a, side_b, fail_above: float) -> tuple[list, bool]:
     is a row to list, but does not fail the gate on its own. Instruction counts
     are compared only when both sides used the same callgrind method.
     """
-    a, b = _side_rows(side_a), _side_rows(side_b)
+    return compare_count_rows(side_rows(side_a), side_rows(side_b), fail_above)
+
+
+def compare_count_rows(a: dict, b: dict, fail_above: float) -> tuple[list, bool]:
+    """compare_counts on two sides already read (``side_rows``)."""
     if len(a) == 1 and len(b) == 1:
         pairs = [(next(iter(a)), next(iter(b)))]
     else:

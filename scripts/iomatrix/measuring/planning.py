@@ -241,8 +241,9 @@ def lineage_labels(interpreters: list[Interpreter]) -> set[str]:
     """The labels of the release lineage, chosen as the report chooses it (analysis.lineage,
     which needs pandas: the bench side runs on nox's own Python without it): plain CPython
     builds (not free-threaded, not a distribution's, not the A/A twin), per minor version
-    the newest patch release built by the recipe most of them share. 3.15's frame pointers are CPython's own
-    default (gh-149202), not its builder's, so a "-fp" from 3.15 on does not count."""
+    the newest patch release built by the recipe most of them share. 3.15's frame pointers
+    are CPython's own default (gh-149202), not its builder's, so a "-fp" from 3.15 on does
+    not count."""
     def recipe(interp):
         parts = (interp.recipe or "").split("-")
         if interp.version_info[:2] >= (3, 15):

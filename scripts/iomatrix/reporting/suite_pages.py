@@ -214,6 +214,14 @@ def number(value) -> str:
     return "" if value is None else repr(value)
 
 
+def class_columns(f: Finding | None) -> list:
+    """The CSV's class columns of a release step (blank without a classified one)."""
+    if f is None:
+        return [""] * 5
+    low, high = f.next_run or (None, None)
+    return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or ""]
+
+
 def tidy_csv(an: Analysis) -> str:
     """One row per run, series, op and statistic; ratio rows carry their interval bounds, and
     release steps the classes of the report's findings (blank for a step that is neither a
@@ -226,18 +234,15 @@ def tidy_csv(an: Analysis) -> str:
 
     def ratio_rows(statistic, comparisons, against_of, finding=None):
         for (op, s), c in comparisons.items():
-            f = finding or Finding(op, against_of(s), s, c)
-            next_run = f.next_run or (None, None)
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
                              against_of(s), repr(c.ratio), number(c.low), number(c.high),
                              "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b, f.evidence or "", f.firmness or "",
-                             number(next_run[0]), number(next_run[1]), f.modes or ""])
+                             c.n_b, *class_columns(finding)])
     for (s, op), by_process in sorted(an.means.items()):
         if op in an.suite_of:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], "time_s", "",
                              repr(stats.location(by_process.values())), "", "", "",
-                             len(by_process), "", "", "", "", ""])
+                             len(by_process), *class_columns(None)])
     ratio_rows("ratio_to_oldest", an.oldest_cmp, lambda s: an.oldest)
     for (op, a, b), c in an.step_cmp.items():
         ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a,
