@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from iomatrix import cli  # noqa: E402
-from iomatrix.measuring import bench, discovery
+from iomatrix.interpreters import discovery
+from iomatrix.measuring import bench
 from iomatrix.commands import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"

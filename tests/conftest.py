@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix.measuring import discovery
+from iomatrix.interpreters import discovery
 from iomatrix.storing import contract
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,6 +6,7 @@ import json
 import pytest
 
 import compare
+from iomatrix.commands import compare as compare_command
 from iomatrix.storing import contract, store
 from conftest import without_intervals, write_pyperf_file
 
@@ -218,12 +219,12 @@ def test_long_comparisons_are_shortened_to_fit_a_comment(tmp_path, monkeypatch):
                                      for i, op in enumerate(ops)}})
     full, status = compare.compare("A", "B", results)
     assert status == 1 and "40 ops</summary>" in full and "`read_op_39`" in full
-    monkeypatch.setattr(compare, "MAX_REGRESSION_ROWS", 2)
-    monkeypatch.setattr(compare, "COMMENT_BUDGET", len(full) // 2)
+    monkeypatch.setattr(compare_command, "MAX_REGRESSION_ROWS", 2)
+    monkeypatch.setattr(compare_command, "COMMENT_BUDGET", len(full) // 2)
     short, _ = compare.compare("A", "B", results)
     assert "the 3 significant changes of 40 ops" in short and "`read_op_39`" not in short
     assert "The 2 largest are listed; 1 more are in the tables below." in short
-    monkeypatch.setattr(compare, "COMMENT_BUDGET", 100)
+    monkeypatch.setattr(compare_command, "COMMENT_BUDGET", 100)
     shortest, status = compare.compare("A", "B", results)
     assert status == 1 and "per-op tables are left out" in shortest
     assert "#### Regressions" in shortest

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix.measuring import discovery
-from iomatrix.measuring.discovery import DiscoveryError, Interpreter
+from iomatrix.interpreters import discovery
+from iomatrix.interpreters.discovery import DiscoveryError, Interpreter
 
 LIBPYTHON_MISSING = ("error while loading shared libraries: libpython3.14.so.1.0: "
                      "cannot open shared object file: No such file or directory")

@@ -1,4 +1,4 @@
-"""Tests for provisioning (scripts/iomatrix/measuring/provision.py and sources.py, its command line
+"""Tests for provisioning (scripts/iomatrix/interpreters/provision.py and sources.py, its command line
 scripts/provision.py).
 
 Most tests build tests/fake_cpython/Python-9.9.9, a tree whose configure and
@@ -29,7 +29,7 @@ BUILD_INFO_KEYS = {
 }
 OFFLINE_URL = "http://127.0.0.1:9/x.tar.xz"  # nothing listens on the discard port
 
-from iomatrix.measuring import provision, sources
+from iomatrix.interpreters import provision, sources
 
 
 @pytest.fixture
@@ -541,7 +541,7 @@ def test_real_build(cache):
     assert out.strip() == version
     # The lineage recipe: read back as pyenv's builds read (shared-O3; -fp from 3.15 on, by
     # CPython's default), on the build's own libpython.
-    from iomatrix.measuring import discovery
+    from iomatrix.interpreters import discovery
     python3 = str(prefix / "bin" / "python3")
     facts = discovery.build_facts(discovery.probe(python3), "provisioned")
     assert facts["recipe"] in ("shared-O3", "shared-O3-fp")

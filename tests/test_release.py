@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from iomatrix.commands import release
-from iomatrix.measuring import discovery
+from iomatrix.interpreters import discovery
 from conftest import need, run_nox
 
 

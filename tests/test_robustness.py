@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from iomatrix.measuring import discovery
-from iomatrix.measuring import environments
+from iomatrix.interpreters import discovery
+from iomatrix.interpreters import environments
 import _fixtures
 from iomatrix.measuring import runner
 from iomatrix.analysing import analysis

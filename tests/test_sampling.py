@@ -101,7 +101,7 @@ def test_a_step_is_borderline_when_its_interval_reaches_back_across_the_threshol
 def plans_with_rounds(run, times: dict, twins: dict = {}) -> dict:
     """SeriesPlans of lineage releases ({label: {op: per-round values}}) and of A/A twins
     ({twin label: original label}: the same executable), with their parts on disk."""
-    from iomatrix.measuring import discovery
+    from iomatrix.interpreters import discovery
     plans = {}
     for label, ops in times.items():
         original = twins.get(label, label)

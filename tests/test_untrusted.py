@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from iomatrix import cli, procs
-from iomatrix.measuring import discovery, environments, runner
+from iomatrix.interpreters import discovery, environments
+from iomatrix.measuring import runner
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.storing.profiles import PROFILES
 from conftest import ROOT, need, run_nox, write_pyperf_file
@@ -380,7 +381,7 @@ def test_two_runs_making_one_environment_at_once_both_get_it(tmp_path, machine_i
     if interp is None:
         pytest.skip("no pyenv CPython 3.9+ here")
     envs = tmp_path / "envs"
-    code = ("import sys; sys.path.insert(0, %r); from iomatrix.measuring import discovery, environments; "
+    code = ("import sys; sys.path.insert(0, %r); from iomatrix.interpreters import discovery, environments; "
             "i = [i for i in discovery.discover(automatic=False, config_file=__import__('pathlib')"
             ".Path('/nonexistent'), environ={'IOMATRIX_PYTHONS': 'x=%s'})][0]; "
             "print(environments.ensure_environment(i, __import__('pathlib').Path(%r), "
@@ -564,7 +565,7 @@ def test_a_crash_is_exit_3_never_1_and_says_please_report(tmp_path, monkeypatch,
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
-    monkeypatch.setattr(compare_tool, "compare_sides", broken)
+    monkeypatch.setattr(compare_tool, "compare_full", broken)
     assert compare_tool.main(["A", "B", "--results-dir", str(results)]) == cli.EXIT_INTERNAL_ERROR
     err = capsys.readouterr().err
     assert "Traceback" in err and "ZeroDivisionError" in err and "please report" in err

@@ -1,7 +1,7 @@
 """Why the A/A twin (3.15 vs 3.15-aa: one executable) flags chunks_read_64KiB.
 
 The matrix runs the A/A twin as a second series of the same executable, but each label
-gets its own environment (iomatrix.measuring.environments: ``<envs_dir>/<label>/``), so
+gets its own environment (iomatrix.interpreters.environments: ``<envs_dir>/<label>/``), so
 the two labels' workers differ in their executable path (``.../3.15/bin/python`` vs
 ``.../3.15-aa/bin/python``), sys.prefix, sys.path and the --output/--errors part paths
 (``.parts/<label>/...``). This script starts fresh worker processes, alternating

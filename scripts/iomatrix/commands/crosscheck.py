@@ -39,7 +39,8 @@ import tempfile
 from pathlib import Path
 
 from iomatrix import cli, procs, stats
-from iomatrix.measuring import bench, discovery, machine, runner
+from iomatrix.interpreters import discovery
+from iomatrix.measuring import bench, machine, runner
 from iomatrix.storing import contract, store
 from iomatrix.paths import SUITES_DIR
 from iomatrix.storing.profiles import PROFILES

@@ -30,9 +30,10 @@ import sys
 from pathlib import Path
 
 from iomatrix import cli
-from iomatrix.measuring import bench, discovery, provision as provisioning, runner
+from iomatrix.interpreters import discovery, provision as provisioning
+from iomatrix.measuring import bench, runner
 from iomatrix.storing import contract, store
-from iomatrix.measuring import sources
+from iomatrix.interpreters import sources
 from iomatrix.paths import REPO_ROOT, RESULTS_DIR
 
 VERSION_PATTERN = re.compile(r"(\d+)\.(\d+)\.(\d+)((?:a|b|rc)\d+)?(t?)")
@@ -214,7 +215,7 @@ def resolve(args, interpreters, log=print):
         new = find(interpreters, args.new)
         if new is None:
             raise ReleaseError(f"{args.new} was built but discovery does not find it; see "
-                               "`cd scripts && python -m iomatrix.measuring.discovery`")
+                               "`cd scripts && python -m iomatrix.interpreters.discovery`")
     interpreters = list(interpreters)
     old = find(interpreters, args.against) if args.against else default_old(
         interpreters, new, base_builder(new, args.debian_source, log))

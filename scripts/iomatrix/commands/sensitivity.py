@@ -48,7 +48,7 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.commands import crosscheck
-from iomatrix.measuring import discovery
+from iomatrix.interpreters import discovery
 
 OP = "read_byLines_textMode"
 CONTROLS = ("read_byBlocks_textMode", "read_allAtOnce_textMode")

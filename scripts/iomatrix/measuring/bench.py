@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from iomatrix import cli
-from iomatrix.measuring import counters, discovery, environments, runner, sampling, selection
+from iomatrix.interpreters import discovery, environments
+from iomatrix.measuring import counters, runner, sampling, selection
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.measuring.spec import AFFINITIES, RunSpec

@@ -13,9 +13,9 @@ import os
 import random
 from pathlib import Path
 
-from iomatrix.measuring import environments
+from iomatrix.interpreters import environments
 from iomatrix.storing import store
-from iomatrix.measuring.discovery import Interpreter
+from iomatrix.interpreters.discovery import Interpreter
 from iomatrix.storing.profiles import Profile
 
 

@@ -33,9 +33,10 @@ import time
 from pathlib import Path
 
 from iomatrix import procs
-from iomatrix.measuring import counters, environments, machine, native, phase, planning, record, sampling, selection, workers
+from iomatrix.interpreters import environments
+from iomatrix.measuring import counters, machine, native, phase, planning, record, sampling, selection, workers
 from iomatrix.storing import contract, store, workdirs
-from iomatrix.measuring.discovery import Interpreter
+from iomatrix.interpreters.discovery import Interpreter
 from iomatrix.measuring.planning import SeriesPlan
 from iomatrix.measuring.spec import (AFFINITIES, ALLOCATOR_TWIN_SUITES, DEFAULT_TIMEOUT_SECONDS, Conditions,
                                      RunSpec, SpecError)

@@ -17,7 +17,8 @@ import random
 from pathlib import Path
 
 from iomatrix import cli
-from iomatrix.measuring import environments, machine, sampling, selection
+from iomatrix.interpreters import environments
+from iomatrix.measuring import machine, sampling, selection
 from iomatrix.storing import contract, store
 from iomatrix.storing.countsfile import COUNTERS
 from iomatrix.storing.profiles import PROFILES, Profile

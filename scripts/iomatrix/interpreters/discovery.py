@@ -408,14 +408,14 @@ def provisioned_recipes() -> dict:
 
     The directory, not the recipe, decides: a build made before recipes sits in
     pythons/<version> and keeps its plain label (its build facts say how it was built)."""
-    from iomatrix.measuring import provision
+    from iomatrix.interpreters import provision
     return {os.path.realpath(build["python"]): provision.build_suffix(build)
             for build in provision.list_builds()}
 
 
 def provisioned_candidates() -> list[str]:
     """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json."""
-    from iomatrix.measuring import provision
+    from iomatrix.interpreters import provision
     return [build["python"] for build in provision.list_builds()]
 
 
@@ -460,7 +460,7 @@ def classify(executable: str) -> str:
     root = pyenv_root()
     if root and real.startswith(str(root.resolve()) + os.sep):
         return "pyenv"
-    from iomatrix.measuring import provision
+    from iomatrix.interpreters import provision
     if real.startswith(str(provision.cache_root().resolve()) + os.sep):
         return "provisioned"
     if "/uv/python/" in real:

@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 from iomatrix import procs
-from iomatrix.measuring.discovery import Interpreter
+from iomatrix.interpreters.discovery import Interpreter
 from iomatrix.paths import ENVS_DIR
 
 MARKER = "iomatrix-env.json"

@@ -6,7 +6,7 @@
 
 VERSION is X.Y.Z with an optional pre-release (3.15.0rc2) and an optional trailing
 "t" for a free-threaded build (configured --disable-gil). The tarball is found,
-fetched and checked by ``iomatrix.measuring.sources``; this module builds it.
+fetched and checked by ``iomatrix.interpreters.sources``; this module builds it.
 
 A recipe is how a version is built, and so part of what a benchmark of it measures
 (RECIPES below). ``lineage``, the default, is the recipe of the interpreters already
@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Callable
 
 from iomatrix import procs
-from iomatrix.measuring import sources
-from iomatrix.measuring.sources import (ProvisionError, Say, UsageError, Version, brief,
+from iomatrix.interpreters import sources
+from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Version, brief,
                                         parse_version, resolve_tarball)
 
 BUILD_INFO = "iomatrix-build.json"
