@@ -200,6 +200,14 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def terminal_text(text) -> str:
+    """``text`` as it may be printed to a terminal: its lines kept, every other control or
+    format character (an ANSI escape, a carriage return, a bidi override) a name or message
+    carried in shown escaped (\\x1b, \\u202e), so a file cannot recolour, rewrite or reorder
+    what the terminal shows. Every name a command prints goes through here (or one_line)."""
+    return "\n".join(one_line(line) for line in str(text).split("\n"))
+
+
 def main_guard(main):
     """Wrap a tool's ``main(argv) -> int``: the one place exit statuses are mapped.
 

@@ -21,7 +21,7 @@ import math
 from iomatrix import stats
 from iomatrix.analysing.analysis import (RunData, lineage, ordered_ops, ordered_series, process_means,
                                          series_info, with_all_conditions)
-from iomatrix.reporting.markdown import code, fmt_ratio, fmt_time, md, nowrap, table
+from iomatrix.reporting.markdown import code, finite, fmt_ratio, fmt_time, md, nowrap, table
 
 CONDITION_SEPARATOR = "@"
 UNTOUCHED = "default"
@@ -160,7 +160,7 @@ def step_changes(data: RunData, change: float = STEP_CHANGE, keep=None) -> list[
 
 
 def fmt_faults(value: float | None) -> str:
-    if value is None or math.isnan(value):
+    if not finite(value) or value < 0:
         return "—"
     return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
 

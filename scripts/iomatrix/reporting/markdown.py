@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import unicodedata
 
 from tabulate import tabulate
 
@@ -26,18 +27,63 @@ CHAR_PX = 8.5
 CELL_PADDING_PX = 27
 
 
+# A name or string read from a file is text on every page, never markup. Two functions do it:
+# md() for text (a table cell or prose) and code() for a name shown as code; every name a page
+# states goes through one of them. They escape whatever markdown or HTML could act on, however
+# the string is placed:
+#   - line breaks (\n, \r, U+0085, U+2028/9) become spaces, so no string starts a line: no
+#     heading, list, quote, code fence or table row can begin inside one;
+#   - other control and format characters (an ANSI escape, a bidi override, a zero-width
+#     space, a lone surrogate from an undecodable file name) are shown as \x1b, \u202e;
+#   - < > & become entities (also right inside the report's own HTML, a <summary> line);
+#   - ASCII punctuation markdown acts on is backslash-escaped: \ ` * _ [ ] | ~ $ (emphasis,
+#     code, links and images, table cells, strikethrough, GitHub's math). ( ) ! : need no
+#     escape: a link or an image needs a [ and an autolink a <, both escaped;
+#   - what acts only at the start of a line is escaped where a string stands first (prose
+#     that opens with a name): a leading # + - = (heading, list, rule, setext line), "1." or
+#     "1)" before a space (ordered list), leading spaces (an indented code block).
+BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029\t"
+MARKDOWN_PUNCTUATION = "\\`*_[]|~$"
+LINE_START = re.compile(r"^(?:[#+=-]|\d{1,9}(?=[.)](?:\s|$)))")
+CODE_UNSAFE = set("`|<>&")      # what a code span cannot hold as written everywhere
+
+
+def visible(text) -> str:
+    """``text`` with line breaks as spaces and every other control or format character
+    shown as its escape (``\x1b``, ``\u202e``): nothing invisible or terminal-active stays."""
+    out = []
+    for char in str(text):
+        if char in BREAKS:
+            out.append(" ")
+        elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            out.append(repr(char)[1:-1] if ord(char) < 0x10000 or not char.isprintable()
+                       else f"\\U{ord(char):08x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def md(text) -> str:
-    """Escape a metadata string for a markdown table cell: no |, newline or HTML survives."""
-    text = html.escape(str(text), quote=False)
-    text = text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    for char in "`*_[]":
-        text = text.replace(char, "\\" + char)
+    """A string read from a file as markdown text, for a table cell or prose: it shows as
+    written (its control characters escaped) and acts as nothing (see above)."""
+    text = visible(text)
+    text = "".join("\\" + c if c in MARKDOWN_PUNCTUATION else c for c in text)
+    text = html.escape(text, quote=False)
+    text = re.sub(r"^ +", lambda spaces: "&#32;" * len(spaces.group()), text)
+    match = LINE_START.match(text)
+    if match:
+        cut = match.end() if match.group()[0].isdigit() else 0
+        text = text[:cut] + "\\" + text[cut:]
     return text
 
 
 def code(text) -> str:
-    """An op or label name as a code span; a | or newline still cannot break the table."""
-    text = str(text).replace("`", "'").replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    """A name as a code span (`name`), one piece in a table cell or in prose. A name a code
+    span cannot hold as written everywhere is escaped text instead (md): a backtick, a | (a
+    table splits on it even inside code), < > & (raw in the report's own HTML lines)."""
+    text = visible(text)
+    if not text.strip() or CODE_UNSAFE & set(text):
+        return md(text)
     return f"`{text}`"
 
 
@@ -70,10 +116,9 @@ def visible_text(cell: str) -> str:
     """What a markdown cell shows: no HTML tags, link targets, code or emphasis marks."""
     text = re.sub(r"<[^>]*>", " ", str(cell))
     text = re.sub(r"\[((?:`[^`]*`|[^\]`])*)\]\([^)]*\)", r"\1", text)
-    text = text.replace("**", "").replace("`", "").replace("\\|", "|")
-    for char in "*_[]":
-        text = text.replace("\\" + char, char)
-    return text
+    text = text.replace("**", "").replace("`", "")
+    text = re.sub(r"\\([!-/:-@[-`{-~])", r"\1", text)       # md()'s backslash escapes
+    return html.unescape(text)
 
 
 def min_content_chars(cell: str) -> int:
@@ -90,13 +135,43 @@ def table_width_px(headers, rows) -> float:
     return sum(w * CHAR_PX + CELL_PADDING_PX for w in widths)
 
 
+# Every number a page states goes through one of these: a value that is not a finite number
+# (None, NaN, inf, a string), or a negative one where none can be (a time, a size, a count, a
+# throughput, a ratio), shows as "—" rather than "inf", "nan" or "-1073741824.0". The schema
+# refuses such values on read; this is the display side's own guard.
+MISSING = "—"
+
+
+def finite(value) -> bool:
+    """A real, finite number (not a bool, None, NaN or inf)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def fmt_value(value, spec: str = ".2f", signed: bool = False) -> str:
+    """``value`` formatted by ``spec``; "—" when it is no finite number, or negative and not
+    ``signed`` (a time, size, count or share cannot be)."""
+    if not finite(value) or (value < 0 and not signed):
+        return MISSING
+    return format(value, spec)
+
+
 def fmt_number(value: float) -> str:
-    return "—" if value is None or math.isnan(value) else f"{value:.2f}"
+    return fmt_value(value, ".2f", signed=True)
+
+
+def fmt_throughput(nbytes, seconds, spec: str = ",.0f") -> str:
+    """MB/s (10^6 bytes a second) of ``nbytes`` moved in ``seconds``; "—" unless both are
+    finite and positive."""
+    if not (finite(nbytes) and finite(seconds) and nbytes > 0 and seconds > 0):
+        return MISSING
+    return fmt_value(nbytes / seconds / 1e6, spec)
 
 
 def fmt_interval(comparison: stats.Comparison | None) -> str:
     """``[1.25, 1.40]``, or ``[n/a]`` when the run has too few processes for one."""
-    if comparison is None or comparison.low is None:
+    if comparison is None or not (finite(comparison.low) and finite(comparison.high)) \
+            or comparison.low <= 0 or comparison.high <= 0:
         return "[n/a]"
     return f"[{comparison.low:.2f}, {comparison.high:.2f}]"
 
@@ -104,9 +179,10 @@ def fmt_interval(comparison: stats.Comparison | None) -> str:
 def fmt_ratio(comparison: stats.Comparison | None, threshold: float | None = None,
               interval: bool = True) -> str:
     """``1.32 [1.25, 1.40] ▲``: the estimate, its interval, a marker when the interval
-    excludes 1; bold when that change is also a regression beyond ``threshold``."""
-    if comparison is None:
-        return "—"
+    excludes 1; bold when that change is also a regression beyond ``threshold``. "—" for
+    no comparison or a ratio that is no finite positive number."""
+    if comparison is None or not finite(comparison.ratio) or comparison.ratio <= 0:
+        return MISSING
     cell = f"{comparison.ratio:.2f}"
     if interval:
         cell += " " + fmt_interval(comparison)
@@ -118,8 +194,8 @@ def fmt_ratio(comparison: stats.Comparison | None, threshold: float | None = Non
 
 
 def fmt_time(seconds: float) -> str:
-    if seconds is None or math.isnan(seconds):
-        return "—"
+    if not finite(seconds) or seconds < 0:
+        return MISSING
     for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"

@@ -27,8 +27,9 @@ from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_diff
                                          process_means, series_info,
                                          step_recipe_note, with_all_conditions)
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
-from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, fmt_ratio,
-                                         fmt_time, md, nowrap, row_id, table, wide_table)
+from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, finite,
+                                         fmt_ratio, fmt_throughput, fmt_time, fmt_value, md,
+                                         nowrap, row_id, table, wide_table)
 from iomatrix.reporting.sections import (column_title, section_aa, section_header, section_metadata,
                                          section_problems, section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
@@ -253,8 +254,8 @@ def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
         a_text = a_text.split(" ")[0]
     cell = nowrap(f"{a_text} → {b_text}")
     nbytes = nbytes_of.get(f.op)
-    if isinstance(nbytes, (int, float)) and nbytes > 0 and ta > 0 and tb > 0:
-        cell += "<br>" + nowrap(f"{nbytes / ta / 1e6:,.0f} → {nbytes / tb / 1e6:,.0f} MB/s")
+    if finite(nbytes) and nbytes > 0:
+        cell += "<br>" + nowrap(f"{fmt_throughput(nbytes, ta)} → {fmt_throughput(nbytes, tb)} MB/s")
     return cell
 
 
@@ -275,7 +276,7 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     # A function kept on one side only (renamed, inlined, below the kept share) says so.
     only = f" (only in {md(f.b)})" if top["a"] is None else \
         f" (only in {md(f.a)})" if top["b"] is None else ""
-    change = nowrap(f"{top['change']:+,.0f}/call")
+    change = nowrap(f"{fmt_value(top['change'], '+,.0f', signed=True)}/call")
     return f"most in {code(top['name'])}{only} {change}"
 
 
@@ -583,7 +584,7 @@ def section_machines_best(an: Analysis, best) -> list[str]:
             python = an.means.get((s, op))
             if not python:
                 return "–"
-            return f"{best['ops'][op]['seconds'] / stats.location(python.values()):.0%}"
+            return fmt_value(best['ops'][op]['seconds'] / stats.location(python.values()), ".0%")
         return cell
     rows = [(code(op), op) for op in ops]
     columns = [("best (C, 1 MiB blocks)",

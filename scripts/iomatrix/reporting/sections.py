@@ -14,7 +14,8 @@ from iomatrix.measuring import native, phase
 from iomatrix.storing import store
 from iomatrix.analysing.analysis import (RunData, compare_all, is_condition_twin, process_means,
                                          series_info, series_sort_key)
-from iomatrix.reporting.markdown import MAX_COLUMNS, code, fmt_ratio, md, nowrap, table, wide_table
+from iomatrix.reporting.markdown import (MAX_COLUMNS, code, fmt_ratio, fmt_value, md, nowrap, table,
+                                         wide_table)
 from iomatrix.paths import REPO_ROOT
 
 HIGH_LOAD_PER_CPU = 0.5
@@ -252,12 +253,12 @@ def section_memory(data, ops, order) -> list[str]:
 
     def peak(op, s):
         value = peaks.at[op, s] if s in peaks.columns else math.nan
-        return "—" if math.isnan(value) else f"{value / 2**20:.1f}"
+        return fmt_value(value / 2**20, ".1f")
 
     def holds(op):
         return "yes" if any(s in peaks.columns and peaks.at[op, s] >= 0.5 * nbytes[op]
                             for s in order) else "no"
-    columns = [("file MiB", lambda op: f"{nbytes[op] / 2**20:.0f}"),
+    columns = [("file MiB", lambda op: fmt_value(nbytes[op] / 2**20, ".0f")),
                ("holds the file", holds)]
     columns += [(column_title(data, s), lambda op, s=s: peak(op, s)) for s in order]
     return ["## Peak memory of one call (MiB)", "",

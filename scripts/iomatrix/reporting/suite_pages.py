@@ -15,8 +15,9 @@ from iomatrix import stats
 from iomatrix.analysing import counts
 from iomatrix.measuring import native
 from iomatrix.analysing.comparisons import Analysis, Finding
-from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio, fmt_time, md,
-                                         nowrap, row_id, table, wide_table)
+from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
+                                         fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
+                                         table, wide_table)
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 
 
@@ -106,7 +107,7 @@ def short_file(path: str) -> str:
 
 
 def fmt_count(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
+    return fmt_value(value, ",.0f")
 
 
 def section_functions(an: Analysis, ops: list) -> list[str]:
@@ -130,9 +131,9 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
             continue
         table_rows = [[code(r["name"]), md(short_file(r["file"])), fmt_count(r["a"]),
                        fmt_count(r["b"]),
-                       "—" if r["share"] is None else f"{r['share']:+.0%}"] for r in rows]
+                       fmt_value(r["share"], "+.0%", signed=True)] for r in rows]
         lines += [f"### {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')}: instructions "
-                  f"{move['instructions']:+.1%}", "",
+                  f"{fmt_value(move['instructions'], '+.1%', signed=True)}", "",
                   table(table_rows, ["function", "file", f"{md(f.a)} per call",
                                      f"{md(f.b)} per call", "share of the change"],
                         ["left", "left", "right", "right", "right"]), ""]
@@ -160,7 +161,7 @@ def section_times(an: Analysis, ops: list, rows: list, order: list,
     if moving:
         def mbps(op, s):
             t = time_of(op, s)
-            return "—" if math.isnan(t) else f"{nbytes[op] / t / 1e6:.0f}"
+            return fmt_throughput(nbytes[op], t, ".0f")
         lines += ["## Throughput (MB/s)", "", "Bytes the op reads or writes per second "
                   "(10^6 bytes), from the times above.", ""]
         lines += wide_table(moving, [(column_title(an.data, s), lambda op, s=s: mbps(op, s))
@@ -178,7 +179,8 @@ def section_reference(an: Analysis, ops: list) -> list[str]:
         python = an.means.get((s, op))
         if not python:
             return "—"
-        return f"{stats.location(an.means[(native.SERIES, op)].values()) / stats.location(python.values()):.0%}"
+        return fmt_value(stats.location(an.means[(native.SERIES, op)].values())
+                         / stats.location(python.values()), ".0%")
     rows = [(code(op), op) for op in measured]
     return ["## Against the C program with the same call pattern", "",
             "The C program's time over the interpreter's: 100% is as fast as one unbuffered "
