@@ -212,6 +212,31 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               "evidence", "firmness", "next_run_low", "next_run_high", "modes"]
 
 
+# A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
+# one) as a formula: =HYPERLINK(...) in an op name would be a live link. The rule: a TEXT
+# column's cell (a name, a class: TEXT_FIELDS) that starts with one of those gets a leading
+# ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
+TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
+               "modes"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+class TextGuardedWriter:
+    """csv.writer whose rows (in CSV_FIELDS order) have their text cells guarded (csv_text)."""
+
+    def __init__(self, out):
+        self.writer = csv.writer(out, lineterminator="\n")
+
+    def writerow(self, row):
+        self.writer.writerow([csv_text(cell) if field in TEXT_FIELDS else cell
+                              for field, cell in zip(CSV_FIELDS, row)] + list(row[len(CSV_FIELDS):]))
+
+
 def number(value) -> str:
     return "" if value is None else repr(value)
 
@@ -229,7 +254,7 @@ def tidy_csv(an: Analysis) -> str:
     release steps the classes of the report's findings (blank for a step that is neither a
     finding nor "counts only")."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = TextGuardedWriter(out)
     writer.writerow(CSV_FIELDS)
     run_id = an.data.run.run_id if an.data.run else ""
     classified = {(f.op, f.a, f.b): f for f in an.findings() + an.counts_only()}
