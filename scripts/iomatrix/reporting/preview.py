@@ -4,10 +4,13 @@
 
 Renders the pages of a run (built as ``scripts/report.py`` builds them), or one
 markdown page and the pages beside it, to HTML the way GitHub renders markdown:
-markdown-it-py's GFM-like preset (tables, raw HTML), headings with GitHub's ids,
+markdown-it-py's GFM-like preset (tables; of raw HTML only the tags the report itself
+writes, without attributes but an id, the rest shown as text), headings with GitHub's ids,
 in a page of GitHub's column (1012 px, its font stack at 16 px, table cells padded
 6px 13px). The HTML goes to DIR (default /tmp/iomatrix-preview/<run-id>/), never
-into results/ or reports/. With ``--screenshot``, Debian's chromium draws the main
+into results/ or reports/. A page loads only images inside the pages' own directory tree
+(no file:// or absolute paths, no symbolic links), and a linked page is never followed.
+With ``--screenshot``, Debian's chromium draws the main
 page headless at 1280x900 and measures it: its height in screens of 900 px, what
 the first screen shows, which table cells wrap (more lines than their ``<br>``
 ask for) and which tables are wider than the column.
@@ -17,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -150,12 +155,71 @@ class Measure:
 
 # -- markdown to GitHub-like HTML -----------------------------------------------------------
 
-def render_markdown(text: str) -> str:
+# The raw HTML the report's own pages write (pages.details, compare's sections, anchors on
+# rows, <br> in cells); any other tag, or one of these with any other attribute, is shown as
+# text. A name that reached a page unescaped still cannot run, load or restyle anything.
+ALLOWED_TAG = re.compile(
+    r"<(?:br ?/?|/?(?:details|summary|code|sup|sub|b|i|em|strong|a)|details open"
+    r'|a id="[A-Za-z0-9_-]{1,200}")>'
+    r"|<!--(?:(?!--)[^<>])*-->")
+ANY_TAG = re.compile(r"(<[^<>]*>)")
+
+
+def safe_html(raw: str) -> str:
+    """Raw HTML from a page with every tag that is not ALLOWED_TAG escaped, and every < or >
+    outside a tag too (entities stay entities: they are text)."""
+    out = []
+    for piece in ANY_TAG.split(raw):
+        if ALLOWED_TAG.fullmatch(piece):
+            out.append(piece)
+        else:
+            out.append(piece.replace("<", "&lt;").replace(">", "&gt;"))
+    return "".join(out)
+
+
+def image_inside(src: str, page_dir: Path | None, root: Path | None) -> Path | None:
+    """The file a page's image ``src`` names, when it may be shown: a relative path (no
+    scheme, no leading / or \\, no query or escapes), from ``page_dir``, that stays inside
+    ``root`` as written, through no symbolic link, to a regular file; else None."""
+    if page_dir is None or root is None or not src \
+            or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", src) \
+            or src.startswith(("/", "\\")) or any(c in src for c in "?#\\%"):
+        return None
+    root = Path(os.path.normpath(os.path.abspath(root)))
+    path = Path(os.path.normpath(os.path.abspath(page_dir / src)))
+    if root not in path.parents:
+        return None
+    step = root
+    for part in path.relative_to(root).parts:
+        step = step / part
+        if step.is_symlink():
+            return None
+    return path if path.is_file() else None
+
+
+def render_markdown(text: str, page_dir: Path | None = None, root: Path | None = None) -> str:
     """GitHub-flavoured markdown to HTML: markdown-it-py's GFM-like preset (tables,
-    strikethrough, raw HTML; no autolinks: they change no layout), headings with ids."""
+    strikethrough; no autolinks: they change no layout), headings with ids. Raw HTML passes
+    only as safe_html lets it; an image shows only if image_inside allows its file (relative
+    to ``page_dir``, inside ``root``), else its alt text shows as text."""
     from markdown_it import MarkdownIt
-    body = MarkdownIt("gfm-like", {"linkify": False}).render(text)
-    return heading_ids(body)
+    parser = MarkdownIt("gfm-like", {"linkify": False})
+
+    def raw_html(renderer, tokens, idx, options, env):
+        return safe_html(tokens[idx].content)
+
+    def image(renderer, tokens, idx, options, env):
+        token = tokens[idx]
+        alt = renderer.renderInlineAsText(token.children or [], options, env)
+        if image_inside(token.attrGet("src") or "", page_dir, root) is None:
+            return html.escape(f"[image not shown: {alt}]")
+        token.attrSet("alt", alt)
+        return renderer.renderToken(tokens, idx, options, env)
+
+    parser.add_render_rule("html_block", raw_html)
+    parser.add_render_rule("html_inline", raw_html)
+    parser.add_render_rule("image", image)
+    return heading_ids(parser.render(text))
 
 
 def heading_ids(body: str) -> str:
@@ -186,14 +250,20 @@ def local_links(body: str) -> str:
                   lambda m: f'href="{m.group(1)}.html{m.group(2) or ""}"', body)
 
 
-def images_from(body: str, source_dir: Path) -> str:
-    """Relative image paths made absolute (file://), for a page previewed away from them."""
-    def fix(match):
-        src = match.group(1)
-        if re.match(r"^[a-z]+:", src) or src.startswith("/"):
-            return match.group(0)
-        return f'src="{(source_dir / src).resolve().as_uri()}"'
-    return re.sub(r'src="([^"]+)"', fix, body)
+def copy_images(body: str, page_dir: Path, source_root: Path, target_root: Path) -> None:
+    """The images a page shows (image_inside allowed each), copied from ``source_root`` to
+    the same place under ``target_root``, for a page previewed away from its directory: its
+    relative paths then resolve there, and no page ever loads a file:// URL."""
+    for src in re.findall(r'<img src="([^"]+)"', body):
+        found = image_inside(html.unescape(src), page_dir, source_root)
+        if found is None:
+            continue
+        copy = target_root / found.relative_to(Path(os.path.abspath(source_root)))
+        try:
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(found, copy)
+        except OSError as exc:
+            raise cli.BadInput(f"cannot copy {found} to {copy}: {exc.strerror or exc}")
 
 
 # -- where a preview may go -------------------------------------------------------------
@@ -237,36 +307,52 @@ def run_pages(results_dir: Path, run_id: str | None, out: Path | None) -> tuple[
     write_text(out / "latest.md", built.main)
     for name, text in {**built.suites, **built.others}.items():
         write_text(out / "latest" / f"{name}.md", text)
-    rendered = [render_file(out / "latest.md", out / "latest.html")]
-    rendered += [render_file(out / "latest" / f"{name}.md", out / "latest" / f"{name}.html")
+    rendered = [render_file(out / "latest.md", out / "latest.html", out, out)]
+    rendered += [render_file(out / "latest" / f"{name}.md", out / "latest" / f"{name}.html",
+                             out, out)
                  for name in {**built.suites, **built.others}]
     return rendered[0], rendered
 
 
-def render_file(source: Path, target: Path, script: str = "") -> Path:
-    """One markdown page to one HTML page (images found where the markdown is)."""
+def readable_page(source: Path) -> None:
+    """A page to render: a regular .md file, not a symbolic link (a link could show any file
+    of the machine as a page)."""
+    if source.is_symlink() or not source.is_file():
+        raise cli.BadInput(f"{source}: not a regular markdown file (a symbolic link is not "
+                           "followed)")
+
+
+def render_file(source: Path, target: Path, source_root: Path, target_root: Path,
+                script: str = "") -> Path:
+    """One markdown page to one HTML page; its images are those inside ``source_root``
+    (copied to the same place under ``target_root`` when that is elsewhere)."""
+    readable_page(source)
     try:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise cli.BadInput(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}")
-    body = local_links(render_markdown(text))
-    if source.parent.resolve() != target.parent.resolve():
-        body = images_from(body, source.parent)
+    body = local_links(render_markdown(text, source.parent, source_root))
+    if Path(source_root).resolve() != Path(target_root).resolve():
+        copy_images(body, source.parent, source_root, target_root)
     title = next((line[2:] for line in text.splitlines() if line.startswith("# ")), source.name)
     write_text(target, page_html(title, body, script))
     return target
 
 
 def file_pages(page: Path, out: Path | None, results_dir: Path) -> tuple[Path, list]:
-    """A given markdown page, and the pages in its stem directory (a report's suite pages)."""
-    if page.suffix != ".md" or not page.is_file():
-        raise cli.BadInput(f"{page}: not a markdown file (give PAGE.md or --run-id ID)")
+    """A given markdown page, and the pages in its stem directory (a report's suite pages);
+    every page is checked before the first is written."""
+    if page.suffix != ".md" or page.is_symlink() or not page.is_file():
+        raise cli.BadInput(f"{page}: not a markdown file (give PAGE.md or --run-id ID; a "
+                           "symbolic link is not followed)")
     out = check_out_dir(out or DEFAULT_OUT / page.stem, results_dir)
-    rendered = [render_file(page, out / f"{page.stem}.html")]
     detail = page.parent / page.stem
-    if detail.is_dir():
-        rendered += [render_file(p, out / page.stem / f"{p.stem}.html")
-                     for p in sorted(detail.glob("*.md"))]
+    others = sorted(detail.glob("*.md")) if detail.is_dir() and not detail.is_symlink() else []
+    for other in others:
+        readable_page(other)
+    root = page.parent
+    rendered = [render_file(page, out / f"{page.stem}.html", root, out)]
+    rendered += [render_file(p, out / page.stem / f"{p.stem}.html", root, out) for p in others]
     return rendered[0], rendered
 
 
