@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from iomatrix import callgrind
+from iomatrix.markup import code, md
 from iomatrix.storing import store
 # The file's format lives with its reader, below the stages (iomatrix.storing.countsfile); the
 # names stay importable from here for the readers.
@@ -188,7 +189,9 @@ def _ratio(before, after) -> float:
 
 
 def _fmt(value) -> str:
-    if value is None:
+    # a count per call is a finite number >= 0: anything else (inf, NaN, negative) shows as –
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
         return "–"
     if value >= 100 or value == int(value):
         return f"{value:,.0f}"
@@ -243,7 +246,7 @@ def change_of(rows, op: str, before: str, after: str, max_syscalls: int = 2) -> 
     if not found:
         return ""
     step = found[0]
-    parts = [f"`{name}` {_fmt(a)} → {_fmt(b)}" for name, a, b in step["syscalls"][:max_syscalls]]
+    parts = [f"{code(name)} {_fmt(a)} → {_fmt(b)}" for name, a, b in step["syscalls"][:max_syscalls]]
     parts += [f"instructions {(b - a) / a:+.1%}" for counter, a, b in step["changes"]
               if counter == "instructions" and a]
     return "; ".join(parts)
@@ -255,12 +258,13 @@ def describe_step(step: dict, max_syscalls: int = 4) -> str:
     for counter, a, b in step["changes"]:
         parts.append(f"{counter} per call {_fmt(a)} -> {_fmt(b)} ({(b - a) / a:+.1%})"
                      if a else f"{counter} per call {_fmt(a)} -> {_fmt(b)}")
-    named = [f"`{name}` calls per call: {_fmt(a)} -> {_fmt(b)}"
+    named = [f"{code(name)} calls per call: {_fmt(a)} -> {_fmt(b)}"
              for name, a, b in step["syscalls"][:max_syscalls]]
     if len(step["syscalls"]) > max_syscalls:
         named.append(f"{len(step['syscalls']) - max_syscalls} more")
     text = "; ".join(parts + named)
-    return f"`{step['op']}` ({step['suite']}) {step['before']} -> {step['after']}: {text}"
+    return (f"{code(step['op'])} ({md(step['suite'])}) {md(step['before'])} -> "
+            f"{md(step['after'])}: {text}")
 
 
 def aa_exactness(rows) -> list:
@@ -305,7 +309,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
         lines.append("No counts in this run (`--counters off`, or every counter skipped).")
         for series, reasons in sorted((skipped or {}).items()):
             for what, why in reasons.items():
-                lines.append(f"- {series}: {what}: {why}")
+                lines.append(f"- {code(series)}: {md(what)}: {md(why)}")
         return lines + [""]
     # The page's column order when it gives one (releases, then variants); else by version.
     order = [s for s in order or [] if s in _series_info(rows)] + \
@@ -320,13 +324,13 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
               "compare across sizes.", ""]
     for counter in ("syscalls", "instructions", "minflt"):
         if counter in method:
-            lines.append(f"- {counter}: {method[counter]}")
+            lines.append(f"- {counter}: {md(method[counter])}")
     lines.append("")
     exact = aa_exactness(rows)
     if exact:
         lines += ["How exact (A/A twin: the same interpreter counted twice):", ""]
         lines += _table(["counter", "pair", "ops identical", "largest difference"],
-                        [[e["counter"], f"{e['original']} / {e['twin']}",
+                        [[md(e["counter"]), f"{code(e['original'])} / {code(e['twin'])}",
                           f"{e['identical']}/{e['ops']}", _fmt_rel(e["max_rel_diff"])]
                          for e in exact])
         lines += ["", "Context switches count what else the machine ran meanwhile (two series "
@@ -351,8 +355,8 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
                 for s in part:
                     r = index.get((s, op, counter))
                     cells.append(_fmt(r[field] / scale) if r and r[field] is not None else "–")
-                body.append([f"`{op}`", f"{nbytes:,}"] + cells)
-            lines += _table(["op", "bytes/call"] + part, body)
+                body.append([code(op), _fmt(nbytes)] + cells)
+            lines += _table(["op", "bytes/call"] + [code(s) for s in part], body)
             lines.append("")
     found = [s for s in steps(rows) if s["kind"] == "version"]
     lines += ["### Biggest changes between versions", ""]
@@ -374,7 +378,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
         lines += ["Not counted:", ""]
         for series, reasons in sorted(skipped.items()):
             for what, why in reasons.items():
-                lines.append(f"- {series}: {what}: {why}")
+                lines.append(f"- {code(series)}: {md(what)}: {md(why)}")
         lines.append("")
     return lines
 
@@ -457,7 +461,7 @@ def compare_markdown(rows, fail_above: float) -> list:
         # The largest increases first; a pull-request comment has room for a limited list.
         ranked = sorted(instr, key=lambda r: -r["change"])
         lines += _table(["op", "series", "instructions per call", "change"],
-                        [[f"`{r['op']}`", f"{r['series_a']} -> {r['series_b']}",
+                        [[code(r['op']), f"{code(r['series_a'])} -> {code(r['series_b'])}",
                           f"{_fmt(r['a'])} -> {_fmt(r['b'])}",
                           (f"**{r['change']:+.2%}**" if r["fails"] else f"{r['change']:+.2%}")]
                          for r in ranked[:MAX_COMPARE_ROWS]])
@@ -472,8 +476,8 @@ def compare_markdown(rows, fail_above: float) -> list:
             lines += [f"({len(listed) - MAX_COMPARE_ROWS} more are left out; `counts."
                       "compare_counts` has them all.)"]
         for r in listed[:MAX_COMPARE_ROWS]:
-            name = "all syscalls" if r["counter"] == "syscalls" else f"`{r['counter'][8:]}` calls"
-            lines.append(f"- `{r['op']}` {r['series_a']} -> {r['series_b']}: {name} per call "
+            name = "all syscalls" if r["counter"] == "syscalls" else f"{code(r['counter'][8:])} calls"
+            lines.append(f"- {code(r['op'])} {code(r['series_a'])} -> {code(r['series_b'])}: {name} per call "
                          f"{_fmt(r['a'])} -> {_fmt(r['b'])}")
         lines.append("")
     return lines

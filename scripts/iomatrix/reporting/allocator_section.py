@@ -282,7 +282,7 @@ def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
         older, newer = pairs[s.older], pairs[s.newer]
         faults = [faults_per_call(full, older[UNTOUCHED], s.op),
                   faults_per_call(full, newer[UNTOUCHED], s.op)]
-        rows.append([code(s.op), nowrap(f"{label(s.older)} → {label(s.newer)}"),
+        rows.append([code(s.op), nowrap(f"{md(label(s.older))} → {md(label(s.newer))}"),
                      nowrap(fmt_ratio(s.untouched)), nowrap(fmt_ratio(s.pinned)),
                      nowrap(f"{fmt_faults(faults[0])} → {fmt_faults(faults[1])}")])
     return lines + [

@@ -29,7 +29,7 @@ from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_diff
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, finite,
                                          fmt_ratio, fmt_throughput, fmt_time, fmt_value, md,
-                                         nowrap, row_id, table, wide_table)
+                                         nowrap, row_id, table, url, wide_table)
 from iomatrix.reporting.sections import (column_title, section_aa, section_header, section_metadata,
                                          section_problems, section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
@@ -351,7 +351,7 @@ def op_link(op: str, target: str) -> str:
     parts.append(rest)
     if bracket:
         parts.append(bracket + fixture)
-    return f"[{'<br>'.join(code(part) for part in parts)}]({target}#{row_id(op)})"
+    return f"[{'<br>'.join(code(part) for part in parts)}]({url(target)}#{row_id(op)})"
 
 
 def section_findings(an: Analysis, link: str, strip_figures: list[str],
@@ -447,7 +447,7 @@ def section_counts_only(an: Analysis, link: str) -> list[str]:
     if not found:
         return []
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
-    rows = [[op_link(f.op, f"{link}/{an.suite_of[f.op]}.md"), nowrap(f"{f.a} → {f.b}"),
+    rows = [[op_link(f.op, f"{link}/{an.suite_of[f.op]}.md"), nowrap(f"{md(f.a)} → {md(f.b)}"),
              nowrap(fmt_ratio(f.comparison, an.threshold)),
              "; ".join(nowrap(part) for part in
                        counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1).split("; "))]
@@ -599,7 +599,7 @@ def section_machines_best(an: Analysis, best) -> list[str]:
 
 
 def section_suite_links(an: Analysis, link: str) -> list[str]:
-    rows = [[f"[{md(suite)}]({link}/{suite}.md)",
+    rows = [[f"[{md(suite)}]({url(f'{link}/{suite}.md')})",
              str(sum(an.suite_of[op] == suite for op in an.ops)),
              str(sum(an.suite_of[f.op] == suite for f in an.findings()))] for suite in an.suites]
     return ["## Suite pages", "",
@@ -881,7 +881,7 @@ def section_cross_host(runs: list[RunData]) -> list[str]:
         headers = ["op", md(host_title(found[0]))]
         for data in found[1:]:
             headers += [md(host_title(data)), f"ratio to {md(found[0].manifest.get('host', '?'))}"]
-        lines += [f"### `{label}` on {len(found)} hosts", "", table(rows, headers), ""]
+        lines += [f"### {code(label)} on {len(found)} hosts", "", table(rows, headers), ""]
     if not lines:
         return ["## Across hosts", "", "No interpreter label ran on more than one host.", ""]
     return ["## Across hosts", "",

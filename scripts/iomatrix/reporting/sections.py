@@ -6,6 +6,7 @@ has nothing for it, so no report carries an empty table.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from iomatrix import stats
@@ -14,8 +15,8 @@ from iomatrix.measuring import native, phase
 from iomatrix.storing import store
 from iomatrix.analysing.analysis import (RunData, compare_all, is_condition_twin, process_means,
                                          series_info, series_sort_key)
-from iomatrix.reporting.markdown import (MAX_COLUMNS, code, fmt_ratio, fmt_value, md, nowrap, table,
-                                         wide_table)
+from iomatrix.reporting.markdown import (MAX_COLUMNS, code, finite, fmt_ratio, fmt_value, md, nowrap,
+                                         table, visible, wide_table)
 from iomatrix.paths import REPO_ROOT
 
 HIGH_LOAD_PER_CPU = 0.5
@@ -89,7 +90,7 @@ def section_problems(data: RunData) -> list[str]:
         lines += ["## Files not read", "",
                   "These files are in the run directory but could not be used; they were left as "
                   "they are and the rest of the report is built without them.", ""]
-        lines += [f"- `{md(name)}`: {md(message)}" for name, message in data.problems]
+        lines += [f"- {code(name)}: {md(message)}" for name, message in data.problems]
         lines.append("")
     failed = {s: e for s, e in data.manifest.get("interpreters", {}).items()
               if e.get("status") in ("failed", "partial")}
@@ -140,8 +141,9 @@ def section_warnings(data: RunData) -> list[str]:
     profiles = set(data.frame["profile"].dropna().unique()) if len(data.frame) else set()
     caches = set(data.frame["cache"].dropna().unique()) if len(data.frame) else set()
     if len(profiles) > 1 or len(caches) > 1:
-        warnings.append(f"Results of different profiles ({', '.join(sorted(profiles))}) or cache "
-                        f"modes ({', '.join(sorted(caches))}) are mixed in this run.")
+        warnings.append(f"Results of different profiles ({md(', '.join(sorted(map(str, profiles))))}) "
+                        f"or cache modes ({md(', '.join(sorted(map(str, caches))))}) are mixed in "
+                        "this run.")
     warnings += sampling_warnings(m)
     if not warnings:
         return []
@@ -165,31 +167,35 @@ def sampling_warnings(manifest: dict) -> list[str]:
     if loose:
         target = sampled.get("target")
         # "%g": the default target is ±1.5%, which a whole percent would show as ±2%
-        target = f"±{target * 100:g}%" if isinstance(target, (int, float)) else "the target"
+        target = f"±{target * 100:g}%" if finite(target) and target > 0 else "the target"
         widest = sorted(loose.items(), key=lambda kv: -(kv[1] if kv[1] is not None else 1e9))
-        shown = ", ".join(f"{code(op)} (±{w:.0%})" if isinstance(w, (int, float))
+        shown = ", ".join(f"{code(op)} (±{w:.0%})" if finite(w) and w >= 0
                           else f"{code(op)} (no interval)" for op, w in widest[:8])
         more = f" and {len(loose) - 8} more" if len(loose) > 8 else ""
         warnings.append(f"{len(loose)} op{'s' * (len(loose) > 1)} did not reach the sampling "
                         f"target (every ratio within {target}; sampling stopped by "
-                        f"{sampled.get('stopped_by', '?')}): {shown}{more}. Their intervals "
+                        f"{md(sampled.get('stopped_by', '?'))}): {shown}{more}. Their intervals "
                         "say how sure each ratio is.")
     return warnings
 
 
 def section_sentences(ops, order, baseline, comparisons) -> list[str]:
-    lines = ["## In the words of the 2009 study", "",
-             "<details><summary>One sentence per op and interpreter</summary>", "", "```text"]
+    sentences = []
     for series in order:
         if series == baseline:
             continue
         for op in ops:
             comparison = comparisons.get((op, series))
             if comparison is not None:
-                lines.append(study.sentence(op, series, baseline, comparison))
-        lines.append("")
-    lines += ["```", "", "</details>", ""]
-    return lines
+                # one line each (a name's line breaks and control characters shown escaped)
+                sentences.append(visible(study.sentence(op, series, baseline, comparison)))
+        sentences.append("")
+    # A fence longer than any run of backticks in a name, so none can close it.
+    longest = max((len(run) for line in sentences for run in re.findall("`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return ["## In the words of the 2009 study", "",
+            "<details><summary>One sentence per op and interpreter</summary>", "",
+            fence + "text"] + sentences + [fence, "", "</details>", ""]
 
 
 def section_then_and_now(data, means, order, baseline) -> list[str]:

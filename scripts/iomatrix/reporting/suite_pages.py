@@ -17,7 +17,7 @@ from iomatrix.measuring import native
 from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
-                                         table, wide_table)
+                                         table, url, wide_table)
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 
 
@@ -54,7 +54,7 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
                   f"Ratios against {code(an.oldest)} on one colour scale shared by every heatmap "
                   f"(red slower, blue faster, saturating at 1/8× and 8×); "
                   f"{SLOWER}/{FASTER} or a dot: significant.", ""]
-        lines += [f"![{md(suite)} heatmap]({path})" for path in heatmaps] + [""]
+        lines += [f"![{md(suite)} heatmap]({url(path)})" for path in heatmaps] + [""]
     # Every op's row of the first table carries an id, so a link lands on that row.
     anchors = {op: row_id(op) for op in ops}
     if an.steps:
