@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     if args.json is not None:
         agree.check_json_destination(args.json)
     result = agree.agree(args.runs, args.results_dir, args.threshold)
-    print(agree.render(result))
+    print(cli.terminal_text(agree.render(result)))
     if args.json is not None:
         agree.write_json(result, args.json)
         print(f"agree: wrote {args.json}", file=sys.stderr)

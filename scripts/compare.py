@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     except CompareError as exc:
         print(f"compare: error: {cli.one_line(exc)}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
-    print(result.text)
+    print(cli.terminal_text(result.text))
     if args.json:
         document = as_json(result.sections, args.fail_above, result.phases, result.differences,
                            result.gated, result.counts_host, args.fail_on)

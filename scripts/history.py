@@ -36,7 +36,7 @@ def main(argv=None) -> int:
         print(f"history: error: {cli.one_line(exc)}", file=sys.stderr)
         return 2
     for path, message in problems:
-        print(f"history: skipped {path}: {message}", file=sys.stderr)
+        print(cli.terminal_text(f"history: skipped {path}: {message}"), file=sys.stderr)
     link = None
     if args.figure and found:
         try:
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
         link = Path(os.path.relpath(args.figure.resolve(), base)).as_posix()
         print(f"history: wrote {args.figure}", file=sys.stderr)
     text = build_markdown(args.label, found, problems, link)
-    print(text)
+    print(cli.terminal_text(text))
     if args.out:
         store.write_output(args.out, text + "\n", "--out")
         print(f"history: wrote {args.out}", file=sys.stderr)

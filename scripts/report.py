@@ -105,10 +105,11 @@ def main(argv=None) -> int:
             print(f"report: wrote {out}")
     for data in loaded:
         for name, message in data.problems:
-            print(f"report: skipped {data.run.run_id}/{name}: {message}", file=sys.stderr)
+            print(cli.terminal_text(f"report: skipped {data.run.run_id}/{name}: {message}"),
+                  file=sys.stderr)
     if summary:
         # Last, so the main command ends with the answer in words.
-        print(f"\nIn words: {summary}")
+        print(cli.terminal_text(f"\nIn words: {summary}"))
     return 0
 
 

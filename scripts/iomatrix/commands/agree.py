@@ -35,7 +35,7 @@ from iomatrix.analysing import analysis, comparisons
 from iomatrix.measuring import phase
 from iomatrix.reporting import allocator_section
 from iomatrix.storing import store
-from iomatrix.reporting.markdown import code, fmt_ratio, names, table
+from iomatrix.reporting.markdown import code, fmt_ratio, fmt_value, md, names, table
 
 MOVED_MOST = 5            # cells listed as the ones that moved most between runs
 SPREAD_PERCENTILE = 90
@@ -224,7 +224,7 @@ def condition_differences(runs: list[RunView]) -> list[str]:
     for key in dict.fromkeys(k for c in stated for k in c):
         values = [c.get(key) or "unstated" for c in stated]
         if len(set(values)) > 1:
-            out.append(f"{key} ({' → '.join(code(v) for v in values)})")
+            out.append(f"{md(key)} ({' → '.join(code(v) for v in values)})")
     for series in sorted(set.intersection(*(set(run.analysis.order) for run in runs))):
         versions = [analysis.series_info(run.analysis.data, series).get("version") or "unstated"
                     for run in runs]
@@ -258,7 +258,7 @@ def left_out(runs: list[RunView]) -> list[str]:
             steps = list(dict.fromkeys(cell.step for cell in extra))
             found = sum(run.verdicts[cell] != "same" for cell in extra)
             out.append(f"{len(extra)} cells of {code(run.name)} left out (steps "
-                       f"{names(steps, str)}; {found} of them findings)")
+                       f"{names(steps, md)}; {found} of them findings)")
     return out
 
 
@@ -316,7 +316,7 @@ def render(result: Agreement) -> str:
     else:
         stated = conditions(runs[0].manifest)
         lines += ["Same conditions in every run: " + ", ".join(
-            f"{key} {code(value)}" for key, value in stated.items() if value is not None)
+            f"{md(key)} {code(value)}" for key, value in stated.items() if value is not None)
             + ".", ""]
     if result.left_out:
         lines += ["Compared on what every run has; left out: " + "; ".join(result.left_out)
@@ -364,10 +364,10 @@ def render(result: Agreement) -> str:
         lines.append("")
 
     def ratio_row(cell):
-        return [code(cell.op), cell.step] + [fmt_ratio(run.cells[cell], threshold)
+        return [code(cell.op), md(cell.step)] + [fmt_ratio(run.cells[cell], threshold)
                                              for run in runs]
     lines += [f"#### The {min(MOVED_MOST, len(result.cells))} cells that moved most", "",
-              table([ratio_row(cell) + [f"{max(result.spreads[cell]):.3f}"]
+              table([ratio_row(cell) + [fmt_value(max(result.spreads[cell]), ".3f")]
                      for cell in result.moved_most()],
                     ["op", "step", *headers, "largest |log ratio|"],
                     ["left", "left"] + ["right"] * (len(runs) + 1)), ""]
@@ -380,7 +380,7 @@ def render(result: Agreement) -> str:
     rows = [[code(name), f"{code(twin.twin)} against {code(twin.of)}",
              f"{len(twin.flagged)} of {twin.ops}" + (f" ({twin.untested} untested)"
                                                      if twin.untested else ""),
-             f"{twin.geometric_mean:.3f}", ", ".join(map(code, twin.flagged)) or "—"]
+             fmt_value(twin.geometric_mean, ".3f"), ", ".join(map(code, twin.flagged)) or "—"]
             for name, twins in result.aa.items() for twin in twins]
     lines += ["#### A/A twins", ""]
     lines += [table(rows, ["run", "twin", "ops flagged", "geometric mean", "flagged"],

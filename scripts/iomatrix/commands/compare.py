@@ -59,7 +59,7 @@ from iomatrix.analysing import analysis, comparisons, counts
 from iomatrix.measuring import native, phase
 from iomatrix.storing import store
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
-                                         md, names, table)
+                                         fmt_value, md, names, table, visible)
 
 DEFAULT_FAIL_ABOVE = 0.05
 MAX_REGRESSION_ROWS = 30
@@ -231,7 +231,7 @@ class Section:
     def html_title(self) -> str:
         """The title inside <summary>, where markdown is not rendered."""
         names = dict.fromkeys([self.series_a, self.series_b])
-        return " → ".join(f"<code>{html.escape(n)}</code>" for n in names)
+        return " → ".join(f"<code>{html.escape(visible(n))}</code>" for n in names)
 
     def geometric_mean(self) -> float:
         return stats.geometric_mean(r.comparison.ratio for r in self.results)
@@ -424,7 +424,7 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
                   "measure that difference too, not only the interpreters.", ""]
     if not same_run(a, b):
         phases = phase.compare_phases(a.data.machine_phase, b.data.machine_phase)
-        unread = [f"{side_name} `{md(name)}`: {md(message)}" for side_name, side in
+        unread = [f"{side_name} {code(name)}: {md(message)}" for side_name, side in
                   (("A", a), ("B", b)) for name, message in side.data.problems
                   if phase.is_phase_file(name)]
         if unread:
@@ -435,7 +435,7 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
     summary = []
     for s in sections:
         flags = [r.comparison for r in s.results]
-        summary.append([s.title, str(len(s.results)), f"{s.geometric_mean():.3f}",
+        summary.append([s.title, str(len(s.results)), fmt_value(s.geometric_mean(), ".3f"),
                         str(sum(bool(c.significant) and c.ratio > 1 for c in flags)),
                         str(sum(bool(c.significant) and c.ratio < 1 for c in flags)),
                         str(sum(r.regression(fail_above) for r in s.results)),
@@ -474,7 +474,7 @@ def per_op_tables(sections: list[Section], fail_above: float, significant_only: 
         rows = [[code(r.op), fmt_time(r.time_a), fmt_time(r.time_b),
                  fmt_ratio(r.comparison, fail_above)] + ([r.evidence or ""] if classed else [])
                 for r in shown]
-        rows.append(["**geometric mean**", "", "", f"**{s.geometric_mean():.3f}**"]
+        rows.append(["**geometric mean**", "", "", f"**{fmt_value(s.geometric_mean(), '.3f')}**"]
                     + ([""] if classed else []))
         what = f"{len(s.results)} ops" if len(shown) == len(s.results) else \
             f"the {len(shown)} significant changes of {len(s.results)} ops"

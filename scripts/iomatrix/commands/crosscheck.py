@@ -356,12 +356,12 @@ def main(argv=None) -> int:
     except discovery.DiscoveryError as exc:
         raise CrosscheckError(str(exc))
     for interp in interps:
-        print(f"crosscheck: {interp.label}: {interp.implementation} {interp.version} "
-              f"({interp.executable})")
+        print(cli.terminal_text(f"crosscheck: {interp.label}: {interp.implementation} "
+                                f"{interp.version} ({interp.executable})"))
     run_dir = args.run_dir or make_run(interps, args.profile, args.results_dir, print)
     seed = random.SystemRandom().randrange(2**32) if args.seed is None else args.seed
     result = compare(interps, run_dir, args.calls, args.processes, args.threshold, seed)
-    print(format_table(result))
+    print(cli.terminal_text(format_table(result)))
     if args.json:
         store.write_output(args.json, json.dumps(as_json(result), indent=2) + "\n", "--json")
     return 1 if flagged(result) else 0

@@ -23,6 +23,7 @@ interpreter and itself. The comment is ``compare``'s, ready for a pull request:
 """
 from __future__ import annotations
 
+import html
 import re
 import shlex
 import subprocess
@@ -30,6 +31,7 @@ import sys
 from pathlib import Path
 
 from iomatrix import cli
+from iomatrix.markup import code, md, visible
 from iomatrix.interpreters import discovery, provision as provisioning
 from iomatrix.measuring import bench, runner
 from iomatrix.storing import contract, store
@@ -247,17 +249,17 @@ def _fact(entry: dict, key: str) -> str:
         return "unknown" if key in ("recipe", "pgo", "frame_pointers", "jit") else "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    text = str(value).replace("|", "\\|").replace("\n", " ")
+    text = str(value)
     if key == "configure_args":  # install paths say nothing about speed
         words = shlex.split(text) if text.count("'") % 2 == 0 else text.split()
         text = " ".join(w for w in words if not w.startswith(("--prefix", "--libdir")))
-    return f"`{text}`" if key in ("opt", "configure_args") and text else text
+    return code(text) if key in ("opt", "configure_args") and text else md(text)
 
 
 def builds_table(manifest: dict, old: str, new: str) -> list[str]:
     """Both builds' facts side by side, as the run's manifest recorded them."""
     entries = manifest.get("interpreters", {})
-    lines = [f"| build | `{old}` (before) | `{new}` (after) |", "|:--|:--|:--|"]
+    lines = [f"| build | {code(old)} (before) | {code(new)} (after) |", "|:--|:--|:--|"]
     for title, key in BUILD_ROWS:
         lines.append(f"| {title} | {_fact(entries.get(old, {}), key)} | "
                      f"{_fact(entries.get(new, {}), key)} |")
@@ -299,12 +301,12 @@ def context_lines(args, manifest: dict, new, old) -> list[str]:
     the machine, the iomatrix commit and the command that reproduces it."""
     lines = []
     if not same_recipe(old, new):
-        lines += [f"> **The builds differ: {old.recipe} → {new.recipe}** (--allow-recipe-change). "
+        lines += [f"> **The builds differ: {md(old.recipe)} → {md(new.recipe)}** (--allow-recipe-change). "
                   "Every ratio below measures the change of build recipe as well as the "
                   "release.", ""]
     lines += builds_table(manifest, old.label, new.label) + [""]
-    lines += [f"Machine: {machine_line(manifest)}. iomatrix commit: "
-              f"{iomatrix_commit()}. Reproduce: `{reproduce_command(args, new.label, old.label)}`",
+    lines += [f"Machine: {md(machine_line(manifest))}. iomatrix commit: "
+              f"{md(iomatrix_commit())}. Reproduce: {code(reproduce_command(args, new.label, old.label))}",
               ""]
     return lines
 
@@ -381,17 +383,17 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
                                   run_dir / f"{old.label}-aa.json", args.fail_above,
                                   allow_condition_change=args.allow_condition_change)
     verdict = "a regression" if gate else "no significant regression"
-    text = (f"## Release check: `{new.label}` ({new.version}) against `{old.label}` "
-            f"({old.version})\n\n**{verdict}** beyond {args.fail_above:.0%} (exit {gate}); "
-            f"run `{args.run_id}`, {args.profile} profile, suites: {args.suite}.\n\n"
+    text = (f"## Release check: {code(new.label)} ({md(new.version)}) against {code(old.label)} "
+            f"({md(old.version)})\n\n**{verdict}** beyond {args.fail_above:.0%} (exit {gate}); "
+            f"run {code(args.run_id)}, {md(args.profile)} profile, suites: {md(args.suite)}.\n\n"
             + "\n".join(context_lines(args, manifest, new, old)) + "\n"
             + comment.strip() + "\n\n<details><summary>A/A check: "
-            f"<code>{old.label}</code> against itself in the same run (how often the harness "
+            f"<code>{html.escape(visible(old.label))}</code> against itself in the same run (how often the harness "
             "flags a difference that is not there)</summary>\n\n" + aa_comment.strip()
             + "\n\n</details>\n")
     out = comment_path(args, new.label, old.label)
     store.write_output(out, text, "--out")
-    print(text)
+    print(cli.terminal_text(text))
     log(f"release: wrote {out}; exit {gate}")
     return gate
 
