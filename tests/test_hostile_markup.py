@@ -178,7 +178,7 @@ def hostile_run(results: Path, run_id: str, names: bool) -> Path:
     run_dir = results / run_id
     run_dir.mkdir(parents=True)
     ops = [READ, WRITE] + (HOSTILE if names else [])
-    labels = ["3.12", "3.13"] + (["3.13 `<b>x</b>`|y", "=HYPERLINK(1)"] if names else [])
+    labels = ["3.12", "3.13"] + (["3.13 `<b onclick=x>`|y\n#", "=HYPERLINK(1)"] if names else [])
     suite = "lutz2009\n```\n<script>alert(1)</script>" if names else "lutz2009"
     manifest = {"run_id": run_id, "host": HOSTILE[3] + HOSTILE[6],
                 "cpu": HOSTILE[2] + " | " + HOSTILE[4], "cpu_count": 2,
