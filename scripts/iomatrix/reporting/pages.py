@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from iomatrix import stats
-from iomatrix.analysing import counts
+from iomatrix.analysing import counts, study
 from iomatrix.measuring import native
 from iomatrix.reporting import allocator_section
 from iomatrix.storing import store
@@ -217,6 +217,9 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
                   f"{magnitude([f.comparison.ratio for f in entry['findings']])} than "
                   f"{label(a)}")
         said = counts_phrase(counted, ops, a, b, entry["findings"][0].comparison.ratio > 1)
+        notes = {bytes_on_2x_note(an, op, a) for op in ops}
+        if None not in notes:
+            clause += f" ({'; '.join(sorted(notes))}: the 2009 study's comparison)"
         clauses.append(clause + (f", {said}" if said else ""))
     slower = sum(f.comparison.ratio > 1 for f in quoted)
     text = "; ".join(clauses) + ". "
@@ -279,8 +282,18 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     return f"most in {code(top['name'])}{only} {change}"
 
 
+def bytes_on_2x_note(an: Analysis, op: str, older: str) -> str | None:
+    """The note of a step from 2.x on an op that 2.x's builtin open() does in bytes
+    (study.undecoded_on_2x): the 2009 study's comparison, kept and labelled."""
+    major = (series_info(an.data, older).get("version_info") or [0])[0]
+    if major == 2 and study.undecoded_on_2x(an.suite_of.get(op, ""),
+                                            an.category_of.get(op, "")):
+        return study.bytes_on_2x_note(op, an.category_of.get(op, ""))
+    return None
+
+
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
-                  where: str | None = None) -> str:
+                  where: str | None = None, bytes_note: str | None = None) -> str:
     """What the counts say, after the finding's classes where they are not the usual ones
     (time only, counts only, borderline), whether its series splits into modes, and what
     the step is under glibc's untouched allocator where that differs."""
@@ -289,6 +302,8 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
     if getattr(f, "modes", None):
         tags.append("splits into modes")
     parts = [f"*{', '.join(nowrap(tag) for tag in tags)}*"] if tags else []
+    if bytes_note:
+        parts.append(f"*{md(bytes_note)}*")
     if untouched_note:
         parts.append(f"*{nowrap(untouched_note)}*")
     if counted is not None:
@@ -388,6 +403,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         if an.data.all_conditions is not None else {}
     functions = an.functions
     with_notes = bool(counted) or bool(untouched) or any(
+        bytes_on_2x_note(an, f.op, f.a) for f in slower + faster) or any(
         getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
     rank = 0
@@ -410,7 +426,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                         + ([finding_notes(f, counted if counted else None,
                                           allocator_section.finding_note(
                                               untouched, f.op, f.a, f.b, an.threshold),
-                                          top_function(functions, counted, f))]
+                                          top_function(functions, counted, f),
+                                          bytes_on_2x_note(an, f.op, f.a))]
                            if with_notes else []))
         headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
                    "time per call<br>throughput"]
@@ -759,11 +776,12 @@ def build_pages(data: RunData, baseline: str | None = None,
     an = analyse(data, baseline, threshold)
     shown = display_order(an)
     label = Labeller(data)
-    # What an ordinary program sees comes first: its labels are the first to show versions.
-    untouched_clause = allocator_section.summary_clause(data, label)
+    # The summary leads with the release steps; the untouched allocator's effect is a
+    # condition across versions, not one step's finding, so it has a clause of its own after.
     summary = summary_paragraph(an, label) if len(order) > 1 else ""
+    untouched_clause = allocator_section.summary_clause(data, label)
     if untouched_clause:
-        summary = f"{untouched_clause}. {summary}" if summary else f"{untouched_clause}."
+        summary = f"{summary} {untouched_clause}." if summary else f"{untouched_clause}."
     extra = {}
     if data.run is not None:
         counted = page_counts(data, main_name, shown)

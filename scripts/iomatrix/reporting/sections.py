@@ -123,7 +123,7 @@ def section_warnings(data: RunData) -> list[str]:
         kind.append("PGO+LTO" if info.get("optimized") and info.get("lto") else
                     "PGO" if info.get("optimized") else "LTO" if info.get("lto") else "plain -O")
         kind.append("debug" if info.get("debug") else "release")
-        kind.append("shared" if info.get("shared") else "static")
+        kind.append(linkage_text(info))
         builds[series] = ", ".join(kind)
     if len(set(builds.values())) > 1:
         groups: dict = {}
@@ -339,6 +339,18 @@ def load_text(load) -> str:
     return ", ".join(f"{x:.2f}" if isinstance(x, (int, float)) else str(x) for x in load)
 
 
+def linkage_text(info: dict) -> str:
+    """Shared or static libpython: read from the running binary (the probe's ``linkage``);
+    runs made before it recorded only sysconfig's Py_ENABLE_SHARED, which a distribution's
+    build can contradict (Debian's python3.11 says shared and links no libpython), so that
+    is named as sysconfig's word; nothing known is "unknown"."""
+    if info.get("linkage") in ("shared", "static"):
+        return info["linkage"]
+    if info.get("shared") is not None:
+        return ("shared" if info["shared"] else "static") + " (sysconfig's word)"
+    return "unknown"
+
+
 def build_text(info: dict) -> str:
     """The build recipe when the run recorded it (issue 25's ``recipe``), else the flags."""
     if info.get("recipe"):
@@ -346,8 +358,8 @@ def build_text(info: dict) -> str:
     flags = [f for f, on in (("free-threaded", info.get("free_threaded")),
                              ("PGO", info.get("optimized") or info.get("pgo")),
                              ("LTO", info.get("lto")), ("debug", info.get("debug")),
-                             ("shared", info.get("shared"))) if on]
-    return ", ".join(flags) or "—"
+                             ) if on]
+    return ", ".join(flags + [linkage_text(info)])
 
 
 def section_metadata(data, order) -> list[str]:
