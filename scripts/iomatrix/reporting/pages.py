@@ -330,15 +330,17 @@ def classes_sentence(listed: list, threshold: float) -> str:
         said.append("confirmed by its counts (instructions or system calls moved the same "
                     "way)")
     if any(firmness):
-        said.append(f"firm (where the next run's ratio should land lies beyond "
-                    f"{threshold:.0%} too)")
+        said.append(f"firm (its rounds, resampled, stay beyond {threshold:.0%} by the "
+                    "A/A twin's reach, and its counts back it)")
     if not said:
         return ""
     meanings = {"memory": "instructions and system calls flat; the simulated cache misses "
                           "move its estimated cycles the same way",
-                "time only": "the counts did not move with it",
+                "time only": "the counts did not move with it: may be code layout or the "
+                             "host, and never firm",
                 "counts only": "the counts moved, the time did not decide",
-                "borderline": "the next run's ratio may fall within the threshold"}
+                "borderline": "its resampled rounds reach the threshold, or the counts do "
+                              "not back it"}
     markers = [f"*{name}* ({meanings[name]})" for name in meanings
                if name in evidence + firmness]
     if any(getattr(f, "modes", None) for f in listed):

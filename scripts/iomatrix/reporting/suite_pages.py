@@ -210,8 +210,11 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               # The paired rounds behind a ratio's interval (a lockstep run), blank when unpaired.
               "rounds",
               # A release step's classes (analysing.comparisons): the findings' evidence and
-              # firmness, with where the next run's ratio should land; "counts only" steps too.
-              "evidence", "firmness", "next_run_low", "next_run_high", "modes"]
+              # firmness, with the interval of its rounds resampled (a block bootstrap: what
+              # firmness is judged on; not where another run's ratio will land: runs of one
+              # boot fell outside it in 14-46% of cells, of another boot more often, by
+              # `nox -s agree`); "counts only" steps too.
+              "evidence", "firmness", "resampled_low", "resampled_high", "modes"]
 
 
 def number(value) -> str:
