@@ -211,6 +211,26 @@ class Analysis:
         move = counts.count_move(self.counted, f.op, f.a, f.b)
         return move["instructions"] if move else None
 
+    def recipe_twins(self, series: str) -> list[str]:
+        """The series of the same release built by another recipe (VARIANT_KINDS "recipe")."""
+        return [v.series for v in self.lin.variants if v.kind == "recipe" and v.twin == series]
+
+    def recipe_check(self, f: Finding) -> tuple[str, str, stats.Comparison, bool] | None:
+        """Whether a lineage finding survives another recipe (PGO+LTO, static), where the run
+        has one: the same step with each side that has a recipe twin replaced by it, as
+        (older series, newer series, its comparison, still a finding the same way); None
+        when neither side has a twin. The lineage's builds are shared -O3 without PGO/LTO;
+        shipped builds are PGO+LTO, which moves some ops as much as a release step does."""
+        older = (self.recipe_twins(f.a) or [f.a])[0]
+        newer = (self.recipe_twins(f.b) or [f.b])[0]
+        if (older, newer) == (f.a, f.b) or (older, f.op) not in self.means \
+                or (newer, f.op) not in self.means:
+            return None
+        c = stats.compare(self.means[(older, f.op)], self.means[(newer, f.op)],
+                          paired=self.data.paired)
+        same_way = is_finding(c, self.threshold) and (c.ratio > 1) == (f.comparison.ratio > 1)
+        return older, newer, c, same_way
+
     def listed(self) -> tuple[list[Finding], list[Finding]]:
         """The findings the main page lists: the largest slowdowns, then the largest speed-ups."""
         found = self.findings()

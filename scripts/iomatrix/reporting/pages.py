@@ -28,7 +28,7 @@ from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_diff
                                          step_recipe_note, with_all_conditions)
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, fmt_ratio,
-                                         fmt_time, md, nowrap, row_id, table, wide_table)
+                                         fmt_time, md, names, nowrap, row_id, table, wide_table)
 from iomatrix.reporting.sections import (column_title, section_aa, section_header, section_metadata,
                                          section_problems, section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
@@ -292,8 +292,19 @@ def bytes_on_2x_note(an: Analysis, op: str, older: str) -> str | None:
     return None
 
 
+def recipe_note(an: Analysis, f: Finding) -> str | None:
+    """Whether the finding survives the recipe of a twin (Analysis.recipe_check), in words."""
+    check = an.recipe_check(f)
+    if check is None:
+        return None
+    older, newer, c, same_way = check
+    verdict = "holds" if same_way else "does not hold"
+    return nowrap(f"{md(older)} → {md(newer)}: {fmt_ratio(c, interval=False)}, {verdict}")
+
+
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
-                  where: str | None = None, bytes_note: str | None = None) -> str:
+                  where: str | None = None, bytes_note: str | None = None,
+                  recipe_note: str | None = None) -> str:
     """What the counts say, after the finding's classes where they are not the usual ones
     (time only, counts only, borderline), whether its series splits into modes, and what
     the step is under glibc's untouched allocator where that differs."""
@@ -302,6 +313,8 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
     if getattr(f, "modes", None):
         tags.append("splits into modes")
     parts = [f"*{', '.join(nowrap(tag) for tag in tags)}*"] if tags else []
+    if recipe_note:
+        parts.append(f"*{recipe_note}*")
     if bytes_note:
         parts.append(f"*{md(bytes_note)}*")
     if untouched_note:
@@ -405,7 +418,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         if an.data.all_conditions is not None else {}
     functions = an.functions
     with_notes = bool(counted) or bool(untouched) or any(
-        bytes_on_2x_note(an, f.op, f.a) for f in slower + faster) or any(
+        bytes_on_2x_note(an, f.op, f.a) or an.recipe_check(f) for f in slower + faster) or any(
         getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
     rank = 0
@@ -429,7 +442,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                                           allocator_section.finding_note(
                                               untouched, f.op, f.a, f.b, an.threshold),
                                           top_function(functions, counted, f),
-                                          bytes_on_2x_note(an, f.op, f.a))]
+                                          bytes_on_2x_note(an, f.op, f.a),
+                                          recipe_note(an, f))]
                            if with_notes else []))
         headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
                    "time per call<br>throughput"]
@@ -437,6 +451,17 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         if with_notes:
             headers, align = headers + ["counts per call"], align + ["left"]
         lines += [f"### {title}", "", table(rows, headers, align), ""]
+    checked = [(f, an.recipe_check(f)) for f in findings]
+    checked = [(f, check) for f, check in checked if check is not None]
+    if checked:
+        held = sum(check[3] for _, check in checked)
+        twins = sorted({s for _, check in checked for s in check[:2]} - {f.a for f, _ in checked}
+                       - {f.b for f, _ in checked})
+        lines += [f"The lineage is built by one recipe ({md(an.lin.recipe or 'unknown')}); "
+                  f"{len(checked)} findings have a side built by another recipe too "
+                  f"({names(twins)}): {held} of them hold with that side replaced by it "
+                  "(significant and beyond the threshold the same way), "
+                  f"{len(checked) - held} do not. Their rows say which.", ""]
     more = len(findings) - len(slower) - len(faster)
     if more:
         lines += [f"{more} more findings are on the suite pages (the largest "
