@@ -871,7 +871,8 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += details("Figures: categories and chunk sizes along the lineage",
                          ["### Figures", ""] + figure_lines + [""] if figure_lines else [])
         lines += details("Then and now: the 2009 study's ratios beside today's",
-                         demoted(section_then_and_now(data, an.means, shown, an.oldest)))
+                         demoted(section_then_and_now(data, an.means, shown, an.oldest,
+                                                         an.lin.releases)))
     lines += details("C reference and its 1 MiB blocks", demoted(section_native_summary(an)))
     lines += details("Skipped ops", demoted(section_skipped(data, shown)))
     if data.run is None:

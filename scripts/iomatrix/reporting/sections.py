@@ -191,11 +191,14 @@ def section_sentences(ops, order, baseline, comparisons) -> list[str]:
     return lines
 
 
-def section_then_and_now(data, means, order, baseline) -> list[str]:
+def section_then_and_now(data, means, order, baseline, releases=None) -> list[str]:
+    """The study's ratios beside this run's oldest -> newest CPython: the lineage's ends
+    (``releases``, one recipe), so a twin of another recipe never stands for "now"."""
     published = study.load_published()
-    cpython = [s for s in order if not s.endswith("+pyio") and not series_info(data, s).get("aa_of")
-               and series_info(data, s).get("implementation", "cpython") == "cpython"
-               and not series_info(data, s).get("free_threaded")]
+    cpython = list(releases) if releases else [
+        s for s in order if not s.endswith("+pyio") and not series_info(data, s).get("aa_of")
+        and series_info(data, s).get("implementation", "cpython") == "cpython"
+        and not series_info(data, s).get("free_threaded")]
     if not cpython or not any((cpython[0], op) in means for op in published):
         return []
     oldest, newest = baseline if baseline in cpython else cpython[0], cpython[-1]
@@ -229,9 +232,13 @@ def section_then_and_now(data, means, order, baseline) -> list[str]:
         rows.append(row)
     return ["## Then and now", "",
             "The study's published 2.6 → 3.0 ratios (Windows Vista laptop, January 2009) beside "
-            f"this run's oldest → newest CPython ({code(newest)} / {code(oldest)})"
+            f"this run's oldest → newest CPython release ({code(newest)} / {code(oldest)})"
             + (", timed with glibc's allocator untouched as the study's loop ran, and with the "
                "heap pinned steady as the findings are" if with_untouched else "") + "."
+            + (" As in 2009, the 2.x side's text-mode ops read and write bytes (the builtin "
+               "open() decodes nothing there) and the 3.x side's decode and encode: the study's "
+               "comparison, not like with like." if series_info(data, oldest).get(
+                   "version_info", [0])[0] == 2 else "")
             + (" The last column runs the modern interpreter on the pure-Python io stack "
                "(`_pyio`), the design 3.0 shipped with." if newest_pyio else ""), "",
             table(rows, headers), ""]
