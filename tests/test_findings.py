@@ -113,7 +113,7 @@ def test_the_tidy_csv_carries_each_findings_classes(trio):
     for f in an.findings():
         row = rows[(f.op, f.a, f.b)]
         assert (row["evidence"], row["firmness"]) == (f.evidence, f.firmness)
-        assert float(row["next_run_low"]) == f.next_run[0] and row["modes"] == (f.modes or "")
+        assert float(row["resampled_low"]) == f.next_run[0] and row["modes"] == (f.modes or "")
     for f in an.counts_only():
         assert (rows[(f.op, f.a, f.b)]["evidence"], rows[(f.op, f.a, f.b)]["firmness"]) == \
             ("counts only", "")

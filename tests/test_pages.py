@@ -88,7 +88,7 @@ def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
     assert {r["statistic"] for r in rows} >= {"time_s", "ratio_to_oldest", "ratio_to_twin"}
     # the classes of a release step (tests/test_findings.py checks them on a lockstep run);
     # this run is not paired, so no firmness; rows that are no release step leave them blank
-    assert step["evidence"] == step["firmness"] == step["next_run_low"] == ""
+    assert step["evidence"] == step["firmness"] == step["resampled_low"] == ""
     assert all(r["firmness"] == r["evidence"] == "" for r in rows
                if r["statistic"] != "ratio_to_previous_release")
 

@@ -61,7 +61,7 @@ def test_the_native_ceiling_is_measured_and_shown(tmp_path, machine_interpreters
     assert "share of the native ceiling" not in text
     best = manifest["native"]["best"]
     assert best["ops"]["read_byBlocks_binaryMode"]["block"] == 1 << 20 and not best["errors"]
-    assert "### Against the machine's best" in text
+    assert "### Against the C program's 1 MiB blocks" in text
 
 
 def test_a_missing_native_tool_is_reported_and_the_run_goes_on(tmp_path, monkeypatch,

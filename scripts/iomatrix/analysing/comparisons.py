@@ -11,8 +11,9 @@ classes that say how far to trust it (issue 26):
 - ``firmness``: "firm" when the interval for the next run (``stats.next_run_interval``, a
   block bootstrap of the per-round log ratios) lies wholly beyond the threshold by at least
   the op's floor (``Analysis.firm_floor``: how far the A/A twin's 95% interval on the same op
-  reaches from 1 in the same run), "borderline" otherwise; None in a run without lockstep
-  rounds (nothing to pair).
+  reaches from 1 in the same run) and, in a run that counted, its counts back it
+  (``FIRM_EVIDENCE``: a time-only or uncounted step is never firm), "borderline" otherwise;
+  None in a run without lockstep rounds (nothing to pair).
 - ``modes``: the series that split into two modes (``stats.split_modes``), in words; such
   a finding is never firm.
 """
@@ -45,7 +46,9 @@ class Finding:
     firmness: str | None = None     # FIRMNESS, or None without lockstep rounds
     modes: str | None = None        # "3.13: 6 of 10 processes 7.0x slower", or None
     note: str | None = None         # what the evidence rests on when not every count
-    next_run: tuple | None = None   # (low, high): where the next run's ratio should land
+    next_run: tuple | None = None   # (low, high): its rounds resampled (stats.next_run_interval);
+                                    # firmness is judged on it. Not a prediction of another
+                                    # run's estimate (`nox -s agree` measures how often it is)
     floor: float | None = None      # log margin beyond the threshold a firm step must clear
 
 
@@ -71,18 +74,29 @@ def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | Non
     return "counts only" if move["up"] or move["down"] else None
 
 
+# The evidence a firm finding needs when the run counted: the counts moved with the time.
+# A step the counts do not back ("time only", or an op the counting pass did not count)
+# repeated within one boot 97-100% of the time and across boots 86-96% (2026-11-24/25):
+# code layout, page placement and the host move such a step, and nothing in the run can
+# tell them from the interpreter's code. So it is never firm, whatever its interval.
+FIRM_EVIDENCE = ("confirmed", "memory")
+
+
 def firmness_of(comparison: stats.Comparison, threshold: float, next_run: tuple | None,
-                split: bool, floor: float = 0.0) -> str | None:
+                split: bool, floor: float = 0.0, evidence: str | None = None,
+                counted: bool = False) -> str | None:
     """A finding is "firm" when the next run's interval lies wholly beyond the threshold on
-    its side by at least ``floor`` (on the log scale: ``Analysis.firm_floor``) and neither
-    series splits into modes, "borderline" otherwise; None when it is no finding or there is
-    no interval for the next run."""
+    its side by at least ``floor`` (on the log scale: ``Analysis.firm_floor``), neither
+    series splits into modes and, in a run that counted (``counted``), its counts back it
+    (``FIRM_EVIDENCE``); "borderline" otherwise; None when it is no finding or there is no
+    interval for the next run."""
     if not is_finding(comparison, threshold) or next_run is None:
         return None
     low, high = next_run
     margin = math.log1p(threshold) + max(floor, 0.0)
     beyond = math.log(low) > margin if comparison.ratio > 1 else math.log(high) < -margin
-    return "firm" if beyond and not split else "borderline"
+    backed = not counted or evidence in FIRM_EVIDENCE
+    return "firm" if beyond and not split and backed else "borderline"
 
 
 @dataclasses.dataclass
@@ -164,8 +178,10 @@ class Analysis:
         if self.data.paired and is_finding(c, self.threshold):
             next_run = stats.next_run_interval(self.round_log_ratios(op, a, b))
             floor = self.firm_floor(op, a, b)
-        return Finding(op, a, b, c, evidence_of(c, self.threshold, move),
-                       firmness_of(c, self.threshold, next_run, bool(split), floor or 0.0),
+        evidence = evidence_of(c, self.threshold, move)
+        return Finding(op, a, b, c, evidence,
+                       firmness_of(c, self.threshold, next_run, bool(split), floor or 0.0,
+                                   evidence, counted=bool(self.counted)),
                        "; ".join(split) or None, move["note"] if move else None, next_run,
                        floor)
 
@@ -194,6 +210,26 @@ class Analysis:
     def _instructions(self, f: Finding) -> float | None:
         move = counts.count_move(self.counted, f.op, f.a, f.b)
         return move["instructions"] if move else None
+
+    def recipe_twins(self, series: str) -> list[str]:
+        """The series of the same release built by another recipe (VARIANT_KINDS "recipe")."""
+        return [v.series for v in self.lin.variants if v.kind == "recipe" and v.twin == series]
+
+    def recipe_check(self, f: Finding) -> tuple[str, str, stats.Comparison, bool] | None:
+        """Whether a lineage finding survives another recipe (PGO+LTO, static), where the run
+        has one: the same step with each side that has a recipe twin replaced by it, as
+        (older series, newer series, its comparison, still a finding the same way); None
+        when neither side has a twin. The lineage's builds are shared -O3 without PGO/LTO;
+        shipped builds are PGO+LTO, which moves some ops as much as a release step does."""
+        older = (self.recipe_twins(f.a) or [f.a])[0]
+        newer = (self.recipe_twins(f.b) or [f.b])[0]
+        if (older, newer) == (f.a, f.b) or (older, f.op) not in self.means \
+                or (newer, f.op) not in self.means:
+            return None
+        c = stats.compare(self.means[(older, f.op)], self.means[(newer, f.op)],
+                          paired=self.data.paired)
+        same_way = is_finding(c, self.threshold) and (c.ratio > 1) == (f.comparison.ratio > 1)
+        return older, newer, c, same_way
 
     def listed(self) -> tuple[list[Finding], list[Finding]]:
         """The findings the main page lists: the largest slowdowns, then the largest speed-ups."""

@@ -45,3 +45,24 @@ def sentence(op: str, series: str, baseline: str, comparison: stats.Comparison) 
     elif not comparison.significant:
         text += " (not significant)"
     return f"[{op}] {text}"
+
+
+# On 2.x the builtin open() in text mode is the C stdio file object: it returns and takes
+# bytes (str) and decodes or encodes nothing, where 3.x's text mode decodes into str and
+# encodes on write. The suites that time the builtin open() in text mode (lutz2009, as the
+# study did; manyfiles, as scripts do) therefore time another operation on 2.7 than on 3.x;
+# the suites that need an encoding use io.open on 2.7 (iobench, mmapio's text reads,
+# textio), which decodes, so their 2.7 -> 3.x steps compare like with like.
+BUILTIN_TEXT_CATEGORIES = {"lutz2009": ("read-text", "write-text"), "manyfiles": ("manyfiles",)}
+
+
+def undecoded_on_2x(suite: str, category: str) -> bool:
+    """Whether the op, under a 2.x interpreter, neither decodes nor encodes (see above)."""
+    return category in BUILTIN_TEXT_CATEGORIES.get(suite, ())
+
+
+def bytes_on_2x_note(op: str, category: str) -> str:
+    """How a page says it, for a reading or a writing op."""
+    if category.startswith("write") or "_write" in op or op.startswith("write"):
+        return "2.7 writes bytes here, 3.x encodes"
+    return "2.7 reads bytes here, 3.x decodes"

@@ -73,6 +73,11 @@ class RunView:
     analysis: comparisons.Analysis
     cells: dict                       # Cell -> stats.Comparison
     verdicts: dict                    # Cell -> "slower" | "faster" | "same"
+    classified: dict = dataclasses.field(default_factory=dict)  # Cell -> its Finding
+
+    @property
+    def boot(self) -> str | None:
+        return self.manifest.get("boot_id")
 
     @property
     def manifest(self) -> dict:
@@ -175,9 +180,11 @@ def load(run: store.Run, name: str, threshold: float) -> RunView:
     condition = ""   # the run's own condition
     cells = {Cell(op, a, b, condition): c for (op, a, b), c in an.step_cmp.items()}
     verdicts = {cell: "same" for cell in cells}
+    classified = {}
     for finding in an.findings():
         cell = Cell(finding.op, finding.a, finding.b, condition)
         verdicts[cell] = "slower" if finding.comparison.ratio > 1 else "faster"
+        classified[cell] = finding
     # A further allocator condition's lineage steps (<series>@default) are cells of their own,
     # compared only with the same condition's cells of other runs.
     for (op, a, b), c in allocator_section.untouched_steps(data).items():
@@ -185,7 +192,7 @@ def load(run: store.Run, name: str, threshold: float) -> RunView:
         cells[cell] = c
         verdicts[cell] = ("slower" if c.ratio > 1 else "faster") \
             if comparisons.is_finding(c, threshold) else "same"
-    return RunView(name, run, an, cells, verdicts)
+    return RunView(name, run, an, cells, verdicts, classified)
 
 
 def load_runs(args: list[str], results_dir: Path, threshold: float) -> list[RunView]:
@@ -304,6 +311,86 @@ def agree(args: list[str], results_dir: Path, threshold: float) -> Agreement:
                      spreads(runs, cells), {run.name: aa_twins(run) for run in runs})
 
 
+@dataclasses.dataclass
+class Replication:
+    """How one run's firm findings fare in another run, on the cells both have."""
+    source: str
+    other: str
+    firm: int                 # firm findings of ``source`` in cells ``other`` has
+    held: int                 # ... that are a finding the same way in ``other``
+    contradicted: int         # ... that ``other`` has significantly the other way, or
+                              # with its whole 95% interval within the threshold
+    next_run: int             # firm or borderline findings with a next-run interval
+    covered: int              # ... whose interval holds ``other``'s estimate
+    same_boot: bool | None    # None: a side did not record its boot
+
+
+def replication(source: RunView, other: RunView, threshold: float) -> Replication:
+    firm = held = contradicted = next_run = covered = 0
+    margin = math.log1p(threshold)
+    for cell, finding in source.classified.items():
+        theirs = other.cells.get(cell)
+        if theirs is None:
+            continue
+        if finding.next_run is not None:
+            next_run += 1
+            covered += finding.next_run[0] <= theirs.ratio <= finding.next_run[1]
+        if finding.firmness != "firm":
+            continue
+        firm += 1
+        held += other.verdicts.get(cell) == source.verdicts[cell]
+        other_way = bool(theirs.significant) and (theirs.ratio > 1) != (finding.comparison.ratio > 1)
+        within = theirs.low is not None and theirs.high is not None and \
+            abs(math.log(theirs.low)) < margin and abs(math.log(theirs.high)) < margin
+        contradicted += other_way or within
+    boots = (source.boot, other.boot)
+    return Replication(source.name, other.name, firm, held, contradicted, next_run, covered,
+                       None if None in boots else boots[0] == boots[1])
+
+
+def replications(runs: list[RunView], threshold: float) -> list[Replication]:
+    """Every ordered pair of runs: firm findings held, and the next-run interval's coverage."""
+    return [replication(a, b, threshold) for a, b in itertools.permutations(runs, 2)]
+
+
+def replication_lines(found: list[Replication]) -> list[str]:
+    """The firm findings' replication, split by whether the two runs share a boot: within
+    one boot a run's noise repeats; across boots (another machine of the same kind, or the
+    same after a reboot) the host moves too, and that is the figure a reader relies on."""
+    if not found:
+        return []
+    lines = ["#### Firm findings in the other run", "",
+             "Per ordered pair of runs: the first run's firm findings (in the cells both "
+             "have) that the other run has as a finding the same way, those it contradicts "
+             "(significant the other way, or its whole interval within the threshold), and how "
+             "often the first run's next-run interval holds the other run's estimate.", ""]
+    rows = []
+    for r in found:
+        boot = {True: "same boot", False: "different boots", None: "not recorded"}[r.same_boot]
+        rows.append([code(r.source), code(r.other), boot,
+                     f"{r.held} of {r.firm}" + (f" ({r.held / r.firm:.1%})" if r.firm else ""),
+                     str(r.contradicted),
+                     f"{r.covered} of {r.next_run}"
+                     + (f" ({r.covered / r.next_run:.0%})" if r.next_run else "")])
+    lines += [table(rows, ["run", "other run", "boots", "firm held", "contradicted",
+                           "next-run interval holds the other's estimate"],
+                    ["left", "left", "left", "right", "right", "right"]), ""]
+    for same, title in ((True, "one boot"), (False, "different boots"),
+                        (None, "boots not recorded")):
+        group = [r for r in found if r.same_boot is same]
+        firm = sum(r.firm for r in group)
+        if not firm:
+            continue
+        held = sum(r.held for r in group)
+        nxt = sum(r.next_run for r in group)
+        cov = sum(r.covered for r in group)
+        lines.append(f"- **{title}**: firm findings held {held} of {firm} ({held / firm:.1%}), "
+                     f"contradicted {sum(r.contradicted for r in group)}; next-run intervals "
+                     f"hold the other run's estimate in {cov} of {nxt}"
+                     + (f" ({cov / nxt:.0%})" if nxt else "") + ".")
+    return lines + [""]
+
+
 # -- the text --------------------------------------------------------------------------
 
 def render(result: Agreement) -> str:
@@ -377,6 +464,7 @@ def render(result: Agreement) -> str:
         lines += [f"#### {title}", ""]
         lines += [table([ratio_row(cell) for cell in found], ["op", "step", *headers],
                         ["left", "left"] + ["right"] * len(runs)), ""] if found else ["None.", ""]
+    lines += replication_lines(replications(runs, threshold))
     rows = [[code(name), f"{code(twin.twin)} against {code(twin.of)}",
              f"{len(twin.flagged)} of {twin.ops}" + (f" ({twin.untested} untested)"
                                                      if twin.untested else ""),
@@ -413,6 +501,8 @@ def as_json(result: Agreement) -> dict:
         "findings_everywhere": [cell_json(c) for c in result.findings_everywhere()],
         "findings_somewhere": [cell_json(c) for c in result.findings_somewhere()],
         "aa": {name: [dataclasses.asdict(t) for t in twins] for name, twins in result.aa.items()},
+        "replication": [dataclasses.asdict(r)
+                        for r in replications(result.runs, result.threshold)],
         "all_cells": [cell_json(c) for c in result.cells],
     }
 

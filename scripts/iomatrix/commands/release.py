@@ -34,6 +34,7 @@ from iomatrix import cli
 from iomatrix.markup import code, md, visible
 from iomatrix.interpreters import discovery, provision as provisioning
 from iomatrix.measuring import bench, runner
+from iomatrix.reporting import sections
 from iomatrix.storing import contract, store
 from iomatrix.interpreters import sources
 from iomatrix.paths import REPO_ROOT, RESULTS_DIR
@@ -243,8 +244,8 @@ BUILD_ROWS = (("version", "version"), ("source", "source"), ("recipe", "recipe")
 
 def _fact(entry: dict, key: str) -> str:
     value = entry.get(key)
-    if key == "shared" and value is not None:
-        return "shared" if value else "static"
+    if key == "shared":
+        return sections.linkage_text(entry)
     if value is None or value == "":
         return "unknown" if key in ("recipe", "pgo", "frame_pointers", "jit") else "—"
     if isinstance(value, bool):

@@ -56,12 +56,23 @@ SOURCE_SUFFIX = {"pyenv": "pyenv", "provisioned": "built", "uv": "uv", "path": "
 
 # Runs under every interpreter (2.7 included): what it is and how it was built.
 PROBE_SCRIPT = r"""
-import json, platform, sys, sysconfig
+import json, platform, re, sys, sysconfig
 def var(name):
     try:
         return sysconfig.get_config_var(name)
     except Exception:
         return None
+def linkage():
+    # What the dynamic linker loaded into this very process: a libpython*.so mapping means
+    # the binary links libpython (its dynamic section names it). sysconfig's
+    # Py_ENABLE_SHARED only says how the build's own Makefile was configured (Debian's
+    # /usr/bin/python3.11 says shared and links no libpython). Without /proc: unknown.
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except (IOError, OSError):
+        return None
+    return "shared" if re.search(r"/libpython[0-9.]+[a-z]*\.so", maps) else "static"
 gil = getattr(sys, "_is_gil_enabled", None)
 print(json.dumps({
     "version": platform.python_version(),
@@ -72,7 +83,8 @@ print(json.dumps({
     "free_threaded": bool(var("Py_GIL_DISABLED")),
     "gil_enabled": gil() if gil else True,
     "debug": bool(var("Py_DEBUG")) or hasattr(sys, "gettotalrefcount"),
-    "shared": bool(var("Py_ENABLE_SHARED")),
+    "linkage": linkage(),
+    "shared": {"shared": True, "static": False}.get(linkage()),
     "configure_args": var("CONFIG_ARGS") or "",
     "optimized": "--enable-optimizations" in (var("CONFIG_ARGS") or ""),
     "lto": "--with-lto" in (var("CONFIG_ARGS") or ""),
@@ -168,7 +180,8 @@ def build_facts(info: dict, source: str) -> dict:
     facts["frame_pointers"] = any(flag in words for flag in FRAME_POINTER_FLAGS)
     jit_configured = re.search(r"--enable-experimental-jit(=yes|=yes-off)?'", config_args)
     facts["jit"] = bool(raw.get("Py_JIT")) or "-D_Py_JIT" in words or bool(jit_configured)
-    linkage = source if distribution else ("shared" if raw.get("Py_ENABLE_SHARED") else "static")
+    # libpython linked or not, from the binary (the probe's linkage), not from sysconfig
+    linkage = source if distribution else (info.get("linkage") or "unknown")
     parts = [linkage, level]
     parts += ["pgo"] if facts["pgo"] else []
     parts += ["lto"] if lto else []

@@ -26,7 +26,7 @@ from iomatrix.storing import contract
 from iomatrix.paths import SUITES_DIR
 
 SERIES = "native"
-# The machine's best: the same files read, written and copied by the C program in
+# The C program's 1 MiB blocks (once called the machine's best; Python can beat it): the same files read, written and copied by the C program in
 # page-aligned 1 MiB blocks, fastest of BEST_REPEAT. Measured once per session, after the
 # timed work, so Python's throughput can be shown against what the machine does at best.
 BEST_BLOCK = 1 << 20

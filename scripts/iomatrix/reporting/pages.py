@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from iomatrix import stats
-from iomatrix.analysing import counts
+from iomatrix.analysing import counts, study
 from iomatrix.measuring import native
 from iomatrix.reporting import allocator_section
 from iomatrix.storing import store
@@ -29,7 +29,7 @@ from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_diff
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding, analyse
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, finite,
                                          fmt_ratio, fmt_throughput, fmt_time, fmt_value, md,
-                                         nowrap, row_id, table, url, wide_table)
+                                         names, nowrap, row_id, table, url, wide_table)
 from iomatrix.reporting.sections import (column_title, section_aa, section_header, section_metadata,
                                          section_problems, section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
@@ -218,6 +218,9 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
                   f"{magnitude([f.comparison.ratio for f in entry['findings']])} than "
                   f"{label(a)}")
         said = counts_phrase(counted, ops, a, b, entry["findings"][0].comparison.ratio > 1)
+        notes = {bytes_on_2x_note(an, op, a) for op in ops}
+        if None not in notes:
+            clause += f" ({'; '.join(sorted(notes))}: the 2009 study's comparison)"
         clauses.append(clause + (f", {said}" if said else ""))
     slower = sum(f.comparison.ratio > 1 for f in quoted)
     text = "; ".join(clauses) + ". "
@@ -280,8 +283,29 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     return f"most in {code(top['name'])}{only} {change}"
 
 
+def bytes_on_2x_note(an: Analysis, op: str, older: str) -> str | None:
+    """The note of a step from 2.x on an op that 2.x's builtin open() does in bytes
+    (study.undecoded_on_2x): the 2009 study's comparison, kept and labelled."""
+    major = (series_info(an.data, older).get("version_info") or [0])[0]
+    if major == 2 and study.undecoded_on_2x(an.suite_of.get(op, ""),
+                                            an.category_of.get(op, "")):
+        return study.bytes_on_2x_note(op, an.category_of.get(op, ""))
+    return None
+
+
+def recipe_note(an: Analysis, f: Finding) -> str | None:
+    """Whether the finding survives the recipe of a twin (Analysis.recipe_check), in words."""
+    check = an.recipe_check(f)
+    if check is None:
+        return None
+    older, newer, c, same_way = check
+    verdict = "holds" if same_way else "does not hold"
+    return nowrap(f"{md(older)} → {md(newer)}: {fmt_ratio(c, interval=False)}, {verdict}")
+
+
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
-                  where: str | None = None) -> str:
+                  where: str | None = None, bytes_note: str | None = None,
+                  recipe_note: str | None = None) -> str:
     """What the counts say, after the finding's classes where they are not the usual ones
     (time only, counts only, borderline), whether its series splits into modes, and what
     the step is under glibc's untouched allocator where that differs."""
@@ -290,6 +314,10 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
     if getattr(f, "modes", None):
         tags.append("splits into modes")
     parts = [f"*{', '.join(nowrap(tag) for tag in tags)}*"] if tags else []
+    if recipe_note:
+        parts.append(f"*{recipe_note}*")
+    if bytes_note:
+        parts.append(f"*{md(bytes_note)}*")
     if untouched_note:
         parts.append(f"*{nowrap(untouched_note)}*")
     if counted is not None:
@@ -316,15 +344,17 @@ def classes_sentence(listed: list, threshold: float) -> str:
         said.append("confirmed by its counts (instructions or system calls moved the same "
                     "way)")
     if any(firmness):
-        said.append(f"firm (where the next run's ratio should land lies beyond "
-                    f"{threshold:.0%} too)")
+        said.append(f"firm (its rounds, resampled, stay beyond {threshold:.0%} by the "
+                    "A/A twin's reach, and its counts back it)")
     if not said:
         return ""
     meanings = {"memory": "instructions and system calls flat; the simulated cache misses "
                           "move its estimated cycles the same way",
-                "time only": "the counts did not move with it",
+                "time only": "the counts did not move with it: may be code layout or the "
+                             "host, and never firm",
                 "counts only": "the counts moved, the time did not decide",
-                "borderline": "the next run's ratio may fall within the threshold"}
+                "borderline": "its resampled rounds reach the threshold, or the counts do "
+                              "not back it"}
     markers = [f"*{name}* ({meanings[name]})" for name in meanings
                if name in evidence + firmness]
     if any(getattr(f, "modes", None) for f in listed):
@@ -389,6 +419,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         if an.data.all_conditions is not None else {}
     functions = an.functions
     with_notes = bool(counted) or bool(untouched) or any(
+        bytes_on_2x_note(an, f.op, f.a) or an.recipe_check(f) for f in slower + faster) or any(
         getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
     rank = 0
@@ -411,7 +442,9 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                         + ([finding_notes(f, counted if counted else None,
                                           allocator_section.finding_note(
                                               untouched, f.op, f.a, f.b, an.threshold),
-                                          top_function(functions, counted, f))]
+                                          top_function(functions, counted, f),
+                                          bytes_on_2x_note(an, f.op, f.a),
+                                          recipe_note(an, f))]
                            if with_notes else []))
         headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
                    "time per call<br>throughput"]
@@ -419,6 +452,17 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         if with_notes:
             headers, align = headers + ["counts per call"], align + ["left"]
         lines += [f"### {title}", "", table(rows, headers, align), ""]
+    checked = [(f, an.recipe_check(f)) for f in findings]
+    checked = [(f, check) for f, check in checked if check is not None]
+    if checked:
+        held = sum(check[3] for _, check in checked)
+        twins = sorted({s for _, check in checked for s in check[:2]} - {f.a for f, _ in checked}
+                       - {f.b for f, _ in checked})
+        lines += [f"The lineage is built by one recipe ({md(an.lin.recipe or 'unknown')}); "
+                  f"{len(checked)} findings have a side built by another recipe too "
+                  f"({names(twins)}): {held} of them hold with that side replaced by it "
+                  "(significant and beyond the threshold the same way), "
+                  f"{len(checked) - held} do not. Their rows say which.", ""]
     more = len(findings) - len(slower) - len(faster)
     if more:
         lines += [f"{more} more findings are on the suite pages (the largest "
@@ -569,10 +613,10 @@ def section_native_summary(an: Analysis) -> list[str]:
 
 
 def section_machines_best(an: Analysis, best) -> list[str]:
-    """Python's throughput as a share of the machine's best (the same files read, written and
+    """Python's speed as a share of the C program's 1 MiB blocks (the same files read, written and
     copied by the C program in page-aligned 1 MiB blocks, measured in the same run)."""
     if not isinstance(best, dict) or not isinstance(best.get("ops"), dict):
-        return ["The machine's best (large page-aligned blocks) was not measured in this run "
+        return ["The C program's 1 MiB blocks were not measured in this run "
                 "(runs made before it was).", ""]
     ops = [op for op in an.ops if op in best["ops"]]
     series = [s for s in an.lin.releases if any((s, op) in an.means for op in ops)]
@@ -590,11 +634,12 @@ def section_machines_best(an: Analysis, best) -> list[str]:
     columns = [("best (C, 1 MiB blocks)",
                 lambda op: nowrap(fmt_time(best["ops"][op]["seconds"])))]
     columns += [(code(s), lambda op, s=s: share(op)(s)) for s in series]
-    return (["### Against the machine's best", "",
+    return (["### Against the C program's 1 MiB blocks", "",
              "The same files read, written and copied by the C program in page-aligned 1 MiB "
              f"blocks, the fastest of {best.get('repeat', '?')} calls, measured in this run "
-             "after the timed work; each release's throughput as a share of it (100% = as fast "
-             "as the machine's best).", ""]
+             "after the timed work; each release's speed as a share of it (100%: as fast as "
+             "the C program; above 100%: faster, which Python's buffering and the page cache "
+             "can be: it is a reference, not a ceiling).", ""]
             + wide_table(rows, columns))
 
 
@@ -760,11 +805,12 @@ def build_pages(data: RunData, baseline: str | None = None,
     an = analyse(data, baseline, threshold)
     shown = display_order(an)
     label = Labeller(data)
-    # What an ordinary program sees comes first: its labels are the first to show versions.
-    untouched_clause = allocator_section.summary_clause(data, label)
+    # The summary leads with the release steps; the untouched allocator's effect is a
+    # condition across versions, not one step's finding, so it has a clause of its own after.
     summary = summary_paragraph(an, label) if len(order) > 1 else ""
+    untouched_clause = allocator_section.summary_clause(data, label)
     if untouched_clause:
-        summary = f"{untouched_clause}. {summary}" if summary else f"{untouched_clause}."
+        summary = f"{summary} {untouched_clause}." if summary else f"{untouched_clause}."
     extra = {}
     if data.run is not None:
         counted = page_counts(data, main_name, shown)
@@ -826,8 +872,9 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += details("Figures: categories and chunk sizes along the lineage",
                          ["### Figures", ""] + figure_lines + [""] if figure_lines else [])
         lines += details("Then and now: the 2009 study's ratios beside today's",
-                         demoted(section_then_and_now(data, an.means, shown, an.oldest)))
-    lines += details("C reference and the machine's best", demoted(section_native_summary(an)))
+                         demoted(section_then_and_now(data, an.means, shown, an.oldest,
+                                                         an.lin.releases)))
+    lines += details("C reference and its 1 MiB blocks", demoted(section_native_summary(an)))
     lines += details("Skipped ops", demoted(section_skipped(data, shown)))
     if data.run is None:
         lines += section_metadata(data, shown)

@@ -125,7 +125,7 @@ def section_warnings(data: RunData) -> list[str]:
         kind.append("PGO+LTO" if info.get("optimized") and info.get("lto") else
                     "PGO" if info.get("optimized") else "LTO" if info.get("lto") else "plain -O")
         kind.append("debug" if info.get("debug") else "release")
-        kind.append("shared" if info.get("shared") else "static")
+        kind.append(linkage_text(info))
         builds[series] = ", ".join(kind)
     if len(set(builds.values())) > 1:
         groups: dict = {}
@@ -198,11 +198,14 @@ def section_sentences(ops, order, baseline, comparisons) -> list[str]:
             fence + "text"] + sentences + [fence, "", "</details>", ""]
 
 
-def section_then_and_now(data, means, order, baseline) -> list[str]:
+def section_then_and_now(data, means, order, baseline, releases=None) -> list[str]:
+    """The study's ratios beside this run's oldest -> newest CPython: the lineage's ends
+    (``releases``, one recipe), so a twin of another recipe never stands for "now"."""
     published = study.load_published()
-    cpython = [s for s in order if not s.endswith("+pyio") and not series_info(data, s).get("aa_of")
-               and series_info(data, s).get("implementation", "cpython") == "cpython"
-               and not series_info(data, s).get("free_threaded")]
+    cpython = list(releases) if releases else [
+        s for s in order if not s.endswith("+pyio") and not series_info(data, s).get("aa_of")
+        and series_info(data, s).get("implementation", "cpython") == "cpython"
+        and not series_info(data, s).get("free_threaded")]
     if not cpython or not any((cpython[0], op) in means for op in published):
         return []
     oldest, newest = baseline if baseline in cpython else cpython[0], cpython[-1]
@@ -236,9 +239,13 @@ def section_then_and_now(data, means, order, baseline) -> list[str]:
         rows.append(row)
     return ["## Then and now", "",
             "The study's published 2.6 → 3.0 ratios (Windows Vista laptop, January 2009) beside "
-            f"this run's oldest → newest CPython ({code(newest)} / {code(oldest)})"
+            f"this run's oldest → newest CPython release ({code(newest)} / {code(oldest)})"
             + (", timed with glibc's allocator untouched as the study's loop ran, and with the "
                "heap pinned steady as the findings are" if with_untouched else "") + "."
+            + (" As in 2009, the 2.x side's text-mode ops read and write bytes (the builtin "
+               "open() decodes nothing there) and the 3.x side's decode and encode: the study's "
+               "comparison, not like with like." if series_info(data, oldest).get(
+                   "version_info", [0])[0] == 2 else "")
             + (" The last column runs the modern interpreter on the pure-Python io stack "
                "(`_pyio`), the design 3.0 shipped with." if newest_pyio else ""), "",
             table(rows, headers), ""]
@@ -346,6 +353,18 @@ def load_text(load) -> str:
     return ", ".join(f"{x:.2f}" if isinstance(x, (int, float)) else str(x) for x in load)
 
 
+def linkage_text(info: dict) -> str:
+    """Shared or static libpython: read from the running binary (the probe's ``linkage``);
+    runs made before it recorded only sysconfig's Py_ENABLE_SHARED, which a distribution's
+    build can contradict (Debian's python3.11 says shared and links no libpython), so that
+    is named as sysconfig's word; nothing known is "unknown"."""
+    if info.get("linkage") in ("shared", "static"):
+        return info["linkage"]
+    if info.get("shared") is not None:
+        return ("shared" if info["shared"] else "static") + " (sysconfig's word)"
+    return "unknown"
+
+
 def build_text(info: dict) -> str:
     """The build recipe when the run recorded it (issue 25's ``recipe``), else the flags."""
     if info.get("recipe"):
@@ -353,8 +372,8 @@ def build_text(info: dict) -> str:
     flags = [f for f, on in (("free-threaded", info.get("free_threaded")),
                              ("PGO", info.get("optimized") or info.get("pgo")),
                              ("LTO", info.get("lto")), ("debug", info.get("debug")),
-                             ("shared", info.get("shared"))) if on]
-    return ", ".join(flags) or "—"
+                             ) if on]
+    return ", ".join(flags + [linkage_text(info)])
 
 
 def section_metadata(data, order) -> list[str]:

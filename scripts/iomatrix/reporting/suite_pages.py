@@ -14,10 +14,12 @@ import re
 from iomatrix import stats
 from iomatrix.analysing import counts
 from iomatrix.measuring import native
+from iomatrix.analysing.analysis import process_means, with_all_conditions
 from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
                                          table, url, wide_table)
+from iomatrix.reporting import allocator_section
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 
 
@@ -207,9 +209,14 @@ def section_noise(an: Analysis, ops: list, rows: list, order: list) -> list[str]
 
 CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "against", "value",
               "low", "high", "significant", "processes",
+              # The paired rounds behind a ratio's interval (a lockstep run), blank when unpaired.
+              "rounds",
               # A release step's classes (analysing.comparisons): the findings' evidence and
-              # firmness, with where the next run's ratio should land; "counts only" steps too.
-              "evidence", "firmness", "next_run_low", "next_run_high", "modes"]
+              # firmness, with the interval of its rounds resampled (a block bootstrap: what
+              # firmness is judged on; not where another run's ratio will land: runs of one
+              # boot fell outside it in 14-46% of cells, of another boot more often, by
+              # `nox -s agree`); "counts only" steps too.
+              "evidence", "firmness", "resampled_low", "resampled_high", "modes"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -264,12 +271,15 @@ def tidy_csv(an: Analysis) -> str:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
                              against_of(s), repr(c.ratio), number(c.low), number(c.high),
                              "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b, *class_columns(finding)])
-    for (s, op), by_process in sorted(an.means.items()):
-        if op in an.suite_of:
-            writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], "time_s", "",
-                             repr(stats.location(by_process.values())), "", "", "",
-                             len(by_process), *class_columns(None)])
+                             c.n_b, c.n_b if c.paired else "", *class_columns(finding)])
+
+    def time_rows(means):
+        for (s, op), by_process in sorted(means.items()):
+            if op in an.suite_of:
+                writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], "time_s",
+                                 "", repr(stats.location(by_process.values())), "", "", "",
+                                 len(by_process), "", *class_columns(None)])
+    time_rows(an.means)
     ratio_rows("ratio_to_oldest", an.oldest_cmp, lambda s: an.oldest)
     for (op, a, b), c in an.step_cmp.items():
         ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a,
@@ -278,4 +288,21 @@ def tidy_csv(an: Analysis) -> str:
     ratio_rows("ratio_to_twin", an.twin_cmp, lambda s: twin_of[s])
     if an.baseline:
         ratio_rows("ratio_to_baseline", an.baseline_cmp, lambda s: an.baseline)
+    if an.data.all_conditions is not None:
+        # The further allocator conditions' series (LABEL@default): their times, each
+        # interpreter's untouched/steady ratio (the main page's table and summary clause) and
+        # their release steps (the findings' "glibc untouched" notes).
+        full = with_all_conditions(an.data)
+        pairs = allocator_section.pair_series(full)
+        own = {series for series, _ in an.means}
+        time_rows({key: by for key, by in process_means(full.frame).items()
+                   if key[0] not in own})
+        for cell in allocator_section.cells(full):
+            by = pairs[cell.interpreter]
+            ratio_rows("untouched_over_steady",
+                       {(cell.op, by[allocator_section.UNTOUCHED]): cell.comparison},
+                       lambda s, pinned=by[allocator_section.PINNED]: pinned)
+        for (op, older, newer), c in allocator_section.untouched_steps(an.data).items():
+            a, b = (pairs[x][allocator_section.UNTOUCHED] for x in (older, newer))
+            ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
     return out.getvalue()

@@ -192,6 +192,9 @@ class InterpreterEntry(SeriesStatus):
     gil_enabled: Optional[bool] = None
     debug: Optional[bool] = None
     shared: Optional[bool] = None
+    linkage: Optional[Literal["shared", "static"]] = Field(
+        None, description="libpython linked or not, read from the running binary's mappings; "
+                          "None: unknown (older runs: `shared` then came from sysconfig)")
     optimized: Optional[bool] = None
     lto: Optional[bool] = None
     compiler: Text = None
