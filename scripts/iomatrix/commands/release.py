@@ -34,7 +34,6 @@ from iomatrix import cli
 from iomatrix.markup import code, md, visible
 from iomatrix.interpreters import discovery, provision as provisioning
 from iomatrix.measuring import bench, runner
-from iomatrix.reporting import sections
 from iomatrix.storing import contract, store
 from iomatrix.interpreters import sources
 from iomatrix.paths import REPO_ROOT, RESULTS_DIR
@@ -245,7 +244,7 @@ BUILD_ROWS = (("version", "version"), ("source", "source"), ("recipe", "recipe")
 def _fact(entry: dict, key: str) -> str:
     value = entry.get(key)
     if key == "shared":
-        return sections.linkage_text(entry)
+        return discovery.linkage_text(entry)
     if value is None or value == "":
         return "unknown" if key in ("recipe", "pgo", "frame_pointers", "jit") else "—"
     if isinstance(value, bool):

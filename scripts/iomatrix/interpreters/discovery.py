@@ -148,6 +148,18 @@ def _flag_words(*texts) -> list[str]:
     return " ".join(text for text in texts if isinstance(text, str)).split()
 
 
+def linkage_text(info: dict) -> str:
+    """Shared or static libpython: read from the running binary (the probe's ``linkage``);
+    runs made before it recorded only sysconfig's Py_ENABLE_SHARED, which a distribution's
+    build can contradict (Debian's python3.11 says shared and links no libpython), so that
+    is named as sysconfig's word; nothing known is "unknown"."""
+    if info.get("linkage") in ("shared", "static"):
+        return info["linkage"]
+    if info.get("shared") is not None:
+        return ("shared" if info["shared"] else "static") + " (sysconfig's word)"
+    return "unknown"
+
+
 def build_facts(info: dict, source: str) -> dict:
     """The build facts of a probed interpreter: BUILD_FACT_KEYS, each None when unreadable.
 

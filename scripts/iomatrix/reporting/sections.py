@@ -11,6 +11,7 @@ from pathlib import Path
 
 from iomatrix import stats
 from iomatrix.analysing import study
+from iomatrix.interpreters.discovery import linkage_text
 from iomatrix.measuring import native, phase
 from iomatrix.storing import store
 from iomatrix.analysing.analysis import (RunData, compare_all, is_condition_twin, process_means,
@@ -351,18 +352,6 @@ def load_text(load) -> str:
     if not isinstance(load, (list, tuple)):
         return str(load if load is not None else "?")
     return ", ".join(f"{x:.2f}" if isinstance(x, (int, float)) else str(x) for x in load)
-
-
-def linkage_text(info: dict) -> str:
-    """Shared or static libpython: read from the running binary (the probe's ``linkage``);
-    runs made before it recorded only sysconfig's Py_ENABLE_SHARED, which a distribution's
-    build can contradict (Debian's python3.11 says shared and links no libpython), so that
-    is named as sysconfig's word; nothing known is "unknown"."""
-    if info.get("linkage") in ("shared", "static"):
-        return info["linkage"]
-    if info.get("shared") is not None:
-        return ("shared" if info["shared"] else "static") + " (sysconfig's word)"
-    return "unknown"
 
 
 def build_text(info: dict) -> str:
