@@ -46,6 +46,10 @@ def probe_answer(version: str, implementation: str = "cpython", free_threaded: b
         "compiler": "GCC 12.2.0",
     }
     answer.update(overrides)
+    # A fake binary stands for one linked as its build variables say (the probe reads the
+    # real linkage from the process's mappings; the real interpreters' test checks that).
+    if "linkage" not in overrides and isinstance(answer.get("sysconfig"), dict):
+        answer["linkage"] = "shared" if answer["sysconfig"].get("Py_ENABLE_SHARED") else "static"
     return answer
 
 
@@ -584,6 +588,18 @@ def test_real_interpreters_build_facts(machine_interpreters):
             assert interp.recipe is None and interp.info["pgo"] is None
         if interp.source == "debian" and interp.implementation == "cpython":
             assert interp.recipe.startswith("debian-O")
+            # Debian's sysconfig says shared; its binary links no libpython
+            assert interp.info["linkage"] == "static" and interp.info["shared"] is False
+            assert discovery.linkage_text(interp.info) == "static"
+
+
+def test_linkage_unknown_is_said_and_sysconfig_alone_is_named():
+    assert discovery.linkage_text({}) == "unknown"
+    assert discovery.linkage_text({"shared": True}) == "shared (sysconfig's word)"
+    assert discovery.linkage_text({"linkage": "static", "shared": False}) == "static"
+    raw = {**PYENV_3_13}
+    answer = probe_answer("3.13.0", sysconfig=raw, linkage=None)
+    assert discovery.build_facts(answer, "pyenv")["recipe"] == "unknown-O3"
 
 
 def test_probes_are_cached_by_binary_and_a_changed_binary_is_probed_again(tmp_path, monkeypatch):
