@@ -50,7 +50,10 @@ EXTRAS = PYPROJECT["project"]["optional-dependencies"]
 try:
     INTERPRETERS = sorted(discovery.discover(), key=discovery.sort_key)
 except discovery.DiscoveryError as exc:
-    sys.exit(f"iomatrix: {exc}")
+    # A declaration that cannot be understood (IOMATRIX_PYTHONS, iomatrix.toml) is bad
+    # input: exit 2 with one line, not sys.exit(message)'s 1, the regression status.
+    print(f"error: iomatrix: {cli.one_line(exc)}", file=sys.stderr)
+    sys.exit(cli.EXIT_BAD_INPUT)
 LABELS = [interp.label for interp in INTERPRETERS]
 
 
