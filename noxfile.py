@@ -19,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import nox
@@ -108,6 +109,10 @@ def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = No
         if isinstance(exc, bench.IncompleteRun):
             before_failing()
         fail_with_status(session, str(exc), cli.EXIT_INTERNAL_ERROR)
+    except Exception as exc:  # noqa: BLE001 - a bug: exit 3 with its traceback, never nox's 1
+        session.log(traceback.format_exc())
+        fail_with_status(session, f"internal error: please report (the traceback above): "
+                                  f"{cli.one_line(exc)}", cli.EXIT_INTERNAL_ERROR)
 
 
 def describe(interp: discovery.Interpreter) -> str:

@@ -42,7 +42,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -367,11 +366,7 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
     probe: dict = {}
 
     def unpack() -> None:
-        with tarfile.open(source.path, "r:*") as tar:
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(partial / "src", filter="data")
-            else:  # member names were checked by inspect_tarball
-                tar.extractall(partial / "src")
+        sources.extract(source.path, partial / "src")
         src.append(next((partial / "src").iterdir()))
 
     def check() -> None:
