@@ -170,7 +170,7 @@ def check_member(member: tarfile.TarInfo, tarball: Path) -> None:
         refuse("has an unsafe path (absolute, .. or empty)")
     if not (member.isreg() or member.isdir()):
         kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk()
-                else "a device" if member.isdev() else "a fifo" if member.isfifo()
+                else "a fifo" if member.isfifo() else "a device" if member.isdev()
                 else f"of tar type {member.type!r}")
         refuse(f"is {kind}; a source tarball holds only files and directories")
     if member.size > MAX_MEMBER_BYTES:
