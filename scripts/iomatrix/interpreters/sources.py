@@ -323,9 +323,9 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
             return dest
         tried.append(f"{pool + dest.name}: {error}")
     if not tried:
-        raise ProvisionError(f"no deb-src entry lists {package} (apt-cache showsrc {package}); "
-                             "add one and run apt-get update (README.md: \"Offline builds from "
-                             "Debian's source tarballs\")")
+        raise ProvisionError(
+            f"no deb-src entry lists {package} (apt-cache showsrc {package}); add one and run "
+            "apt-get update (README.md: \"Offline builds from Debian's source tarballs\")")
     raise ProvisionError(f"could not fetch {dest.name} with apt:\n  " + "\n  ".join(tried))
 
 
