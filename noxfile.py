@@ -238,8 +238,10 @@ def crosscheck(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def provision(session: nox.Session) -> None:
-    """Build CPython into the iomatrix cache (posargs: VERSION... [--recipe lineage|release|static])."""
-    # Its own exit status (1 a build failed, 2 bad input), not nox's 1 for any failure.
+    """Build CPython into the iomatrix cache (posargs: [VERSION...] [--list] [--recipe NAME]);
+    no VERSION: the newest release of each minor version this machine lacks."""
+    # Its own exit status (2 bad input, 3 a download or build failed), not nox's 1 for any
+    # failure, which a gate reads as a regression.
     status = subprocess.call([sys.executable, str(ROOT / "scripts" / "provision.py"),
                               *session.posargs])
     if status:
