@@ -19,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import nox
@@ -50,7 +51,10 @@ EXTRAS = PYPROJECT["project"]["optional-dependencies"]
 try:
     INTERPRETERS = sorted(discovery.discover(), key=discovery.sort_key)
 except discovery.DiscoveryError as exc:
-    sys.exit(f"iomatrix: {exc}")
+    # A declaration that cannot be understood (IOMATRIX_PYTHONS, iomatrix.toml) is bad
+    # input: exit 2 with one line, not sys.exit(message)'s 1, the regression status.
+    print(f"error: iomatrix: {cli.one_line(exc)}", file=sys.stderr)
+    sys.exit(cli.EXIT_BAD_INPUT)
 LABELS = [interp.label for interp in INTERPRETERS]
 
 
@@ -105,6 +109,10 @@ def run_bench(session: nox.Session, labels: list[str], args, aa: str | None = No
         if isinstance(exc, bench.IncompleteRun):
             before_failing()
         fail_with_status(session, str(exc), cli.EXIT_INTERNAL_ERROR)
+    except Exception as exc:  # noqa: BLE001 - a bug: exit 3 with its traceback, never nox's 1
+        session.log(traceback.format_exc())
+        fail_with_status(session, f"internal error: please report (the traceback above): "
+                                  f"{cli.one_line(exc)}", cli.EXIT_INTERNAL_ERROR)
 
 
 def describe(interp: discovery.Interpreter) -> str:
@@ -230,8 +238,10 @@ def crosscheck(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def provision(session: nox.Session) -> None:
-    """Build CPython into the iomatrix cache (posargs: VERSION... [--recipe lineage|release|static])."""
-    # Its own exit status (1 a build failed, 2 bad input), not nox's 1 for any failure.
+    """Build CPython into the iomatrix cache (posargs: [VERSION...] [--list] [--recipe NAME]);
+    no VERSION: the newest release of each minor version this machine lacks."""
+    # Its own exit status (2 bad input, 3 a download or build failed), not nox's 1 for any
+    # failure, which a gate reads as a regression.
     status = subprocess.call([sys.executable, str(ROOT / "scripts" / "provision.py"),
                               *session.posargs])
     if status:

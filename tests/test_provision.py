@@ -97,7 +97,8 @@ def test_official_url():
     )
 
 
-@pytest.mark.parametrize("text", ["3.x", "banana", "3.14", "3.14.7tt", "3.14.7-t", "", "3.14.7rc"])
+@pytest.mark.parametrize("text", ["3.x", "banana", "3.14", "3.14.7tt", "3.14.7-t", "", "3.14.7rc",
+                                  "\u0663.\u0661\u0664.\u0667", "3.14.\u0667"])
 def test_invalid_version_is_a_usage_error(cache, capsys, text):
     with pytest.raises(sources.UsageError, match="is not a version"):
         sources.parse_version(text)
@@ -230,7 +231,7 @@ def test_a_build_that_does_not_start_in_place_is_taken_out(cache, tmp_path, caps
     tarball = tmp_path / "Python-9.9.9.tar.xz"
     with tarfile.open(tarball, "w:xz") as tar:
         tar.add(tree, arcname="Python-9.9.9")
-    assert provision.main(["9.9.9", "--tarball", str(tarball)]) == 1
+    assert provision.main(["9.9.9", "--tarball", str(tarball)]) == 3
     err = capsys.readouterr().err
     (log,) = (cache / "pythons" / "logs").iterdir()
     assert "check in place failed" in err and "libpython9.9.so.1.0" in err and str(log) in err
@@ -281,7 +282,7 @@ def test_dsc_checksum_mismatch(cache):
 def test_checksum_mismatch_names_both_digests(cache, fake_tarball, capsys):
     wrong = "ab" * 32
     actual = sources.sha256_of(fake_tarball)
-    assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--sha256", wrong]) == 1
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball), "--sha256", wrong]) == 2
     err = capsys.readouterr().err
     assert wrong in err and actual in err
     assert not cache.exists()
@@ -292,7 +293,7 @@ def test_checksum_mismatch_names_both_digests(cache, fake_tarball, capsys):
 def test_corrupt_tarball(cache, tmp_path, capsys):
     bad = tmp_path / "Python-9.9.9.tar.xz"
     bad.write_bytes(b"this is not an xz stream\n" * 100)
-    assert provision.main(["9.9.9", "--tarball", str(bad)]) == 1
+    assert provision.main(["9.9.9", "--tarball", str(bad)]) == 2
     assert "not a readable source tarball" in capsys.readouterr().err
     assert not cache.exists()
 
@@ -327,7 +328,7 @@ def test_wrong_version_in_tarball(cache, fake_tarball):
 @pytest.mark.parametrize("stage", ["configure", "make", "install"])
 def test_failed_stage_leaves_only_the_log(cache, fake_tarball, monkeypatch, capsys, stage):
     monkeypatch.setenv("FAKE_CPYTHON_FAIL", stage)
-    assert provision.main(["9.9.9", "--tarball", str(fake_tarball)]) == 1
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball)]) == 3
     err = capsys.readouterr().err
     (log,) = (cache / "pythons" / "logs").iterdir()
     assert f"{stage} failed" in err and str(log) in err
@@ -420,7 +421,7 @@ def test_list_builds_ignores_partial_and_broken(cache, fake_tarball):
 
 def test_offline_download_fails_fast(cache, capsys):
     begun = time.monotonic()
-    assert provision.main(["9.9.9", "--url", OFFLINE_URL]) == 1
+    assert provision.main(["9.9.9", "--url", OFFLINE_URL]) == 3
     assert time.monotonic() - begun < sources.DOWNLOAD_TIMEOUT
     err = capsys.readouterr().err
     assert f"download of {OFFLINE_URL} failed" in err and "--tarball" in err
@@ -485,14 +486,14 @@ def fake_uv(bin_dir: Path, body: str) -> None:
 
 def test_uv_missing(cache, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert provision.main(["--uv", "3.14.7"]) == 1
+    assert provision.main(["--uv", "3.14.7"]) == 3
     assert "uv is not installed" in capsys.readouterr().err
 
 
 def test_uv_offline(cache, tmp_path, monkeypatch, capsys):
     fake_uv(tmp_path / "bin", 'echo "error: failed to lookup address information" >&2; exit 1')
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}/usr/bin:/bin")
-    assert provision.main(["--uv", "3.14.7t"]) == 1
+    assert provision.main(["--uv", "3.14.7t"]) == 3
     err = capsys.readouterr().err
     assert "uv python install 3.14.7t failed" in err and "lookup address" in err
 
@@ -556,3 +557,138 @@ def test_the_provision_session_passes_on_the_exit_status(cache):
     assert done.returncode == 2, done.stdout + done.stderr
     assert "unknown recipe 'fast'; known recipes: lineage" in done.stderr
     assert not cache.exists()
+
+
+# --- hostile tarballs: refused before anything is extracted -------------------
+
+def hostile_tarball(path: Path, member: tarfile.TarInfo, data: bytes = b"") -> Path:
+    """A tarball of the fake tree plus one hostile member."""
+    import io
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(FAKE_TREE, arcname="Python-9.9.9")
+        tar.addfile(member, io.BytesIO(data) if member.isreg() else None)
+    return path
+
+
+def member(name: str, kind=tarfile.REGTYPE, **fields) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    for key, value in fields.items():
+        setattr(info, key, value)
+    return info
+
+
+@pytest.mark.parametrize("hostile, says", [
+    (member("Python-9.9.9/evil", tarfile.SYMTYPE, linkname="/etc/passwd"), "is a symbolic link"),
+    (member("Python-9.9.9/ln", tarfile.LNKTYPE, linkname="/etc/passwd"), "is a hard link"),
+    (member("Python-9.9.9/dev", tarfile.CHRTYPE, devmajor=1, devminor=3), "is a device"),
+    (member("Python-9.9.9/fifo", tarfile.FIFOTYPE), "is a fifo"),
+    (member("/tmp/iomatrix-abs"), "unsafe path"),
+    (member("Python-9.9.9/../../escape"), "unsafe path"),
+])
+def test_a_hostile_member_is_refused_before_extraction(cache, tmp_path, capsys, hostile, says):
+    tarball = hostile_tarball(tmp_path / "hostile.tar.gz", hostile)
+    assert provision.main(["9.9.9", "--tarball", str(tarball)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert says in err and repr(hostile.name) in err and "refused before extraction" in err
+    assert not cache.exists()   # nothing unpacked, nothing built
+    assert not (tmp_path / "escape").exists() and not Path("/tmp/iomatrix-abs").exists()
+
+
+def test_a_3_gib_member_is_refused_from_its_header(cache, tmp_path, capsys):
+    # Only the header of the 3 GiB member is written: it is refused from the header, before
+    # a byte of its data would be read (there is none to read).
+    tarball = tmp_path / "big.tar"
+    with tarfile.open(tarball, "w") as tar:
+        tar.add(FAKE_TREE, arcname="Python-9.9.9")
+    big = member("Python-9.9.9/huge", size=3 << 30)
+    # Strip tarfile's end-of-archive blocks and padding, then append the big header.
+    body = tarball.read_bytes().rstrip(b"\0")
+    body += b"\0" * (-len(body) % 512)
+    tarball.write_bytes(body + big.tobuf(tarfile.GNU_FORMAT) + b"\0" * 512)
+    assert provision.main(["9.9.9", "--tarball", str(tarball)]) == 2
+    err = capsys.readouterr().err
+    assert "'Python-9.9.9/huge' is 3,221,225,472 bytes; at most 64 MiB a member" in err
+    assert not cache.exists()
+
+
+def test_members_over_the_total_are_refused(cache, fake_tarball, monkeypatch, capsys):
+    monkeypatch.setattr(sources, "MAX_TOTAL_BYTES", 1000)
+    assert provision.main(["9.9.9", "--tarball", str(fake_tarball)]) == 2
+    assert "add up to more than" in capsys.readouterr().err
+    assert not cache.exists()
+
+
+def test_extraction_checks_members_again(tmp_path, fake_tarball):
+    # The second read (extraction) applies the same checks: a tarball swapped for a hostile
+    # one after inspection is stopped at its hostile member.
+    hostile = hostile_tarball(tmp_path / "h.tar.gz", member("Python-9.9.9/l", tarfile.SYMTYPE,
+                                                            linkname="/"))
+    with pytest.raises(sources.BadTarball, match="symbolic link"):
+        sources.extract(hostile, tmp_path / "out")
+    assert not (tmp_path / "out" / "Python-9.9.9" / "l").exists()
+    sources.extract(fake_tarball, tmp_path / "ok")
+    assert (tmp_path / "ok" / "Python-9.9.9" / "configure").is_file()
+
+
+# --- --newest: the newest release of each minor version ------------------------
+
+from iomatrix.interpreters import discovery, newest  # noqa: E402
+
+
+def cpython(label, version, free_threaded=False):
+    return discovery.Interpreter(label, f"/x/{label}", "pyenv", {
+        "version": version, "implementation": "cpython", "free_threaded": free_threaded})
+
+
+POOL_LISTING = """<a href="python3.14_3.14.4-1.dsc">python3.14_3.14.4-1.dsc</a>
+<a href="python3.14_3.14.4.orig.tar.xz">python3.14_3.14.4.orig.tar.xz</a>
+<a href="python3.14_3.14.7.orig.tar.xz">python3.14_3.14.7.orig.tar.xz</a>
+<a href="python3.14_3.14.0~rc3.orig.tar.xz">python3.14_3.14.0~rc3.orig.tar.xz</a>"""
+
+
+def test_newest_plan_builds_what_is_missing_and_names_what_cannot_be_had(tmp_path, monkeypatch):
+    tarballs = tmp_path / "tarballs"
+    tarballs.mkdir()
+    (tarballs / "python3.13_3.13.15.orig.tar.xz").write_bytes(b"")
+    (tarballs / "Python-3.13.14.tar.xz").write_bytes(b"")
+    listings = {"python3.14/": POOL_LISTING}
+    monkeypatch.setattr(newest, "_fetch", lambda url: next(
+        (text for key, text in listings.items() if url.endswith(key)), None))
+    monkeypatch.setattr(newest, "offers_in_apt", lambda series: [])
+    here = [cpython("3.12", "3.12.1"), cpython("3.13", "3.13.0")]
+    steps, notes = newest.plan(here, tarballs, free_threaded=True, online=False)
+    described = [step.describe() for step in steps]
+    assert "3.13: build 3.13.15 (from the cache's tarballs/)" in described
+    assert "3.13: build 3.13.15t (from the cache's tarballs/)" in described
+    assert "3.14: build 3.14.7 (from Debian's pool)" in described
+    assert "3.15: could not obtain a release (no source offers one)" in described
+    assert not any(step.series == "3.12" for step in steps)   # nothing offers a 3.12
+    assert any("python3.15/" in note for note in notes)
+
+
+def test_newest_plan_leaves_what_is_here(tmp_path, monkeypatch):
+    monkeypatch.setattr(newest, "_fetch", lambda url: None)
+    monkeypatch.setattr(newest, "offers_in_apt", lambda series: [])
+    tarballs = tmp_path / "tarballs"
+    tarballs.mkdir()
+    (tarballs / "python3.15_3.15.0~rc2.orig.tar.xz").write_bytes(b"")
+    here = [cpython("3.15", "3.15.0rc2"), cpython("3.14", "3.14.7")]
+    steps, _ = newest.plan(here, tarballs, online=False)
+    assert [s.action for s in steps if s.series == "3.15"] == ["have"]
+    assert newest.parse_python_org_listing('<a href="3.14.7/">3.14.7/</a><a href="2.7.18/">'
+                                           ) == ["3.14.7"]
+
+
+def test_newest_list_prints_the_plan_and_builds_nothing(cache, monkeypatch, capsys):
+    step = newest.Step("3.14", "build", sources.parse_version("3.14.7"), "Debian's pool")
+    monkeypatch.setattr(newest, "default_plan", lambda free_threaded: (
+        [step, newest.Step("3.15", "none", note="no source offers one")], ["python.org is not "
+                                                                           "reachable"]))
+    assert provision.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "would 3.14: build 3.14.7 (from Debian's pool)" in out
+    assert "could not obtain: 3.15" in out
+    assert not cache.exists()
+    assert provision.main(["3.14.7", "--newest"]) == 2

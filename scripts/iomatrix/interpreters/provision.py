@@ -28,8 +28,11 @@ Online machines can skip building: `nox --download-python always` and
 the latter). The README's provisioning section has the cache layout and how to get
 Debian's source tarballs through apt.
 
-Exit status: 0 done, 1 a download or build failed, 2 usage error (including a VERSION
-that is not a version), 130 interrupted.
+Exit status: 0 done; 2 bad input, one line (a VERSION that is not a version, an option, a
+tarball refused before extraction: a symlink, link, device or fifo member, an absolute or
+``..`` path, a member over 64 MiB or 1 GiB in all, a checksum that does not match);
+3 a download or a build failed (the log is named); 130 interrupted. Never 1, which is a
+comparison's regression.
 """
 from __future__ import annotations
 
@@ -42,12 +45,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Callable
 
-from iomatrix import procs
+from iomatrix import cli, procs
 from iomatrix.interpreters import sources
 from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Version, brief,
                                         parse_version, resolve_tarball)
@@ -367,11 +369,7 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
     probe: dict = {}
 
     def unpack() -> None:
-        with tarfile.open(source.path, "r:*") as tar:
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(partial / "src", filter="data")
-            else:  # member names were checked by inspect_tarball
-                tar.extractall(partial / "src")
+        sources.extract(source.path, partial / "src")
         src.append(next((partial / "src").iterdir()))
 
     def check() -> None:
@@ -500,13 +498,22 @@ def uv_install(versions: list[Version], http_timeout: float = UV_TIMEOUT,
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nox -s provision --",
-        description="Build CPython from source into the iomatrix cache (see scripts/provision.py).",
+        description="Build CPython from source into the iomatrix cache (see scripts/provision.py). "
+                    "With no VERSION: the newest release of each minor version that this "
+                    "machine lacks and can obtain (--newest).",
         epilog="Tarballs are looked up in the cache's tarballs/ directory before any download; "
                "--debian-source fetches Debian's orig tarball with apt-get. Online, "
                "`nox --download-python always` or `uv python install 3.14` (--uv) provide "
                "python-build-standalone interpreters instead of building.")
-    parser.add_argument("versions", nargs="+", metavar="VERSION",
-                        help="e.g. 3.14.7, 3.14.7t, 3.15.0rc2")
+    parser.add_argument("versions", nargs="*", metavar="VERSION",
+                        help="e.g. 3.14.7, 3.14.7t, 3.15.0rc2 (none: --newest)")
+    parser.add_argument("--newest", action="store_true",
+                        help="the newest release of each minor version this machine lacks and "
+                             "can obtain (cache, Debian's pool, python.org)")
+    parser.add_argument("--free-threaded", action="store_true",
+                        help="with --newest: also the free-threaded (t) build of each, 3.13 on")
+    parser.add_argument("--list", "--dry-run", dest="list", action="store_true",
+                        help="print what --newest would build, and build nothing")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--tarball", type=Path, metavar="PATH", help="source tarball to build from")
     source.add_argument("--url", help="download the source tarball from URL")
@@ -524,14 +531,40 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def newest_versions(free_threaded: bool, listing_only: bool) -> tuple[list[Version], set[str]]:
+    """The plan of --newest, printed; the versions to build and those from Debian."""
+    from iomatrix.interpreters import newest  # it imports discovery, which imports us
+    steps, notes = newest.default_plan(free_threaded)
+    for step in steps:
+        print(("would " if listing_only and step.action == "build" else "") + step.describe(),
+              flush=True)
+    for note in notes:
+        print(f"note: {note}", flush=True)
+    unobtainable = [step.series for step in steps if step.action == "none"]
+    if unobtainable:
+        print(f"could not obtain: {', '.join(unobtainable)} (no tarball in the cache, apt's "
+              "index, the pool or python.org)", flush=True)
+    chosen = [step for step in steps if step.action == "build"]
+    return ([step.version for step in chosen],
+            {step.version.text for step in chosen if "Debian" in step.where or "apt" in step.where})
+
+
+@cli.main_guard
 def main(argv: list[str]) -> int:
+    """Exit 0 done; 2 bad input (a VERSION, an option, a refused tarball); 3 a download or
+    a build failed; 130 interrupted. Never 1: that is a comparison's regression."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
         versions = [parse_version(text) for text in args.versions]
+        want_newest = args.newest or not versions
+        if want_newest and versions:
+            raise UsageError("--newest chooses the versions itself; give VERSIONs or --newest")
+        if (args.list or args.free_threaded) and not want_newest:
+            raise UsageError("--list and --free-threaded go with --newest (or no VERSION)")
         single = {"--tarball": args.tarball, "--url": args.url, "--sha256": args.sha256}
         for option, value in single.items():
-            if value is not None and len(versions) > 1:
+            if value is not None and (len(versions) != 1):
                 raise UsageError(f"{option} applies to one VERSION, not {len(versions)}")
         if args.jobs is not None and args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
@@ -542,32 +575,39 @@ def main(argv: list[str]) -> int:
         if args.optimized:
             recipe = RECIPES["release"]
         if args.uv:
+            if want_newest:
+                raise UsageError("--uv needs VERSIONs")
             uv_install(versions)
-            return 0
-        failed = []
+            return cli.EXIT_OK
+        from_debian: set[str] = set()
+        if want_newest:
+            versions, from_debian = newest_versions(args.free_threaded, args.list)
+            if args.list or not versions:
+                return cli.EXIT_OK
+        failed, owed = [], cli.EXIT_OK
         for version in versions:
             try:
                 build(version, tarball=args.tarball, url=args.url, sha256=args.sha256,
-                      recipe=recipe.name, jobs=args.jobs, debian_source=args.debian_source)
-            except UsageError:
-                raise
+                      recipe=recipe.name, jobs=args.jobs,
+                      debian_source=args.debian_source or version.text in from_debian)
             except ProvisionError as exc:
-                print(f"error: [{version}{recipe.suffix}] {exc}", file=sys.stderr, flush=True)
+                bad = isinstance(exc, UsageError)
+                message = cli.one_line(exc) if bad else str(exc)
+                print(f"error: [{version}{recipe.suffix}] {message}", file=sys.stderr, flush=True)
                 failed.append(version.text + recipe.suffix)
+                owed = max(owed, cli.EXIT_BAD_INPUT if bad else cli.EXIT_INTERNAL_ERROR)
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"{parser.prog}: error: {cli.one_line(exc)}", file=sys.stderr)
+        return cli.EXIT_BAD_INPUT
     except ProvisionError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return cli.EXIT_INTERNAL_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if failed:
+    if failed and len(versions) > 1:
         print(f"error: failed to build {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return owed
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ session to fail with (``BadBenchInput``, exit 2, when the input is what is wrong
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 from pathlib import Path
 
@@ -172,8 +173,21 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
         raise BadBenchInput(str(exc))
     except (runner.MatrixError, workdirs.WorkDirError, store.RunInUseError) as exc:
         raise BenchError(str(exc))
+    except OSError as exc:  # the disk filled up, or the file system failed, mid-run
+        raise BenchError(os_failure(exc, args))
     log(f"run {args.run_id} in {args.results_dir / args.run_id}")
     return manifest
+
+
+def os_failure(exc: OSError, args: argparse.Namespace) -> str:
+    """One line for a run that a failing file system stopped: what failed, what is kept."""
+    run_dir = Path(args.results_dir) / args.run_id
+    where = f" ({exc.filename})" if exc.filename else ""
+    what = ("the disk is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else f"a write failed: {exc.strerror or exc}")
+    return (f"{what}{where}; the run stopped. The worker results finished before it are kept "
+            f"in {run_dir} (its .parts/); free space and rerun with --run-id {args.run_id} to "
+            "resume")
 
 
 def run_checked(interpreters, labels: list[str], args: argparse.Namespace, aa: str | None = None,

@@ -27,7 +27,7 @@ class Task:
     suite: str
     round_index: int
     ops: list = dataclasses.field(default_factory=list)   # empty: every op the part lacks
-    one_op_per_process: bool = False   # a series of a further allocator condition (twin)
+    one_op_per_process: bool = False   # a twin series, or any under the untouched allocator
 
 
 @dataclasses.dataclass
@@ -90,7 +90,19 @@ def part_key(name: str):
     return pieces[1], int(pieces[0][1:])
 
 
-def schedule(run, plans, profile, seed) -> list[Task]:
+# The allocator condition under which a worker times one op only: glibc's untouched
+# thresholds move with what the process freed, so the harness refuses a second op in a
+# process (suites/harness.py, start_timing).
+ONE_OP_ALLOCATORS = frozenset({"default"})
+
+
+def times_one_op_per_process(plan: SeriesPlan, allocator: str) -> bool:
+    """Whether plan's workers time one op each: a further allocator condition's series
+    (a twin), or any series when the run's own allocator is the untouched one."""
+    return plan.allocator is not None or allocator in ONE_OP_ALLOCATORS
+
+
+def schedule(run, plans, profile, seed, allocator: str = "steady") -> list[Task]:
     """Rounds x suites (shuffled) x series (shuffled): one worker process per task.
 
     A batch whose part is missing runs whole; one whose part lacks some ops (they
@@ -108,15 +120,16 @@ def schedule(run, plans, profile, seed) -> list[Task]:
         for suite in order:
             series_order = [p for p in runnable if round_index < p.planned_rounds(profile)]
             rng.shuffle(series_order)
-            # A twin series' tasks come after the round's others: one per op (lockstep_groups)
-            series_order.sort(key=lambda p: p.allocator is not None)
+            # One-op tasks (twin series, the untouched allocator) come after the round's
+            # batches, grouped by op in lockstep_groups
+            series_order.sort(key=lambda p: times_one_op_per_process(p, allocator))
             for plan in series_order:
                 wanted = {op for s, op in plan.ops if s == suite}
                 if not wanted:
                     continue
                 have = done[plan.series].get((suite, round_index), set())
                 missing = wanted - have
-                if missing and plan.allocator is not None:
+                if missing and times_one_op_per_process(plan, allocator):
                     tasks += [Task(plan.series, plan.io_stack, suite, round_index, [op], True)
                               for op in sorted(missing)]
                 elif missing:

@@ -129,7 +129,7 @@ def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: 
     manifest["fixture_page_cache"] = _make_fixtures(spec, session.fixtures_dir, log)
     session.scratch_dir.mkdir()
     _plan_native(run, plans, work_root, manifest, log)
-    tasks = planning.schedule(run, plans, spec.profile, spec.seed)
+    tasks = planning.schedule(run, plans, spec.profile, spec.seed, spec.conditions.allocator)
     entry["resumed_parts"] = planning.count_existing_parts(run, plans)
     if entry["resumed_parts"]:
         log(f"iomatrix: resuming run {spec.run_id}: {entry['resumed_parts']} finished worker "
@@ -148,7 +148,8 @@ def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: 
         entry["sampling"] = sampling.sample_until_tight(
             run, plans, spec.profile, target=spec.target, deadline=deadline, seed=spec.seed,
             planned_round_seconds=planned_round_seconds if tasks else 0.0,
-            log=log, execute=lambda extra: _execute(run, session, plans, extra))
+            log=log, execute=lambda extra: _execute(run, session, plans, extra),
+            allocator=spec.conditions.allocator)
     finally:
         probe.stop()
     for plan in plans.values():

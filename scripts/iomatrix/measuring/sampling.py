@@ -222,7 +222,7 @@ def borderline_steps(run: store.Run, plans: dict,
 
 
 def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
-                rng: random.Random) -> list[Task]:
+                rng: random.Random, allocator: str = "steady") -> list[Task]:
     """One more lockstep round: of the borderline steps (``borderline_steps``) while there
     are any, each op by the two series of its unsure steps only; else of the looser half of
     the loose ops (``loosest``) by every series that has them, so each ratio gets another
@@ -252,13 +252,17 @@ def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
             ops = sorted(op for s, op in plan.ops if s == suite and op in wanted
                          and (wanted[op] is None or plan.series in wanted[op])
                          and op not in plan.failed_ops)
-            if ops:
+            if ops and allocator in planning.ONE_OP_ALLOCATORS:  # one op per worker
+                tasks += [Task(plan.series, plan.io_stack, suite, round_index, [op], True)
+                          for op in ops]
+            elif ops:
                 tasks.append(Task(plan.series, plan.io_stack, suite, round_index, ops))
     return tasks
 
 
 def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, deadline: float,
-                       seed: int, execute, log, planned_round_seconds: float = 0.0) -> dict:
+                       seed: int, execute, log, planned_round_seconds: float = 0.0,
+                       allocator: str = "steady") -> dict:
     """Run extra rounds (``execute(tasks)``) until every op is within ``target``, the profile's
     max_rounds are reached or the next round would pass ``deadline`` (time.monotonic()).
     The first extra round's length is guessed from a planned round's
@@ -272,7 +276,7 @@ def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, d
         if round_index >= profile.max_rounds:
             stopped = f"the profile's {profile.max_rounds} rounds"
             break
-        tasks = extra_round(run, plans, round_index, target, rng)
+        tasks = extra_round(run, plans, round_index, target, rng, allocator)
         if not tasks:
             break
         if last_round_seconds is None:

@@ -407,7 +407,12 @@ class PhaseSample(Ours):
 
 # -- compare --json ---------------------------------------------------------------------
 
-Ratio = Annotated[float, Field(gt=0.0, le=1e9)]
+# Any two per-call times (Seconds: 1 ns to 1 hour) make a valid comparison, so a ratio
+# reaches 1 h / 1 ns = 3.6e12 (and its inverse); the slack covers the float rounding of
+# a mean of values and of an interval's ends.
+MAX_RATIO = 3600.0 / 1e-9 * 1.01
+Ratio = Annotated[float, Field(gt=0.0, le=MAX_RATIO,
+                               description="one time over another: both are 1 ns to 1 hour")]
 
 
 class PhaseSummary(Ours):

@@ -230,6 +230,9 @@ class Run:
             fd = contract.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
         except contract.UnsafeFileError as exc:
             raise cli.BadInput(f"{exc}; remove it (a lock file is a plain file iomatrix makes)")
+        except OSError as exc:  # a read-only file system, a directory it may not write in
+            raise cli.BadInput(f"--results-dir {self.results_dir}: cannot write in {self.path} "
+                               f"({exc.strerror or exc})")
         try:
             try:
                 _lock_exclusively(fd)

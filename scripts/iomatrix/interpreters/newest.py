@@ -1,0 +1,203 @@
+"""The newest releases this machine lacks and can obtain: ``nox -s provision`` with no
+VERSION (or ``--newest``); ``--list`` prints the plan without building.
+
+For each minor version from the oldest 3.x the machine has on, the newest release any
+source offers (pre-releases count where a minor has no final release yet: 3.15.0rc2):
+
+- the cache's ``tarballs/`` (``Python-X.tar.xz`` and Debian's ``python3.Y_X.orig.tar.xz``);
+- apt's source index (``apt-cache showsrc python3.Y``: what the deb-src entries list);
+- the Debian pool's directory listing, where the mirror serves one;
+- python.org's ``/ftp/python/`` listing, when the machine is online.
+
+A release the machine has (any CPython of that version, of the kind asked for) is left
+alone; one already built in the cache is reused by ``provision.build``, never rebuilt.
+A minor version above the newest the machine has that no source offers is named as
+one that could not be obtained.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from iomatrix.interpreters import discovery, provision, sources
+from iomatrix.interpreters.sources import Version, parse_version
+
+DEBIAN_MIRROR = "http://deb.debian.org/debian/"
+PYTHON_ORG = "https://www.python.org/ftp/python/"
+LISTING_TIMEOUT = 10
+# The free-threaded build exists from 3.13 on.
+FREE_THREADED_SINCE = (3, 13)
+
+_ORIG_RE = re.compile(r"python(?P<series>3\.[0-9]+)_(?P<upstream>[0-9.]+(?:~(?:a|b|rc)[0-9]+)?)"
+                      r"\.orig\.tar\.xz")
+_OFFICIAL_RE = re.compile(r"Python-(?P<version>[0-9]+\.[0-9]+\.[0-9]+(?:(?:a|b|rc)[0-9]+)?)"
+                          r"\.tar\.xz")
+_DIR_RE = re.compile(r'href="(?P<release>3\.[0-9]+\.[0-9]+)/"')
+
+
+@dataclasses.dataclass
+class Offer:
+    version: Version
+    where: str  # "tarballs/", "apt", "Debian's pool", "python.org"
+
+
+@dataclasses.dataclass
+class Step:
+    series: str
+    action: str  # "build", "have", "none"
+    version: Version | None = None
+    where: str = ""
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.action == "build":
+            return f"{self.series}: build {self.version} (from {self.where}){self.note}"
+        if self.action == "have":
+            return f"{self.series}: {self.version} is here already ({self.note})"
+        return f"{self.series}: could not obtain a release ({self.note})"
+
+
+def from_debian_upstream(text: str) -> Version | None:
+    """3.15.0~rc2 -> 3.15.0rc2; None for what is not a CPython release."""
+    try:
+        return parse_version(text.replace("~", ""))
+    except sources.UsageError:
+        return None
+
+
+def offers_in_tarballs(tarballs: Path) -> list[Offer]:
+    found = []
+    for path in sorted(tarballs.glob("*.tar.xz")) if tarballs.is_dir() else []:
+        official, orig = _OFFICIAL_RE.fullmatch(path.name), _ORIG_RE.fullmatch(path.name)
+        version = (parse_version(official["version"]) if official
+                   else from_debian_upstream(orig["upstream"]) if orig else None)
+        if version is not None:
+            found.append(Offer(version, "the cache's tarballs/"))
+    return found
+
+
+def offers_in_apt(series: str) -> list[Offer]:
+    try:
+        listed = sources._apt_source_versions(f"python{series}")
+    except sources.ProvisionError:
+        return []
+    versions = (from_debian_upstream(sources._upstream_of(v)) for v in listed)
+    return [Offer(v, "apt's deb-src index") for v in versions if v is not None]
+
+
+def parse_pool_listing(html: str, series: str) -> list[Version]:
+    versions = (from_debian_upstream(m["upstream"]) for m in _ORIG_RE.finditer(html)
+                if m["series"] == series)
+    return [v for v in versions if v is not None]
+
+
+def parse_python_org_listing(html: str) -> list[str]:
+    """The release directories of python.org's /ftp/python/ listing (3.14.7, ...)."""
+    return sorted({m["release"] for m in _DIR_RE.finditer(html)})
+
+
+def _fetch(url: str) -> str | None:
+    """A listing's text, or None (offline, no listing served); apt's downloader for
+    Debian's mirror (it honours apt's proxy settings), urllib for python.org."""
+    if url.startswith(PYTHON_ORG):
+        try:
+            with urllib.request.urlopen(url, timeout=LISTING_TIMEOUT) as response:
+                return response.read(1 << 22).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return None
+    if not sources.APT_HELPER.exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = Path(tmp) / "listing.html"
+        error = sources._apt_helper_fetch(url, dest, say=lambda text: None)
+        return None if error else dest.read_text(errors="replace")[: 1 << 22]
+
+
+def offers_in_pool(series: str, notes: list[str]) -> list[Offer]:
+    package = f"python{series}"
+    url = f"{DEBIAN_MIRROR}pool/main/p/{package}/"
+    html = _fetch(url)
+    if html is None:
+        notes.append(f"Debian's pool gives no listing of {url}")
+        return []
+    return [Offer(v, "Debian's pool") for v in parse_pool_listing(html, series)]
+
+
+def offers_on_python_org(minors: set[str], notes: list[str]) -> list[Offer]:
+    html = _fetch(PYTHON_ORG)
+    if html is None:
+        notes.append("python.org is not reachable (offline?)")
+        return []
+    offers = []
+    releases = parse_python_org_listing(html)
+    for series in sorted(minors):
+        newest = max((r for r in releases if r.startswith(series + ".")),
+                     key=lambda r: parse_version(r).sort_key, default=None)
+        listing = _fetch(f"{PYTHON_ORG}{newest}/") if newest else None
+        for match in _OFFICIAL_RE.finditer(listing or ""):
+            offers.append(Offer(parse_version(match["version"]), "python.org"))
+    return offers
+
+
+def machine_versions(interpreters) -> set[tuple[str, bool]]:
+    """(python_version, free-threaded) of every usable CPython discovery finds."""
+    return {(i.version, i.free_threaded) for i in interpreters
+            if i.ok and i.implementation == "cpython"}
+
+
+def _minor(series: str) -> tuple[int, int]:
+    major, minor = series.split(".")
+    return int(major), int(minor)
+
+
+def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool = True
+         ) -> tuple[list[Step], list[str]]:
+    """The steps that bring every minor version up to its newest obtainable release."""
+    have = machine_versions(interpreters)
+    minors_here = sorted({_minor(".".join(v.split(".")[:2])) for v, _ in have
+                          if v.startswith("3.")})
+    if not minors_here:
+        minors_here = [(3, 13)]
+    oldest, newest = minors_here[0], minors_here[-1]
+    # The minors above the newest here that a source may offer: two further ones.
+    wanted = {f"3.{m}" for m in range(oldest[1], newest[1] + 3)}
+    notes: list[str] = []
+    offers = offers_in_tarballs(tarballs)
+    for series in sorted(wanted, key=_minor):
+        offers += offers_in_apt(series)
+        if _minor(series) >= newest:  # the pool keeps current minors only
+            offers += offers_in_pool(series, notes)
+    if online:
+        offers += offers_on_python_org(wanted, notes)
+    steps = []
+    for series in sorted(wanted, key=_minor):
+        mine = [o for o in offers if o.version.series == series and not o.version.free_threaded]
+        if not mine:
+            if _minor(series) > newest:
+                steps.append(Step(series, "none", note="no source offers one"))
+            continue
+        best = max(mine, key=lambda o: o.version.sort_key)
+        here = [parse_version(v) for v, ft in have if not ft and v.startswith(series + ".")
+                and sources.VERSION_RE.fullmatch(v)]
+        newest_here = max(here, key=lambda v: v.sort_key, default=None)
+        if newest_here is not None and newest_here.sort_key > best.version.sort_key:
+            steps.append(Step(series, "have", newest_here,
+                              note=f"newer than any offered: {best.version} from {best.where}"))
+            continue
+        kinds = [False] + ([True] if free_threaded and _minor(series) >= FREE_THREADED_SINCE
+                           else [])
+        for ft in kinds:
+            version = parse_version(best.version.text + ("t" if ft else ""))
+            if (version.python_version, ft) in have:
+                steps.append(Step(series, "have", version, note="found by discovery"))
+            else:
+                steps.append(Step(series, "build", version, best.where))
+    return steps, list(dict.fromkeys(notes))
+
+
+def default_plan(free_threaded: bool = False) -> tuple[list[Step], list[str]]:
+    interpreters = discovery.discover()
+    return plan(interpreters, provision.cache_root() / "tarballs", free_threaded)
