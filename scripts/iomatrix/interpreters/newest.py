@@ -6,7 +6,8 @@ source offers (pre-releases count where a minor has no final release yet: 3.15.0
 
 - the cache's ``tarballs/`` (``Python-X.tar.xz`` and Debian's ``python3.Y_X.orig.tar.xz``);
 - apt's source index (``apt-cache showsrc python3.Y``: what the deb-src entries list);
-- the Debian pool's directory listing, where the mirror serves one;
+- the Debian pool: its directory listing where the mirror serves one, else each candidate
+  orig tarball asked for by name (HEAD requests; see ``probe_pool``);
 - python.org's ``/ftp/python/`` listing, when the machine is online.
 
 A release the machine has (any CPython of that version, of the kind asked for) is left
@@ -19,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import tempfile
+import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from iomatrix.interpreters import discovery, provision, sources
@@ -116,14 +119,54 @@ def _fetch(url: str) -> str | None:
         return None if error else dest.read_text(errors="replace")[: 1 << 22]
 
 
+# Where the mirror serves no directory listing (deb.debian.org does not), the pool is asked
+# for each candidate's orig tarball by name with a HEAD request (a few hundred bytes each):
+# every patch release up to MAX_PATCH and the pre-releases of X.Y.0. The pool keeps some
+# patch releases and not others (python3.13: 3.13.5, .12, .14, .15), so none is skipped.
+MAX_PATCH = 40
+PRE_RELEASES = [f"a{n}" for n in range(1, 8)] + [f"b{n}" for n in range(1, 5)] + \
+    [f"rc{n}" for n in range(1, 4)]
+HEAD_TIMEOUT = 5
+
+
+def _pool_has(url: str) -> bool | None:
+    """True/False for a 200/404 answer; None when the mirror cannot be reached."""
+    try:
+        request = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(request, timeout=HEAD_TIMEOUT) as response:
+            return response.status == 200
+    except urllib.error.HTTPError as exc:
+        return False if exc.code in (403, 404, 410) else None
+    except (OSError, ValueError):
+        return None
+
+
+def probe_pool(series: str) -> list[Version] | None:
+    """The releases of ``series`` whose orig tarball Debian's pool holds, asked by name;
+    None when the mirror cannot be reached."""
+    package = f"python{series}"
+    upstreams = [f"{series}.{n}" for n in range(MAX_PATCH + 1)] + \
+        [f"{series}.0~{pre}" for pre in PRE_RELEASES]
+    urls = [f"{DEBIAN_MIRROR}pool/main/p/{package}/{package}_{u}.orig.tar.xz" for u in upstreams]
+    if _pool_has(urls[0]) is None and _pool_has(urls[-1]) is None:
+        return None
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(_pool_has, urls))
+    return [v for u, found in zip(upstreams, answers) if found
+            for v in [from_debian_upstream(u)] if v is not None]
+
+
 def offers_in_pool(series: str, notes: list[str]) -> list[Offer]:
     package = f"python{series}"
     url = f"{DEBIAN_MIRROR}pool/main/p/{package}/"
     html = _fetch(url)
-    if html is None:
-        notes.append(f"Debian's pool gives no listing of {url}")
+    if html is not None:
+        return [Offer(v, "Debian's pool") for v in parse_pool_listing(html, series)]
+    found = probe_pool(series)
+    if found is None:
+        notes.append(f"Debian's pool cannot be reached ({url})")
         return []
-    return [Offer(v, "Debian's pool") for v in parse_pool_listing(html, series)]
+    return [Offer(v, "Debian's pool") for v in found]
 
 
 def offers_on_python_org(minors: set[str], notes: list[str]) -> list[Offer]:

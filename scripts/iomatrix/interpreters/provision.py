@@ -536,8 +536,8 @@ def newest_versions(free_threaded: bool, listing_only: bool) -> tuple[list[Versi
     from iomatrix.interpreters import newest  # it imports discovery, which imports us
     steps, notes = newest.default_plan(free_threaded)
     for step in steps:
-        print(("would " if listing_only and step.action == "build" else "") + step.describe(),
-              flush=True)
+        print(step.describe().replace(": build ", ": would build ")
+              if listing_only and step.action == "build" else step.describe(), flush=True)
     for note in notes:
         print(f"note: {note}", flush=True)
     unobtainable = [step.series for step in steps if step.action == "none"]
