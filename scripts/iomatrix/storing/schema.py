@@ -121,6 +121,7 @@ OpName = Annotated[str, _name("op")]
 SuiteName = Annotated[str, _name("suite")]
 Label = Annotated[str, _name("label")]
 SeriesName = Annotated[str, _name("series")]
+RunId = Annotated[str, _name("run id")]
 Text = Optional[str]
 Json = Any   # an open part: the reader guarantees finite numbers and a bounded depth
 
@@ -156,6 +157,10 @@ class Metadata(Open):
         None, description="how far the resident set grew during one call, in bytes")
     iomatrix_peak_rss_method: Optional[str] = None
     iomatrix_cpu: Optional[str] = Field(None, description="the CPU(s) the worker ran on")
+    iomatrix_run_id: Optional[RunId] = Field(
+        None, description="the run a part was made for (store.seal_part)")
+    iomatrix_series: Optional[SeriesName] = Field(
+        None, description="the series a part was made for (store.seal_part)")
     iomatrix_clock: Optional[Literal["cpu", "wall"]] = None
     iomatrix_other_clock_per_value: Optional[Seconds] = None
     iomatrix_retakes_per_value: Optional[Annotated[float, Field(ge=0.0, le=1e6)]] = None

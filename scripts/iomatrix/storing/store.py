@@ -455,6 +455,76 @@ def load_series(path: Path) -> list[dict]:
     return rows
 
 
+# -- part files --------------------------------------------------------------------------
+
+# The host stamps each worker's part with the run and series it was made for when it takes
+# it in (seal_part); a part is merged only when it carries this run's id and its own series
+# (read_part). A part copied from another run, another series' directory, or planted by
+# hand is refused by name, never merged, and its ops are timed again.
+KEY_RUN_ID = "iomatrix_run_id"
+KEY_SERIES = "iomatrix_series"
+
+
+def seal_part(partial: Path, part: Path, run_id: str, series: str) -> None:
+    """A worker's finished result ``partial`` becomes the part ``part``, stamped with the
+    run id and series it belongs to (written atomically; ``partial`` is removed)."""
+    document = parse_json(contract.read_bytes(str(partial)))
+    if not isinstance(document, dict):
+        raise ResultFileError(f"{partial}: not a pyperf result file")
+    metadata = document.get("metadata")
+    document["metadata"] = {**(metadata if isinstance(metadata, dict) else {}),
+                            KEY_RUN_ID: run_id, KEY_SERIES: series}
+    contract.atomic_write_json(str(part), document)
+    os.remove(partial)
+
+
+def _part_benchmark_problem(bench, metadata: dict, suite: str | None) -> str | None:
+    """What is wrong with one benchmark of a part (the checks that need no pydantic)."""
+    if not isinstance(bench, dict):
+        return "a benchmark that is not an object"
+    own = bench.get("metadata")
+    meta = {**metadata, **(own if isinstance(own, dict) else {})}
+    its_suite = meta.get(contract.KEY_SUITE)
+    problem = cli.name_problem(meta.get("name"), "op") or cli.name_problem(its_suite, "suite")
+    if problem is None and its_suite != suite:
+        problem = f"it holds suite {its_suite!r}, its file name says {suite!r}"
+    for entry in ([] if problem is not None else bench.get("runs") or []):
+        values = entry.get("values", []) if isinstance(entry, dict) else None
+        if not isinstance(values, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and
+                1e-9 <= v <= 3600.0 for v in values):
+            return "a value that is not a time from 1 ns to 1 hour"
+    return problem
+
+
+def read_part(run: "Run", series: str, path: Path) -> dict:
+    """A part file of ``series`` in ``run``, checked as a series file is (the schema, where
+    pydantic is installed; on the bench side, the names and times it holds) and as one of
+    this run's: its stamp names this run and this series, its file name its suite and round.
+    ResultFileError naming the file and the reason otherwise."""
+    where = f"{path}: part file refused, not merged"
+    try:
+        document = read_json(path, kind="series")
+    except ResultFileError as exc:
+        raise ResultFileError(f"{where}: {without_path(str(exc), path)}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
+        raise ResultFileError(f"{where}: not a pyperf result file")
+    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    stamp = (metadata.get(KEY_RUN_ID), metadata.get(KEY_SERIES))
+    if stamp != (run.run_id, series):
+        found = "no run id (not taken in by this run's runner)" if stamp[0] is None else \
+            f"run {cli.one_line(repr(stamp[0]))}, series {cli.one_line(repr(stamp[1]))}"
+        raise ResultFileError(f"{where}: it belongs to {found}, not to run {run.run_id!r}, "
+                              f"series {series!r}")
+    pieces = path.name[:-len(".json")].split("--")
+    suite = pieces[1] if len(pieces) in (2, 3) else None
+    for bench in document["benchmarks"]:
+        problem = _part_benchmark_problem(bench, metadata, suite)
+        if problem is not None:
+            raise ResultFileError(f"{where}: {problem}")
+    return document
+
+
 # -- where a tool may write ------------------------------------------------------------
 
 # Inside a run directory a tool may write report files only (the matrix's RUN/report.md,
