@@ -406,6 +406,13 @@ def load_series(path: Path) -> list[dict]:
     field for that, for truncated JSON, JSON of another tool, symlinks, special files or
     files too large.
     """
+    path = Path(path)
+    if os.path.lexists(path.parent / MANIFEST):
+        # In a run directory the file's name is its series' name, which reaches the pages:
+        # it follows the series rule (a loose file given to compare is named by its label).
+        problem = cli.name_problem(path.stem, "series")
+        if problem is not None:
+            raise ResultFileError(f"{path}: its name is not a series name ({problem})")
     data = read_json(path, kind="series")
     if not isinstance(data, dict) or "benchmarks" not in data:  # only without pydantic
         raise ResultFileError(f"{path}: not a pyperf result file (no 'benchmarks' key)")
