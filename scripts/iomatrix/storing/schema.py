@@ -22,7 +22,7 @@ follows its rule, ``iomatrix.cli.name_problem`` (the command line checks the sam
     label    [A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters
     series   LABEL[+pyio][@ALLOCATOR], at most 80 characters
     suite    [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 80 characters
-    op       [A-Za-z0-9_][A-Za-z0-9_.+[\]-]*, at most 80 characters
+    op       [A-Za-z0-9_][A-Za-z0-9_.+\\[\\]-]*, at most 80 characters
 
 and no label, series part or suite is a name the run directory uses for its own files
 (``manifest``, ``native`` as a label, ``phase``, ``parts``, or ending in ``.counters``,

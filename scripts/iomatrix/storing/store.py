@@ -473,16 +473,24 @@ KEY_SERIES = "iomatrix_series"
 
 
 def seal_part(partial: Path, part: Path, run_id: str, series: str) -> None:
-    """A worker's finished result ``partial`` becomes the part ``part``, stamped with the
-    run id and series it belongs to (written atomically; ``partial`` is removed)."""
+    """A worker's finished result ``partial`` (the part's half-written name) becomes the part
+    ``part``, stamped with the run id and series it belongs to."""
     document = parse_json(contract.read_bytes(str(partial)))
     if not isinstance(document, dict):
         raise ResultFileError(f"{partial}: not a pyperf result file")
     metadata = document.get("metadata")
     document["metadata"] = {**(metadata if isinstance(metadata, dict) else {}),
                             KEY_RUN_ID: run_id, KEY_SERIES: series}
-    contract.atomic_write_json(str(part), document)
-    os.remove(partial)
+    # Rewritten under its own half-written name, then renamed: a part is whole or absent.
+    fd = contract.open_regular(str(partial), os.O_WRONLY | os.O_TRUNC)
+    try:
+        data = memoryview((json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(partial, part)
 
 
 def _part_benchmark_problem(bench, metadata: dict, suite: str | None) -> str | None:
