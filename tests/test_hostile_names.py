@@ -85,8 +85,9 @@ def test_reserved_or_bad_labels_are_refused_everywhere(label):
     assert cli.name_problem(label, "label")
     with pytest.raises(cli.BadInput, match="label"):
         cli.checked(label, "label")
-    with pytest.raises(discovery.DiscoveryError, match="IOMATRIX_PYTHONS"):
-        discovery.parse_env_declarations(f"{label}=/usr/bin/python3")
+    if label == label.strip():   # the variable's entries are stripped of white space
+        with pytest.raises(discovery.DiscoveryError, match="IOMATRIX_PYTHONS"):
+            discovery.parse_env_declarations(f"{label}=/usr/bin/python3")
     problem = schema_problem("counters", {**counters_document("3.13"),
                                           "interpreter": {"label": label}})
     assert problem and "interpreter.label" in problem
@@ -175,7 +176,7 @@ def test_a_json_file_through_a_link_to_a_run_is_refused(tmp_path, capsys):
     before = tree(run_dir)
     code, _, err = call(compare.main, ["A", "B", "--results-dir", results, "--json",
                                        tmp_path / "to-run" / "new.json"], capsys)
-    assert code == cli.EXIT_BAD_INPUT and "through a link" in err, err
+    assert code == cli.EXIT_BAD_INPUT and "lies in the run directory" in err, err
     assert tree(run_dir) == before
 
 

@@ -598,7 +598,7 @@ def check_output(path: Path, option: str) -> Path:
             shown = "" if where == Path(os.path.abspath(path)) else f" (through a link: {where})"
             raise cli.BadInput(f"{option} {path}: lies in the run directory {run_dir}{shown}, "
                                f"where only report files ({', '.join(REPORT_SUFFIXES)}) may be "
-                               f"written, not in its {' or '.join(RUN_SUBDIRECTORIES)}/; a "
+                               f"written, not in its {' or '.join(d + '/' for d in RUN_SUBDIRECTORIES)}; a "
                                "run's results are never written over or added to")
     return path
 
