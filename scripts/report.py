@@ -30,17 +30,22 @@ def write_report(text: str, out: Path) -> None:
 
 def write_pages(result: pages.Pages, out: Path) -> list[Path]:
     """The main page at ``out``; its suite pages, other pages (counts, machine) and CSV in
-    ``out``'s stem directory."""
-    detail = out.parent / out.stem
-    written = [out]
-    write_report(result.main, out)
-    for name, text in {**result.suites, **result.others}.items():
-        write_report(text, detail / f"{name}.md")
-        written.append(detail / f"{name}.md")
-    if result.csv:
-        write_report(result.csv, detail / "data.csv")
-        written.append(detail / "data.csv")
-    return written
+    ``out``'s stem directory, all replaced together (store.write_report_pages: an interrupted
+    report leaves the previous one whole). A page's file name is its suite's name, which the
+    schema vetted, and is checked again to stay in the pages directory."""
+    overlap = set(result.suites) & set(result.others)
+    if overlap:   # pages.extra_page_name renames the report's own pages; never overwrite one
+        raise cli.BadInput(f"suite(s) {', '.join(sorted(overlap))}: named like one of the "
+                           "report's own pages")
+    return store.write_report_pages(out, result.main, {**result.suites, **result.others},
+                                    result.csv)
+
+
+def report_outs(runs) -> list[Path]:
+    """The default main pages: reports/latest.md and a kept copy named after the run(s)."""
+    kept = f"{runs[0].run_id}.md" if len(runs) == 1 else \
+        f"merged-{runs[0].run_id}-and-{len(runs) - 1}-more.md"
+    return [ROOT / "reports" / "latest.md", ROOT / "reports" / kept]
 
 
 def find_runs(results_dir: Path, run_ids: list[str] | None):
@@ -69,8 +74,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-figures", action="store_true",
                         help="skip the PNG figures (default: figures/<run-id>/ beside the report)")
     args = parser.parse_args(argv)
-    if args.out is not None:
-        store.check_output(args.out, "--out")
+    if args.out is not None:   # before anything is read: a bad --out costs nothing
         store.check_report_destination(args.out, args.results_dir)
     runs, missing = find_runs(args.results_dir, args.run_id)
     summary = ""
@@ -78,13 +82,15 @@ def main(argv=None) -> int:
         print(f"report: run {name}: not found, skipped", file=sys.stderr)
     if not runs:
         raise cli.BadInput(f"no run {', '.join(missing)} in {args.results_dir}")
+    # Every place the report writes is checked before the first byte is written.
+    for out in [args.out] if args.out is not None else report_outs(runs):
+        store.check_report_destination(out, args.results_dir)
     loaded = [analysis.load_run(run) for run in runs]
     out_dir = args.out.parent if args.out else ROOT / "reports"
     figures_root = None if args.no_figures else out_dir / "figures"
     if len(loaded) == 1:
         run = runs[0]
-        outs = [args.out] if args.out else [ROOT / "reports" / "latest.md",
-                                            ROOT / "reports" / f"{run.run_id}.md"]
+        outs = [args.out] if args.out else report_outs(runs)
         figures_dir = figures_root / run.run_id if figures_root else None
         for k, out in enumerate(outs):
             # One set of PNGs serves every copy: drawn for the first, linked by the others.
@@ -97,9 +103,7 @@ def main(argv=None) -> int:
     else:
         text = pages.build_merged_report(loaded, missing, args.baseline, args.threshold,
                                          figures_root)
-        kept = f"merged-{runs[0].run_id}-and-{len(runs) - 1}-more.md"
-        outs = [args.out] if args.out else [ROOT / "reports" / "latest.md",
-                                            ROOT / "reports" / kept]
+        outs = [args.out] if args.out else report_outs(runs)
         for out in outs:
             write_report(text, out)
             print(f"report: wrote {out}")

@@ -78,7 +78,9 @@ def test_a_part_of_one_op_is_read_with_its_metadata_at_the_top(tmp_path):
     part = run.parts_dir("3.13") / "r000--copies.json"
     part.parent.mkdir(parents=True)
     part.write_text(json.dumps({
-        "version": "1.0", "metadata": {"name": "copies_copyfileobj_default", "loops": 1},
+        "version": "1.0", "metadata": {"name": "copies_copyfileobj_default", "loops": 1,
+                                    "iomatrix_suite": "copies", store.KEY_RUN_ID: "P",
+                                    store.KEY_SERIES: "3.13"},
         "benchmarks": [{"runs": [{"metadata": {"date": "2026-01-01"},
                                   "values": [0.02, 0.04]}]}]}))
     assert planning.parts_on_disk(run, "3.13") == {("copies", 0): {"copies_copyfileobj_default"}}
@@ -114,7 +116,10 @@ def plans_with_rounds(run, times: dict, twins: dict = {}) -> dict:
         for r in range(6):
             part = run.part_file(label, "lutz2009", r)
             part.parent.mkdir(parents=True, exist_ok=True)
-            part.write_text(json.dumps({"version": "1.0", "metadata": {}, "benchmarks": [
+            # stamped as the runner stamps a part it takes in (store.seal_part)
+            stamp = {store.KEY_RUN_ID: run.run_id, store.KEY_SERIES: label,
+                     "iomatrix_suite": "lutz2009"}
+            part.write_text(json.dumps({"version": "1.0", "metadata": stamp, "benchmarks": [
                 {"metadata": {"name": op, "loops": 1},
                  "runs": [{"metadata": {}, "values": [values[r]]}]}
                 for op, values in ops.items()]}))

@@ -27,12 +27,55 @@ import traceback
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
-# Letters, digits, '.', '_', '-', starting with a letter or digit. No "+": it separates a
-# label from its io stack in series names (3.13+pyio).
+# -- names ------------------------------------------------------------------------------
+# Every name that reaches a file name or a page is checked by one of these rules, here for
+# the command line and in iomatrix.storing.schema for every document read (the schema calls
+# name_problem): a name is never a path, never markup, never a file name the run directory
+# already uses. The rules (docs/methodology.md, "Names"):
+#
+#   run id   [A-Za-z0-9][A-Za-z0-9._-]*, at most 80 characters
+#   label    [A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters, not a reserved name
+#   series   LABEL, then "+pyio" and "@ALLOCATOR" when it has them (ALLOCATOR a label),
+#            at most 80 characters
+#   suite    [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 80 characters, not a reserved name
+#   op       [A-Za-z0-9_][A-Za-z0-9_.+[\]-]*, at most 80 characters (lutz2009's ops carry
+#            their file: read_byBlocks_binaryMode[large.bin])
+#
+# No "+" or "@" in a label: they separate a label from its io stack and its allocator
+# condition in series names (3.13+pyio, 3.13@default). No "/", "\\", space, quote, backtick,
+# "<", "|" or control character anywhere; a name never starts with "." (no "..", no hidden
+# file) or "-" (no option).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SUITE_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+OP_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\[\]-]*")
+SERIES_PATTERN = re.compile(r"(?P<label>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\+pyio)?"
+                            r"(?:@(?P<allocator>[A-Za-z0-9][A-Za-z0-9._-]*))?")
 # A series file is "<label>+pyio.counters.json" and its half-written name adds
 # ".<name>.partial-<pid>": 80 characters leave room for both below NAME_MAX (255).
 MAX_NAME_LENGTH = 80
+MAX_LABEL_LENGTH = 64
+# The names a run directory or a report uses for itself (iomatrix.storing.store's layout,
+# suites/_results.py): a label, series or suite of that name would make its file clash
+# with the run's own, or its page with the report's. "native" is the C reference's series.
+# (A suite named like one of the report's own pages, counts or machine, is no clash: that
+# page is then named run-counts, iomatrix.reporting.pages.extra_page_name.)
+RESERVED_NAMES = frozenset({"manifest", "native", "phase", "parts"})
+# ... and the endings of the run's own files (<series>.counters.json, .parts/, phase/).
+RESERVED_ENDINGS = (".counters", ".parts", "phase", ".json", ".partial")
+# The one series that is no label's: the C reference's, native.json (iomatrix.measuring.native).
+NATIVE_SERIES = "native"
+NAME_KINDS = {"run id": (NAME_PATTERN, MAX_NAME_LENGTH, False),
+              "label": (NAME_PATTERN, MAX_LABEL_LENGTH, True),
+              "series": (SERIES_PATTERN, MAX_NAME_LENGTH, True),
+              "suite": (SUITE_PATTERN, MAX_NAME_LENGTH, True),
+              "op": (OP_PATTERN, MAX_NAME_LENGTH, False)}
+NAME_RULES = {"run id": "letters, digits, '.', '_' and '-', starting with a letter or digit",
+              "label": "letters, digits, '.', '_' and '-', starting with a letter or digit",
+              "series": "a label, then +pyio and @ALLOCATOR when the series has them "
+                        "(3.13, 3.13+pyio, 3.13@default)",
+              "suite": "letters, digits, '.', '_' and '-', starting with a letter, digit or '_'",
+              "op": "letters, digits, '.', '_', '-', '+', '[' and ']', starting with a letter, "
+                    "digit or '_'"}
 MAX_THRESHOLD = 10.0
 
 
@@ -40,15 +83,51 @@ class BadInput(ValueError):
     """Bad input from the command line or from disk: exit status 2 with this message."""
 
 
-def checked_name(value: str, what: str) -> str:
-    """A run id or label: ``fullmatch`` (a trailing newline is refused) and a length limit."""
-    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
-        raise BadInput(f"{what} {value!r}: use letters, digits, '.', '_' and '-' only, "
-                       "starting with a letter or digit")
-    if len(value) > MAX_NAME_LENGTH:
-        raise BadInput(f"{what} {value[:20]!r}...: {len(value)} characters; at most "
-                       f"{MAX_NAME_LENGTH}")
+def reserved(name: str) -> bool:
+    """Whether ``name`` (any case) is one a run directory or a report uses for itself."""
+    lowered = name.lower()
+    return lowered in RESERVED_NAMES or lowered.endswith(RESERVED_ENDINGS)
+
+
+def name_problem(value, kind: str) -> str | None:
+    """What is wrong with ``value`` as a name of ``kind`` (a key of NAME_KINDS), or None.
+
+    ``fullmatch``, so a trailing line break is refused; the length first, so a long value
+    costs nothing more."""
+    pattern, longest, check_reserved = NAME_KINDS[kind]
+    if not isinstance(value, str):
+        return f"a {kind} is a string, not {type(value).__name__}"
+    if len(value) > longest:
+        return f"{len(value)} characters; a {kind} has at most {longest}"
+    match = pattern.fullmatch(value)
+    if not match:
+        return f"{'an' if kind == 'op' else 'a'} {kind} uses {NAME_RULES[kind]}"
+    if check_reserved and not (kind == "series" and value == NATIVE_SERIES):
+        parts = ([match.group("label")] + ([match.group("allocator")]
+                                           if match.group("allocator") else [])) \
+            if kind == "series" else [value]
+        clash = next((part for part in parts if reserved(part)), None)
+        if clash is not None:
+            return (f"{clash!r} is a reserved name (a run directory or a report uses it "
+                    f"for its own files: {', '.join(sorted(RESERVED_NAMES))}, and names "
+                    f"ending in {', '.join(RESERVED_ENDINGS)})")
+    return None
+
+
+def checked(value, kind: str, what: str | None = None) -> str:
+    """``value`` when it is a valid name of ``kind``, else BadInput naming ``what``."""
+    problem = name_problem(value, kind)
+    if problem is not None:
+        shown = repr(value[:40]) + ("..." if len(value) > 40 else "") \
+            if isinstance(value, str) else repr(value)
+        raise BadInput(f"{what or kind} {one_line(shown)}: {problem}")
     return value
+
+
+def checked_name(value: str, what: str) -> str:
+    """A run id when ``what`` names one ("run id", "--run-id"), else a label: see checked."""
+    return checked(value, "run id" if what.replace("-", " ").strip() == "run id" else "label",
+                   what)
 
 
 def _argparse_type(check, name):
@@ -127,26 +206,20 @@ def _run_id(text: str) -> str:
 
 
 def _label(text: str) -> str:
-    return checked_name(text, "label")
+    return checked(text, "label")
 
 
 def _series(text: str) -> str:
     """A series name: a label, with its io stack and a further allocator condition when
     it has them (``3.13``, ``3.13+pyio``, ``3.13@default``); never a path."""
-    rest, at, allocator = text.partition("@")
-    label, plus, stack = rest.partition("+")
-    checked_name(label, "label")
-    if (plus and stack != "pyio") or (at and not NAME_PATTERN.fullmatch(allocator)):
-        raise BadInput(f"series {text!r}: a label, then +pyio and @ALLOCATOR when the "
-                       "series has them (3.13, 3.13+pyio, 3.13@default)")
-    return text
+    return checked(text, "series")
 
 
 def _label_list(text: str) -> list[str]:
     labels = [part.strip() for part in text.split(",")]
     if not text.strip() or any(not label for label in labels):
         raise BadInput(f"{text!r}: give one or more labels, comma-separated, none empty")
-    return [checked_name(label, "label") for label in labels]
+    return [checked(label, "label") for label in labels]
 
 
 threshold = _argparse_type(_threshold, "threshold")

@@ -517,6 +517,7 @@ def check_json_destination(path: Path) -> None:
     if (parent / store.MANIFEST).exists():
         raise cli.BadInput(f"--json {path}: {parent} is a run directory, where a JSON file "
                            "would be read as a series; write it elsewhere")
+    store.check_output(path, "--json")   # nor in any run's results, symbolic links followed
 
 
 def write_json(result: Agreement, path: Path) -> None:

@@ -38,7 +38,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from iomatrix import procs
+from iomatrix import cli, procs
 from iomatrix.paths import PROBE_CACHE_FILE, REPO_ROOT
 
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
@@ -323,9 +323,10 @@ def natural_label(info: dict) -> str:
 
 
 def validate_label(label: str, where: str) -> str:
-    if not LABEL_PATTERN.match(label):
-        raise DiscoveryError(f"{where}: label {label!r} must start with a letter or digit and use "
-                             "only letters, digits and . _ -")
+    """The one label rule (iomatrix.cli.name_problem: characters, length, reserved names)."""
+    problem = cli.name_problem(label, "label")
+    if problem is not None:
+        raise DiscoveryError(f"{where}: label {label!r}: {problem}")
     return label
 
 

@@ -66,7 +66,7 @@ def parts_on_disk(run, series) -> dict:
         if key is None:
             continue
         try:
-            document = store.read_json(part)
+            document = store.read_part(run, series, part)   # this run's, this series'
             names = {op_name(document, b) for b in document["benchmarks"]}
         except (store.ResultFileError, KeyError, TypeError):
             continue  # an unreadable part is as good as missing: its ops are redone

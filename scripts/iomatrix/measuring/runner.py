@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from iomatrix import procs
+from iomatrix import cli, procs
 from iomatrix.interpreters import environments
 from iomatrix.measuring import counters, machine, native, phase, planning, record, sampling, selection, workers
 from iomatrix.storing import contract, store, workdirs
@@ -326,12 +326,25 @@ def _merge_series(run, plan: SeriesPlan, profile, log):
         return
     if planning.missing_processes(run, plan, profile):
         return  # incomplete: the parts stay, the next session of this run id redoes the rest
-    parts = sorted(run.parts_dir(plan.series).glob("r*--*.json"))
+    parts, refused = [], []
+    for part in sorted(run.parts_dir(plan.series).glob("r*--*.json")):
+        try:
+            store.read_part(run, plan.series, part)   # this run's, this series', valid
+            parts.append(part)
+        except store.ResultFileError as exc:   # its ops were timed again (parts_on_disk)
+            refused.append(part)
+            log(f"iomatrix: {plan.series}: {cli.one_line(exc)}")
     try:
         contract.merge_parts(str(run.series_file(plan.series)), [str(p) for p in parts])
     except (OSError, ValueError, KeyError) as exc:
         plan.error = f"merging the results failed: {exc}"
         log(f"iomatrix: {plan.series}: {plan.error}")
+        return
+    if refused:   # kept where they are, for a look; the merged ones go
+        for part in parts:
+            part.unlink()
+        log(f"iomatrix: {plan.series}: wrote {run.series_file(plan.series)}; "
+            f"{len(refused)} refused part file(s) left in {run.parts_dir(plan.series)}")
         return
     shutil.rmtree(run.parts_dir(plan.series))
     try:

@@ -82,7 +82,7 @@ def process_means(run: store.Run, series: str) -> dict:
         if key is None:
             continue
         try:
-            document = store.read_json(part)
+            document = store.read_part(run, series, part)   # this run's, this series'
             for bench in document["benchmarks"]:
                 for process in bench["runs"]:
                     values = [float(v) for v in process.get("values") or []]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 from pathlib import Path
 from typing import Callable
@@ -236,8 +235,8 @@ def collect(session: Session, batch: Batch, ops: list[str]) -> None:
     """A worker that finished: its result becomes the part; the ops it reports as failed
     are recorded."""
     errors = store.read_json(batch.errors_file) if batch.errors_file.exists() else {}
-    if batch.partial.exists():
-        os.replace(batch.partial, batch.part)
+    if batch.partial.exists():   # stamped with its run and series: store.read_part
+        store.seal_part(batch.partial, batch.part, session.spec.run_id, batch.plan.series)
         batch.plan.succeeded = True
     for op, error in errors.items():
         # An op that raised (a failed verification, a missing API) is not a dead

@@ -281,6 +281,7 @@ def check_out_dir(out: Path, results_dir: Path) -> Path:
             raise cli.BadInput(f"--out {out}: inside {kept}, where runs and published reports "
                                "are kept; give a directory elsewhere (default "
                                f"{DEFAULT_OUT}/<run-id>)")
+    store.check_output(out / "latest" / "page.html", "--out")   # not in a run's results
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from iomatrix import cli
 from iomatrix.storing import store
 
 FORMAT_VERSION = 1
@@ -29,4 +30,12 @@ def read_document(path: Path) -> dict | None:
             or not isinstance(data.get("ops"), dict):  # checked here too where pydantic is not
         raise store.ResultFileError(f"{path}: not an iomatrix counters file (version "
                                     f"{FORMAT_VERSION})")
+    # The file name says whose counts these are; a document that names another series
+    # would have its counts filed under the wrong series, or under none (they vanished).
+    named = Path(path).name[:-len(store.COUNTERS_SUFFIX)] \
+        if Path(path).name.endswith(store.COUNTERS_SUFFIX) else None
+    if named is not None and data.get("series") not in (None, named):
+        raise store.ResultFileError(
+            f"{path}: its series field says {cli.one_line(repr(data.get('series')))}, its "
+            f"file name {named!r}; the counts are not used (rename the file or fix the field)")
     return data

@@ -16,10 +16,37 @@ asv's ``asv/schema.py`` does), and a failure names the field. The rules: types a
 (``extra="forbid"``) wherever the document is ours. pyperf's own metadata keys are left
 open (pyperf adds fields between versions); the ``iomatrix_`` ones are not.
 
-Plausible ranges: a per-call time from 1 ns to 1 hour (``Seconds``); counts, byte sizes
-and rounds are non-negative integers. Before any JSON is parsed, its nesting is limited
-(``store.MAX_DEPTH``: ``json.loads`` recurses once per level, and 100,000 levels are a
-RecursionError).
+Names: every op, suite, label and series name a document holds (as a value or as a key)
+follows its rule, ``iomatrix.cli.name_problem`` (the command line checks the same rule):
+
+    label    [A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters
+    series   LABEL[+pyio][@ALLOCATOR], at most 80 characters
+    suite    [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 80 characters
+    op       [A-Za-z0-9_][A-Za-z0-9_.+\\[\\]-]*, at most 80 characters
+
+and no label, series part or suite is a name the run directory uses for its own files
+(``manifest``, ``native`` as a label, ``phase``, ``parts``, or ending in ``.counters``,
+``.parts``, ``phase``, ``.json``, ``.partial``). So a name is never a path (no "/", no
+leading "."), never markup (no "<", "`", "|", space or line break), and a page's file
+name made from a suite can only be ``<suite>.md`` in the pages directory.
+
+Plausible ranges: every number a page states has one, so a value out of range is a schema
+error naming the field, and the report and history skip the file with that reason:
+
+    a per-call time, a warm-up             1 ns to 1 hour (``Seconds``)
+    a ratio of two such times              their quotient's range (``Ratio``)
+    bytes one call reads or writes         0 to 64 GiB (``BytesPerCall``)
+    peak RSS growth of a call              -1 TiB to 1 TiB; a process's max RSS up to 1 TiB
+    page faults, context switches          0 to 10**8 per call (``PerCall``)
+    instructions of one counted op         1 to 10**14 (0 would make every ratio infinite)
+    syscalls of one kind, one op           0 to 10**9
+    a load average                         0 to 10**5
+    a phase probe's piece of work          1 us to 60 s (``PhaseSeconds``)
+    sampling: target 0 to 1 (exclusive of 0), confidence 0 to 1 exclusive, rounds up to
+    10**6, budget and timeout up to 10**7 s; other counts 0 to 10**15 (``Count``)
+
+Before any JSON is parsed, its nesting is limited (``store.MAX_DEPTH``: ``json.loads``
+recurses once per level, and 100,000 levels are a RecursionError).
 
 A new field a writer adds must be added here, or every reader refuses the files that hold
 it (the tests run real runs through these models, so that is seen at once).
@@ -33,6 +60,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model,
                       model_validator)
 
+from iomatrix import cli
 from iomatrix.storing.profiles import Profile
 
 MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
@@ -59,14 +87,47 @@ class Open(BaseModel):
     model_config = _config("allow")
 
 
-Seconds = Annotated[float, Field(ge=1e-9, le=3600.0,
+MIN_SECONDS, MAX_SECONDS = 1e-9, 3600.0
+Seconds = Annotated[float, Field(ge=MIN_SECONDS, le=MAX_SECONDS,
                                  description="one call's time: 1 ns to 1 hour")]
+# The quotient of two valid times is always a valid ratio, so compare never writes output
+# its own schema refuses.
+# Any two per-call times make a valid comparison, so a ratio reaches 1 h / 1 ns = 3.6e12 and
+# its inverse; the 1% slack covers the float rounding of a mean of values and of an
+# interval's ends (3600000000000.002 is a valid 1 h over 1 ns).
+RATIO_SLACK = 1.01
+Ratio = Annotated[float, Field(ge=MIN_SECONDS / MAX_SECONDS / RATIO_SLACK,
+                               le=MAX_SECONDS / MIN_SECONDS * RATIO_SLACK,
+                               description="one time over another: both are 1 ns to 1 hour")]
+PhaseSeconds = Annotated[float, Field(ge=1e-6, le=60.0, description=(
+    "a phase probe's fixed piece of work (20,000 additions, a 4 MiB copy): ~1 ms here"))]
 Count = Annotated[int, Field(ge=0, le=10 ** 15, description="a count: a non-negative integer")]
 Bytes = Annotated[int, Field(ge=0, le=2 ** 50, description="a byte size, up to 1 PiB")]
+BytesPerCall = Annotated[int, Field(ge=0, le=2 ** 36, description=(
+    "bytes one call reads or writes, up to 64 GiB (the largest op moves 25 MiB)"))]
+ProcessBytes = Annotated[int, Field(ge=0, le=2 ** 40, description="a process's memory, to 1 TiB")]
 Round = Annotated[int, Field(ge=0, le=1_000_000, description="a worker process's round")]
 Fraction = Annotated[float, Field(ge=0.0, le=10.0)]
-PerValue = Annotated[float, Field(ge=0.0, le=1e12, description="a count per timed value")]
+PerValue = Annotated[float, Field(ge=0.0, le=1e8, description=(
+    "a count per timed call: page faults, context switches (10**8 faults are 400 GB)"))]
 Epoch = Annotated[float, Field(ge=0.0, le=1e11, description="seconds since 1970")]
+LongSeconds = Annotated[float, Field(ge=0.0, le=1e7, description="a pass's duration, budget")]
+
+
+def _name(kind: str):
+    def check_name(value: str) -> str:
+        problem = cli.name_problem(value, kind)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+    return AfterValidator(check_name)
+
+
+OpName = Annotated[str, _name("op")]
+SuiteName = Annotated[str, _name("suite")]
+Label = Annotated[str, _name("label")]
+SeriesName = Annotated[str, _name("series")]
+RunId = Annotated[str, _name("run id")]
 Text = Optional[str]
 Json = Any   # an open part: the reader guarantees finite numbers and a bounded depth
 
@@ -75,15 +136,16 @@ Json = Any   # an open part: the reader guarantees finite numbers and a bounded 
 
 class Metadata(Open):
     """pyperf metadata at document, benchmark or run level; the iomatrix keys are typed."""
-    name: Optional[str] = Field(None, min_length=1, description="the op")
+    name: Optional[OpName] = Field(None, description="the op")
     unit: Optional[str] = None
     loops: Optional[int] = Field(None, ge=1)
     inner_loops: Optional[int] = Field(None, ge=1)
     date: Optional[str] = None
-    mem_max_rss: Optional[Bytes] = None
-    iomatrix_suite: Optional[str] = Field(None, min_length=1, description="the op's suite")
+    mem_max_rss: Optional[ProcessBytes] = None
+    iomatrix_suite: Optional[SuiteName] = Field(None, description="the op's suite")
     iomatrix_category: Optional[str] = None
-    iomatrix_bytes: Optional[Bytes] = Field(None, description="bytes one call reads or writes")
+    iomatrix_bytes: Optional[BytesPerCall] = Field(None, description="bytes one call reads or "
+                                                                     "writes")
     iomatrix_io: Optional[str] = Field(None, description="c, pyio or native")
     iomatrix_cache: Optional[str] = None
     iomatrix_profile: Optional[str] = None
@@ -97,13 +159,17 @@ class Metadata(Open):
     iomatrix_native: Optional[str] = Field(None, description="the C reference's command")
     # VmHWM after the call less VmRSS before it: a call that frees memory it found makes
     # it a little negative (stored runs hold -300 KiB)
-    iomatrix_peak_rss: Optional[Annotated[int, Field(ge=-2 ** 50, le=2 ** 50)]] = Field(
+    iomatrix_peak_rss: Optional[Annotated[int, Field(ge=-2 ** 40, le=2 ** 40)]] = Field(
         None, description="how far the resident set grew during one call, in bytes")
     iomatrix_peak_rss_method: Optional[str] = None
     iomatrix_cpu: Optional[str] = Field(None, description="the CPU(s) the worker ran on")
+    iomatrix_run_id: Optional[RunId] = Field(
+        None, description="the run a part was made for (store.seal_part)")
+    iomatrix_series: Optional[SeriesName] = Field(
+        None, description="the series a part was made for (store.seal_part)")
     iomatrix_clock: Optional[Literal["cpu", "wall"]] = None
     iomatrix_other_clock_per_value: Optional[Seconds] = None
-    iomatrix_retakes_per_value: Optional[PerValue] = None
+    iomatrix_retakes_per_value: Optional[Annotated[float, Field(ge=0.0, le=1e6)]] = None
     iomatrix_started: Optional[Epoch] = None
     iomatrix_finished: Optional[Epoch] = None
     iomatrix_minflt_per_value: Optional[PerValue] = None
@@ -123,7 +189,8 @@ def _warmup(pair: list) -> list:
     loops, value = pair
     if isinstance(loops, bool) or not isinstance(loops, int) or loops < 1:
         raise ValueError(f"a warm-up's loops must be a whole number of at least 1, not {loops!r}")
-    if not 1e-9 <= value <= 3600.0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not MIN_SECONDS <= value <= MAX_SECONDS:
         raise ValueError(f"a warm-up's time must be from 1 ns to 1 hour, not {value!r}")
     return pair
 
@@ -159,7 +226,7 @@ class CounterEntry(Ours):
     reason: Text = None
     file: Text = None
     counters: list[str] = []
-    seconds: Optional[Annotated[float, Field(ge=0.0)]] = None
+    seconds: Optional[LongSeconds] = None
     skipped: dict[str, str] = {}
     failed_ops: dict[str, dict[str, str]] = {}
 
@@ -168,8 +235,8 @@ class SeriesStatus(Ours):
     """What the runner records of a series' files (record.record_series): its status,
     what is missing or failed; shared by the interpreters' entries and the C reference's."""
     status: Text = None
-    planned_ops: list[str] = []
-    missing: dict[str, Count] = {}
+    planned_ops: list[OpName] = []
+    missing: dict[OpName, Count] = {}
     results_file: Text = None
     skipped_ops: dict[str, str] = {}
     failed_ops: dict[str, str] = {}
@@ -178,8 +245,8 @@ class SeriesStatus(Ours):
 
 class InterpreterEntry(SeriesStatus):
     """One series of the run: what discovery found, the build, and the series' status."""
-    label: Text = None
-    series: Text = None
+    label: Optional[Label] = None
+    series: Optional[SeriesName] = None
     executable: Text = None
     source: Text = None
     error: Text = None
@@ -224,7 +291,7 @@ class NativeBestOp(Ours):
 
 class NativeBest(Ours):
     """The machine's best: the C program in page-aligned blocks, fastest of ``repeat``."""
-    ops: dict[str, NativeBestOp] = {}
+    ops: dict[OpName, NativeBestOp] = {}
     errors: dict[str, str] = {}
     repeat: Annotated[int, Field(ge=1)] = 1
 
@@ -249,6 +316,48 @@ class PhaseProbeEntry(Ours):
 SpecValue = Optional[str | int | float | bool | list[str] | dict[str, str]]
 
 
+class Sampling(Ours):
+    """What iomatrix.measuring.sampling did (its ``summary``)."""
+    target: Optional[Annotated[float, Field(gt=0.0, le=1.0)]] = None
+    confidence: Optional[Annotated[float, Field(gt=0.0, lt=1.0)]] = None
+    criterion: Text = None
+    extra_rounds: Optional[Round] = None
+    stopped_by: Text = None
+    loose_ops: dict[OpName, Optional[Annotated[float, Field(ge=0.0, le=1e6)]]] = Field(
+        {}, description="each loose op's widest half-width (0.015: 1.5%); null: none yet")
+    borderline_steps: list[str] = []
+
+
+class RunSpecRecord(Open):
+    """A run spec (iomatrix/measuring/spec.py RunSpec.to_manifest): the numbers a page states
+    are bounded; its other keys are values of SpecValue."""
+    run_id: Text = None
+    suites: Optional[list[SuiteName]] = None
+    interpreters: Optional[list[Label]] = None
+    seed: Optional[int] = None
+    budget_seconds: Optional[LongSeconds] = None
+    target: Optional[Annotated[float, Field(gt=0.0, le=1.0)]] = None
+    timeout_seconds: Optional[Annotated[float, Field(gt=0.0, le=1e7)]] = None
+
+    @model_validator(mode="after")
+    def _plain_values(self):
+        for key, value in (self.model_extra or {}).items():
+            if not _spec_value(value):
+                raise ValueError(f"spec field {key!r}: not a string, number, boolean, list of "
+                                 "strings or object of strings")
+        return self
+
+
+def _spec_value(value) -> bool:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, list):
+        return all(isinstance(item, str) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return False
+
+
 class Session(Ours):
     """One command that worked on the run (a run can be resumed)."""
     started: Text = None
@@ -262,13 +371,14 @@ class Session(Ours):
     work_dir: Text = None
     resumed_parts: Optional[Count] = None
     phase_probe: Optional[PhaseProbeEntry] = None
-    sampling: Optional[dict[str, Json]] = Field(None, description="iomatrix.measuring.sampling's summary")
-    spec: Optional[dict[str, SpecValue]] = Field(None, description="this session's run spec")
+    sampling: Optional[Sampling] = Field(None, description="iomatrix.measuring.sampling's summary")
+    spec: Optional[RunSpecRecord] = Field(None, description="this session's run spec")
 
 
 class MachineState(Ours):
     time: Text = None
-    load_average: Optional[list[Annotated[float, Field(ge=0.0)]]] = None
+    load_average: Optional[list[Annotated[float, Field(ge=0.0, le=1e5)]]] = Field(
+        None, max_length=3)
     affinity: Optional[list[Annotated[int, Field(ge=0)]]] = None
     cpu_governor: Text = None
 
@@ -281,7 +391,8 @@ class Order(Ours):
 # The profile as the run recorded it (dataclasses.asdict of iomatrix.storing.profiles.Profile): one
 # field per field of the dataclass, typed from it, so a setting added there is known here;
 # all optional, since older runs lack the later ones.
-_PROFILE_TYPES = {"int": Optional[Count], "str": Text, "float": Optional[float],
+_PROFILE_TYPES = {"int": Optional[Annotated[int, Field(ge=0, le=10_000_000)]], "str": Text,
+                  "float": Optional[Annotated[float, Field(ge=0.0, le=1e7)]],
                   "bool": Optional[bool]}
 ProfileSettings = create_model(
     "ProfileSettings", __base__=Ours,
@@ -299,7 +410,7 @@ class FileSystem(Ours):
 class CountingSummary(Ours):
     counters: list[str] = []
     calls: Optional[Count] = None
-    seconds: Optional[Annotated[float, Field(ge=0.0)]] = None
+    seconds: Optional[LongSeconds] = None
     skipped: dict[str, str] = {}
 
 
@@ -307,7 +418,7 @@ class Manifest(Ours):
     """``manifest.json``: where, how and what a run measured, and each series' status."""
     iomatrix_manifest_version: Optional[Annotated[int, Field(ge=1, le=1000)]] = None
     run_id: Text = None
-    spec: Optional[dict[str, SpecValue]] = Field(
+    spec: Optional[RunSpecRecord] = Field(
         None, description="the run spec (iomatrix/measuring/spec.py) as the runner recorded it")
     host: Text = None
     os: Text = None
@@ -316,7 +427,7 @@ class Manifest(Ours):
     cpu_flags: Text = Field(None, description="digest of the CPU's feature flags")
     boot_id: Text = Field(None, description="the kernel's id of the boot the run measured in")
     cpu_count: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
-    memory_bytes: Optional[Bytes] = None
+    memory_bytes: Optional[ProcessBytes] = None
     host_python: Text = None
     libc: Text = None
     profile: Text = None
@@ -334,14 +445,14 @@ class Manifest(Ours):
     fixture_page_cache: Text = None
     fixture_filesystem: Optional[FileSystem] = None
     profile_settings: Optional[ProfileSettings] = None
-    suites: list[str] = []
+    suites: list[SuiteName] = []
     io: list[str] = []
     order: Optional[Order] = None
     started: Text = None
     finished: Text = None
     machine_state_start: Optional[MachineState] = None
     machine_state_end: Optional[MachineState] = None
-    interpreters: dict[str, InterpreterEntry] = {}
+    interpreters: dict[SeriesName, InterpreterEntry] = {}
     native: Optional[NativeEntry] = None
     counters: Optional[CountingSummary] = None
     sessions: list[Session] = []
@@ -349,21 +460,25 @@ class Manifest(Ours):
 
 # -- counters files ---------------------------------------------------------------------
 
+# A counters file holds totals over ``calls`` (at most 10**6) counted calls.
+CountedEvents = Annotated[int, Field(ge=0, le=10 ** 14)]
+
+
 class Rusage(Ours):
-    minflt: Optional[Count] = None
-    majflt: Optional[Count] = None
-    nvcsw: Optional[Count] = None
-    nivcsw: Optional[Count] = None
+    minflt: Optional[CountedEvents] = None
+    majflt: Optional[CountedEvents] = None
+    nvcsw: Optional[CountedEvents] = None
+    nivcsw: Optional[CountedEvents] = None
 
 
 class CountedOp(Ours):
     """One op's counts: totals over ``calls`` counted calls."""
-    suite: Text = None
-    bytes_per_call: Bytes = 0
+    suite: Optional[SuiteName] = None
+    bytes_per_call: BytesPerCall = 0
     calls: Annotated[int, Field(ge=1, le=1_000_000)] = 1
-    syscalls: Optional[dict[str, Count]] = None
+    syscalls: Optional[dict[str, Annotated[int, Field(ge=0, le=10 ** 9)]]] = None
     rusage: Optional[Rusage] = None
-    instructions: Optional[Count] = None
+    instructions: Optional[Annotated[int, Field(ge=1, le=10 ** 14)]] = None
     cache: Optional[dict[str, Count]] = Field(
         None, description="callgrind's simulated cache events (iomatrix.callgrind.EVENTS[1:])")
     functions: Optional[list[list[str | Count]]] = Field(
@@ -372,7 +487,7 @@ class CountedOp(Ours):
 
 
 class CountedInterpreter(Ours):
-    label: Text = None
+    label: Optional[Label] = None
     executable: Text = None
     implementation: Text = None
     version: Text = None
@@ -387,13 +502,13 @@ class CountedInterpreter(Ours):
 class Counters(Ours):
     """``<series>.counters.json`` (format 1; iomatrix.measuring.counters describes each field)."""
     iomatrix_counters_version: Literal[1]
-    series: Text = None
+    series: Optional[SeriesName] = None
     interpreter: Optional[CountedInterpreter] = None
     calls: Optional[Count] = None
     fixtures: Text = None
     methods: dict[str, str] = {}
     skipped: dict[str, str] = {}
-    ops: dict[str, CountedOp]
+    ops: dict[OpName, CountedOp]
 
 
 # -- phase files --------------------------------------------------------------------------
@@ -401,32 +516,24 @@ class Counters(Ours):
 class PhaseSample(Ours):
     """One line of ``phase/<session>.tsv``: when, and the probe's two timed pieces of work."""
     wall_time: Epoch
-    loop_seconds: Seconds
-    copy_seconds: Seconds
+    loop_seconds: PhaseSeconds
+    copy_seconds: PhaseSeconds
 
 
 # -- compare --json ---------------------------------------------------------------------
 
-# Any two per-call times (Seconds: 1 ns to 1 hour) make a valid comparison, so a ratio
-# reaches 1 h / 1 ns = 3.6e12 (and its inverse); the slack covers the float rounding of
-# a mean of values and of an interval's ends.
-MAX_RATIO = 3600.0 / 1e-9 * 1.01
-Ratio = Annotated[float, Field(gt=0.0, le=MAX_RATIO,
-                               description="one time over another: both are 1 ns to 1 hour")]
-
-
 class PhaseSummary(Ours):
     samples: Count
-    loop_median: Seconds
-    loop_fastest: Seconds
-    copy_median: Seconds
-    copy_fastest: Seconds
+    loop_median: PhaseSeconds
+    loop_fastest: PhaseSeconds
+    copy_median: PhaseSeconds
+    copy_fastest: PhaseSeconds
 
 
 class ComparedOp(Ours):
-    series_a: str
-    series_b: str
-    op: str
+    series_a: SeriesName
+    series_b: SeriesName
+    op: OpName
     time_a: Seconds
     time_b: Seconds
     ratio: Ratio = Field(description="B's time over A's")

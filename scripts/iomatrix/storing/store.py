@@ -21,6 +21,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import socket
 from pathlib import Path
 
@@ -344,29 +345,50 @@ def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
     return sorted(runs, key=lambda r: (started[r.run_id], r.run_id)), problems
 
 
+def report_places(out: Path) -> tuple[Path, Path]:
+    """(the pages directory, the figures directory) of a report whose main page is ``out``."""
+    out = Path(out)
+    return out.parent / out.stem, out.parent / "figures"
+
+
 def check_report_destination(out: Path, results_dir: Path) -> None:
-    """Refuse a report file whose pages would land among a store's results.
+    """Refuse a report file whose pages would land among a store's results, or could not all
+    be written: every check runs before the first byte of the report is written.
 
     A report writes ``out``, its suite pages and data.csv in ``out.parent/out.stem/``
     and its figures in ``out.parent/figures/`` (scripts/report.py). Beside the runs of
     ``results_dir`` the pages directory of ``A.md`` would be run ``A`` itself, and a
     pages directory holding a manifest is some store's run directory: either way the
     report's files would mix with a run's results. Inside a run directory
-    (``RUN/report.md``, the matrix's default outside ``results/``) they stay apart."""
+    (``RUN/report.md``, the matrix's default outside ``results/``) they stay apart, but
+    never in its phase/ or .parts/ (``RUN/phase.md`` would put its pages in ``RUN/phase/``).
+    Each place is checked as check_output checks a file, symbolic links followed."""
     out = Path(out)
     if out.suffix != ".md":
         raise cli.BadInput(f"--out {out}: a report is a markdown file; give a name ending "
                            "in .md")
-    parent = out.parent.resolve()
-    pages_dir = parent / out.stem
-    if parent == Path(results_dir).resolve():
-        raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir} and its figures "
-                           f"in {parent / 'figures'}, among the runs of --results-dir "
-                           f"{results_dir}; write the report outside the results directory "
-                           "(or in a run's own directory, as RUN/report.md)")
-    if (pages_dir / MANIFEST).exists() or (pages_dir / MANIFEST).is_symlink():
-        raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir}, which is a run "
-                           f"directory (it has a {MANIFEST}); choose another name or place")
+    pages_dir, figures_dir = report_places(out)
+    check_output(out, "--out")
+    for where in where_written(pages_dir):
+        if where.parent == Path(results_dir).resolve() or \
+                where.parent == Path(os.path.abspath(results_dir)):
+            raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir} and its "
+                               f"figures in {figures_dir}, among the runs of --results-dir "
+                               f"{results_dir}; write the report outside the results directory "
+                               "(or in a run's own directory, as RUN/report.md)")
+        if os.path.lexists(where / MANIFEST):
+            raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir}, which is a "
+                               f"run directory (it has a {MANIFEST}); choose another name or "
+                               "place")
+        if where.exists() and not where.is_dir():
+            raise cli.BadInput(f"--out {out}: its pages would go in {pages_dir}, which exists "
+                               "and is not a directory; choose another name or place")
+    for page in (pages_dir / "data.csv", pages_dir / "page.md", figures_dir / "figure.png"):
+        try:
+            check_output(page, "--out")
+        except cli.BadInput as exc:
+            raise cli.BadInput(f"--out {out}: its pages and figures go in {pages_dir} and "
+                               f"{figures_dir}; {str(exc).split(': ', 1)[1]}") from None
 
 
 def newest_run(results_dir: Path) -> Run:
@@ -387,6 +409,13 @@ def load_series(path: Path) -> list[dict]:
     field for that, for truncated JSON, JSON of another tool, symlinks, special files or
     files too large.
     """
+    path = Path(path)
+    if os.path.lexists(path.parent / MANIFEST):
+        # In a run directory the file's name is its series' name, which reaches the pages:
+        # it follows the series rule (a loose file given to compare is named by its label).
+        problem = cli.name_problem(path.stem, "series")
+        if problem is not None:
+            raise ResultFileError(f"{path}: its name is not a series name ({problem})")
     data = read_json(path, kind="series")
     if not isinstance(data, dict) or "benchmarks" not in data:  # only without pydantic
         raise ResultFileError(f"{path}: not a pyperf result file (no 'benchmarks' key)")
@@ -436,6 +465,84 @@ def load_series(path: Path) -> list[dict]:
     return rows
 
 
+# -- part files --------------------------------------------------------------------------
+
+# The host stamps each worker's part with the run and series it was made for when it takes
+# it in (seal_part); a part is merged only when it carries this run's id and its own series
+# (read_part). A part copied from another run, another series' directory, or planted by
+# hand is refused by name, never merged, and its ops are timed again.
+KEY_RUN_ID = "iomatrix_run_id"
+KEY_SERIES = "iomatrix_series"
+
+
+def seal_part(partial: Path, part: Path, run_id: str, series: str) -> None:
+    """A worker's finished result ``partial`` (the part's half-written name) becomes the part
+    ``part``, stamped with the run id and series it belongs to."""
+    document = parse_json(contract.read_bytes(str(partial)))
+    if not isinstance(document, dict):
+        raise ResultFileError(f"{partial}: not a pyperf result file")
+    metadata = document.get("metadata")
+    document["metadata"] = {**(metadata if isinstance(metadata, dict) else {}),
+                            KEY_RUN_ID: run_id, KEY_SERIES: series}
+    # Rewritten under its own half-written name, then renamed: a part is whole or absent.
+    fd = contract.open_regular(str(partial), os.O_WRONLY | os.O_TRUNC)
+    try:
+        data = memoryview((json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(partial, part)
+
+
+def _part_benchmark_problem(bench, metadata: dict, suite: str | None) -> str | None:
+    """What is wrong with one benchmark of a part (the checks that need no pydantic)."""
+    if not isinstance(bench, dict):
+        return "a benchmark that is not an object"
+    own = bench.get("metadata")
+    meta = {**metadata, **(own if isinstance(own, dict) else {})}
+    its_suite = meta.get(contract.KEY_SUITE)
+    problem = cli.name_problem(meta.get("name"), "op") or cli.name_problem(its_suite, "suite")
+    if problem is None and its_suite != suite:
+        problem = f"it holds suite {its_suite!r}, its file name says {suite!r}"
+    for entry in ([] if problem is not None else bench.get("runs") or []):
+        values = entry.get("values", []) if isinstance(entry, dict) else None
+        if not isinstance(values, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and
+                1e-9 <= v <= 3600.0 for v in values):
+            return "a value that is not a time from 1 ns to 1 hour"
+    return problem
+
+
+def read_part(run: "Run", series: str, path: Path) -> dict:
+    """A part file of ``series`` in ``run``, checked as a series file is (the schema, where
+    pydantic is installed; on the bench side, the names and times it holds) and as one of
+    this run's: its stamp names this run and this series, its file name its suite and round.
+    ResultFileError naming the file and the reason otherwise."""
+    where = f"{path}: part file refused, not merged"
+    try:
+        document = read_json(path, kind="series")
+    except ResultFileError as exc:
+        raise ResultFileError(f"{where}: {without_path(str(exc), path)}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
+        raise ResultFileError(f"{where}: not a pyperf result file")
+    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    stamp = (metadata.get(KEY_RUN_ID), metadata.get(KEY_SERIES))
+    if stamp != (run.run_id, series):
+        found = "no run id (not taken in by this run's runner)" if stamp[0] is None else \
+            f"run {cli.one_line(repr(stamp[0]))}, series {cli.one_line(repr(stamp[1]))}"
+        raise ResultFileError(f"{where}: it belongs to {found}, not to run {run.run_id!r}, "
+                              f"series {series!r}")
+    pieces = path.name[:-len(".json")].split("--")
+    suite = pieces[1] if len(pieces) in (2, 3) else None
+    for bench in document["benchmarks"]:
+        problem = _part_benchmark_problem(bench, metadata, suite)
+        if problem is not None:
+            raise ResultFileError(f"{where}: {problem}")
+    return document
+
+
 # -- where a tool may write ------------------------------------------------------------
 
 # Inside a run directory a tool may write report files only (the matrix's RUN/report.md,
@@ -445,40 +552,174 @@ def load_series(path: Path) -> list[dict]:
 REPORT_SUFFIXES = (".md", ".csv", ".png", ".svg", ".html")
 
 
+# The run's own subdirectories: nothing but the runner writes there.
+RUN_SUBDIRECTORIES = (PARTS_DIR, "phase")
+
+
+def where_written(path: Path) -> list[Path]:
+    """Where a write to ``path`` lands: the path as given (made absolute) and, when a
+    symbolic link on the way (a directory or the file itself) leads elsewhere, the resolved
+    path. Every output check looks at both, so a link never carries a write into a run."""
+    given = Path(os.path.abspath(path))
+    resolved = given.resolve()   # strict=False: as far as the path exists
+    return [given] if resolved == given else [given, resolved]
+
+
 def run_directory_of(path: Path) -> Path | None:
-    """The run directory (a directory holding a manifest) that ``path`` lies in, if any."""
-    for parent in Path(os.path.abspath(path)).parents:
-        if os.path.lexists(parent / MANIFEST):
-            return parent
+    """The run directory (a directory holding a manifest) that ``path`` lies in, if any,
+    following symbolic links (``where_written``)."""
+    for where in where_written(path):
+        for parent in where.parents:
+            if os.path.lexists(parent / MANIFEST):
+                return parent
     return None
 
 
 def check_output(path: Path, option: str) -> Path:
-    """Refuse an output path (BadInput naming ``option``) that is a directory or would
-    write a run's results: inside a run directory only report files are written."""
+    """Refuse an output path (BadInput naming ``option``) that is a directory, lies under a
+    file, or would write a run's results: inside a run directory only report files are
+    written, never in its .parts/ or phase/, never a hidden file. Symbolic links are
+    followed for the check (``where_written``): a link into a run is refused like the run."""
     path = Path(path)
     if path.is_dir():
         raise cli.BadInput(f"{option} {path}: is a directory; give a file name")
-    run_dir = run_directory_of(path)
-    if run_dir is None:
-        return path
-    inside = Path(os.path.abspath(path)).relative_to(run_dir).parts
-    if path.suffix.lower() not in REPORT_SUFFIXES or inside[0] in (PARTS_DIR, "phase") \
-            or path.name.startswith("."):
-        raise cli.BadInput(f"{option} {path}: lies in the run directory {run_dir}, where only "
-                           f"report files ({', '.join(REPORT_SUFFIXES)}) may be written; a "
-                           "run's results are never written over or added to")
+    for where in where_written(path):
+        blocking = next((p for p in where.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise cli.BadInput(f"{option} {path}: cannot write ({blocking} is not a "
+                               "directory)")
+        if any(part == PARTS_DIR for part in where.parts):
+            raise cli.BadInput(f"{option} {path}: lies in a run's {PARTS_DIR}/ ({where}), "
+                               "where only the runner writes")
+        run_dir = next((parent for parent in where.parents
+                        if os.path.lexists(parent / MANIFEST)), None)
+        if run_dir is None:
+            continue
+        inside = where.relative_to(run_dir).parts
+        if where.suffix.lower() not in REPORT_SUFFIXES or inside[0] in RUN_SUBDIRECTORIES \
+                or any(part.startswith(".") for part in inside):
+            shown = "" if where == Path(os.path.abspath(path)) else f" (through a link: {where})"
+            raise cli.BadInput(f"{option} {path}: lies in the run directory {run_dir}{shown}, "
+                               f"where only report files ({', '.join(REPORT_SUFFIXES)}) may be "
+                               f"written, not in its {' or '.join(d + '/' for d in RUN_SUBDIRECTORIES)}; a "
+                               "run's results are never written over or added to")
     return path
 
 
 def write_output(path: Path, text: str, option: str) -> None:
     """Write a tool's output file (check_output first); a failure is BadInput with the path."""
     path = check_output(path, option)
-    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise cli.BadInput(f"{option} {path}: cannot write ({blocking} is not a directory)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
     except OSError as exc:
         raise cli.BadInput(f"{option} {path}: cannot write ({exc.strerror or exc})")
+
+
+# -- a report's pages, replaced together ------------------------------------------------
+
+class _Swap:
+    """The renames that put a new set of pages in place, undone in reverse on failure."""
+
+    def __init__(self):
+        self.done = []   # (source, target) renames made, in order
+
+    def rename(self, source: Path, target: Path) -> None:
+        os.replace(source, target)
+        self.done.append((source, target))
+
+    def undo(self) -> None:
+        for source, target in reversed(self.done):
+            with contextlib.suppress(OSError):
+                os.replace(target, source)
+        self.done = []
+
+
+def page_file(directory: Path, name: str, suffix: str) -> Path:
+    """``directory/<name><suffix>`` for a page's vetted name: a suite (or one of the report's
+    own pages, named like a suite), never a path; BadInput otherwise, and the file must
+    stay inside ``directory`` (resolved and compared, in case a rule ever lets more in)."""
+    cli.checked(name, "suite", "page")
+    path = directory / f"{name}{suffix}"
+    if path.resolve().parent != directory.resolve():
+        raise cli.BadInput(f"page {cli.one_line(repr(name))}: its file {path} would lie "
+                           f"outside {directory}")
+    return path
+
+
+def write_report_pages(out: Path, main: str, pages: dict[str, str], csv: str = "") -> list[Path]:
+    """Write a report: its main page at ``out``, ``pages`` ({name: text}) as
+    ``<name>.md`` and ``csv`` as data.csv in its pages directory (``report_places``), so that
+    the new report replaces the old one whole.
+
+    The new pages are written first in a hidden directory beside the pages directory
+    (``.<stem>.partial-<pid>``, the contract's half-written pattern), the main page as a
+    half-written file beside ``out``. Then three renames: the old pages directory aside
+    (``.<stem>.old.partial-<pid>``), the new one into place, the new main page over the old
+    (os.replace); then the old pages are removed. What a reader sees:
+
+    - before the renames, the old report, whole (the new one is hidden);
+    - during the three renames (microseconds), the old main page with no pages directory,
+      then with the new one;
+    - after them, the new report, whole.
+
+    A failure or an interrupt (KeyboardInterrupt included) during the renames undoes them
+    in reverse: the old report is back, whole, and the hidden files are removed. Only a
+    kill -9 inside the three renames can leave a mix, and then the hidden
+    ``.<stem>.old.partial-<pid>`` directory beside it says so.
+    Call check_report_destination first; BadInput for a write that fails."""
+    out = Path(out)
+    pages_dir, _ = report_places(out)
+    parent = out.parent
+    pid = os.getpid()
+    new_dir = parent / f".{out.stem}.partial-{pid}"
+    old_dir = parent / f".{out.stem}.old.partial-{pid}"
+    new_main = Path(contract.partial_path(str(out)))
+    swap = _Swap()
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for leftover in (new_dir, old_dir):   # a crashed run's, whose pid this one now has
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(new_main)
+        new_dir.mkdir()
+        written = [out]
+        for name, text in pages.items():
+            target = page_file(new_dir, name, ".md")
+            atomic_write_text(target, text, overwrite=False)
+            written.append(pages_dir / target.name)
+        if csv:
+            atomic_write_text(new_dir / "data.csv", csv, overwrite=False)
+            written.append(pages_dir / "data.csv")
+        atomic_write_bytes_unrenamed(new_main, main)
+        if os.path.lexists(pages_dir):
+            swap.rename(pages_dir, old_dir)
+        swap.rename(new_dir, pages_dir)
+        swap.rename(new_main, out)
+    except BaseException as exc:
+        swap.undo()
+        for leftover in (new_dir, new_main):
+            with contextlib.suppress(OSError):
+                shutil.rmtree(leftover) if leftover.is_dir() else os.remove(leftover)
+        if isinstance(exc, OSError):
+            raise cli.BadInput(f"--out {out}: cannot write the report "
+                               f"({exc.strerror or exc}); the previous report is left as it "
+                               "was") from None
+        raise
+    with contextlib.suppress(OSError):
+        shutil.rmtree(old_dir)
+    return written
+
+
+def atomic_write_bytes_unrenamed(path: Path, text: str) -> None:
+    """Write ``text`` to the new file ``path`` and fsync it (the caller renames it)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o644)
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
