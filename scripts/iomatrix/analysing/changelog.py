@@ -39,6 +39,7 @@ URL built here from the number.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -295,9 +296,23 @@ def _json_path(tarball: Path) -> Path:
     return tarball.with_name(tarball.name + ".news.json")
 
 
+_LOADED: dict = {}     # (path, mtime) -> Changelog: one parse per tarball and process
+
+
 def load_tarball_changelog(tarball: Path, say: Say = print) -> Changelog | None:
     """The parsed NEWS of a tarball, from its JSON beside it when that is newer than the
     tarball, else read and parsed (and the JSON written); None when it has no NEWS."""
+    tarball = Path(tarball)
+    try:
+        key = (str(tarball), tarball.stat().st_mtime)
+    except OSError:
+        return None
+    if key not in _LOADED:
+        _LOADED[key] = _load_tarball_changelog(tarball, say)
+    return _LOADED[key]
+
+
+def _load_tarball_changelog(tarball: Path, say: Say) -> Changelog | None:
     cache = _json_path(tarball)
     try:
         if cache.is_file() and cache.stat().st_mtime >= tarball.stat().st_mtime:
@@ -504,8 +519,13 @@ def words_for(op: str, suite: str = "") -> dict:
     return words
 
 
+@functools.lru_cache(maxsize=None)
+def _word_re(word: str) -> re.Pattern:
+    return re.compile(r"(?<![a-z0-9])" + re.escape(word))
+
+
 def _has(text: str, word: str) -> bool:
-    return re.search(r"(?<![a-z0-9])" + re.escape(word), text) is not None
+    return _word_re(word).search(text) is not None
 
 
 def _matching(text: str, component: str) -> str | None:

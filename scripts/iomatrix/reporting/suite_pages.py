@@ -18,6 +18,7 @@ from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio, fmt_time, md,
                                          nowrap, row_id, table, wide_table)
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
+from iomatrix.reporting.why import candidate_lines
 
 
 def step_title(a: str, b: str) -> str:
@@ -82,6 +83,7 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
         lines += [f"## Against {code(an.baseline)}", ""] + wide_table(rows, [
             (column_title(an.data, s), lambda op, s=s: ratio_cell(an.baseline_cmp.get((op, s))))
             for s in order if s != an.baseline])
+    lines += section_candidates(an, ops)
     lines += section_functions(an, ops)
     lines += section_times(an, ops, rows, order, anchors)
     lines += section_reference(an, ops)
@@ -94,6 +96,23 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
 
 
 WHERE_TOP = 5
+
+
+def section_candidates(an: Analysis, ops: list) -> list[str]:
+    """Each release-step finding of these ops with its candidate upstream changes (the
+    entries of CPython's Misc/NEWS inside the step that name the op's machinery)."""
+    lines = []
+    for f in an.findings():
+        if f.op in ops:
+            lines += [f"- {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')} "
+                      f"({f.comparison.ratio:.2f}):"]
+            lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
+    if not lines:
+        return []
+    return ["## Candidate upstream changes", "",
+            "For each finding, the entries of CPython's Misc/NEWS in the releases inside its "
+            "step that name the op's machinery, best first (the ranking rule is in "
+            "analysing/changelog.py): candidates to read, not proofs.", ""] + lines + [""]
 
 
 def short_file(path: str) -> str:
@@ -207,19 +226,26 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               "low", "high", "significant", "processes",
               # A release step's classes (analysing.comparisons): the findings' evidence and
               # firmness, with where the next run's ratio should land; "counts only" steps too.
-              "evidence", "firmness", "next_run_low", "next_run_high", "modes"]
+              "evidence", "firmness", "next_run_low", "next_run_high", "modes",
+              # A finding's top candidate upstream change (its gh-/bpo- number) and the
+              # release it entered (analysing.changelog); blank for other rows.
+              "candidate", "candidate_release"]
 
 
 def number(value) -> str:
     return "" if value is None else repr(value)
 
 
-def class_columns(f: Finding | None) -> list:
-    """The CSV's class columns of a release step (blank without a classified one)."""
+def class_columns(f: Finding | None, an: Analysis | None = None) -> list:
+    """The CSV's class columns of a release step (blank without a classified one), and a
+    finding's top candidate upstream change."""
     if f is None:
-        return [""] * 5
+        return [""] * 7
     low, high = f.next_run or (None, None)
-    return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or ""]
+    top = an.candidates_of(f).top if an is not None and f.firmness != "counts only" \
+        and f.evidence != "counts only" else None
+    return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or "",
+            top.entry.number if top else "", top.entry.release if top else ""]
 
 
 def tidy_csv(an: Analysis) -> str:
@@ -237,7 +263,7 @@ def tidy_csv(an: Analysis) -> str:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
                              against_of(s), repr(c.ratio), number(c.low), number(c.high),
                              "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b, *class_columns(finding)])
+                             c.n_b, *class_columns(finding, an)])
     for (s, op), by_process in sorted(an.means.items()):
         if op in an.suite_of:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], "time_s", "",
