@@ -25,7 +25,8 @@ weighted by how specific it is). Its score is
 
     section weight (SECTION_WEIGHTS; sections outside it are never candidates)
     + the sum of the weights of the distinct family words it matches
-    + PERF_BONUS if it speaks of speed or buffers (PERF_WORDS)
+    + PERF_BONUS if it speaks of speed or buffers (PERF_WORDS), and QUANTIFIED_BONUS more
+      if it also gives a number ("by ~49%", "up to 3 times")
     - NOISE_PENALTY if it speaks of crashes, leaks, errors or platforms the runs do not
       use (NOISE_WORDS), at most once
     - OTHER_MODULE_PENALTY if the modules it names (":mod:`gzip`", ":class:`tempfile.X`")
@@ -444,13 +445,14 @@ FAMILIES = [
       "modules/_io|_io": 3, ":mod:`io`|io module": 4,
       "bufferedreader|bufferedwriter|bufferedrandom|buffered": 4, "fileio": 3,
       ":func:`open`|open()": 2.5, "buffering": 2.5, "readinto": 2, "rawiobase": 3,
-      "_pyio": 1.5, "isolate|:pep:`687`|heap type": 3}),
+      "_pyio": 1.5, "isolate|:pep:`687`|heap type": 3, "system call|syscall": 2}),
     # Seeks on a buffered file: seek() drops or keeps the buffer, tell() computes positions.
     ("seek", r"seek",
      {"seek": 2.5, "tell": 1.5, "lseek": 2.5, "small read": 3}),
     # Line iteration: for line in f goes through readline (C) and the eval loop's FOR_ITER.
-    ("lines", r"(byLines|iterate_lines|_lines|readline)",
-     {"readline": 3, "readlines": 2, "iternext|__next__": 3, "iterat": 1.5,
+    ("lines", r"(read_byLines|iterate_lines|read_lines|readline)",
+     {"line iteration|iterating over lines|iterating over a file": 5,
+      "readline": 3, "readlines": 2, "iternext|__next__": 3, "iterat": 1.5,
       "for_iter|specializ|eval loop": 1.5, "memchr": 2, "line": 1}),
     # Whole-file and block reads of growing results: the allocator's resize and arenas.
     ("allocator", r"(allAtOnce|read_64KiB|chunks_read|readmodify)",
@@ -474,10 +476,14 @@ FAMILIES = [
     ("bytes search", r"^mmapio_(find|regex)",
      {"bytes.find": 4, "fastsearch|string-searching|string searching|two-way": 3,
       "find|rfind": 1.5, "memchr": 2}),
-    # shutil: copyfileobj's buffer, copyfile's fast paths (sendfile, copy_file_range).
-    ("shutil", r"^copies_",
-     {"copyfileobj": 5, "shutil": 4, "copyfile": 4, "sendfile|copy_file_range|fast-copy": 4,
-      "buffer size": 3, "copy": 1}),
+    # shutil: copyfileobj's buffer (a read/write loop: no sendfile on any platform) ...
+    ("shutil copyfileobj", r"^copies_copyfileobj",
+     {"copyfileobj": 5, "shutil": 4, "buffer size": 3, "system call|syscall": 2,
+      "copy": 1}),
+    # ... and copyfile's fast paths (sendfile, copy_file_range).
+    ("shutil copyfile", r"^copies_(copyfile(?!obj)|sendfile|copy_file_range)",
+     {"copyfile": 4, "shutil": 4, "sendfile|copy_file_range|fast-copy": 4,
+      "system call|syscall": 2, "copy": 1}),
     # os/posix: the raw calls behind many small files and the copies' loops.
     ("os", r"^(manyfiles_|copies_)",
      {"os.open|os.read|os.write|os.fstat|fstat": 2, "scandir": 2, "o_cloexec": 2,
@@ -496,6 +502,9 @@ SECTION_WEIGHTS = {"Library": 1.0, "Core and Builtins": 1.0, "Core_and_Builtins"
                    "Performance": 1.5, "Security": 0.3, "C API": 0.3, "Build": 0.3}
 PERF_WORDS = ("faster", "slower", "performance", "speed", "optimiz", "regression", "buffer")
 PERF_BONUS = 1.0
+# A measured speed change ("by ~49%", "up to 3 times", "2x faster"): about speed for sure.
+QUANTIFIED_RE = re.compile(r"\d+(?:\.\d+)?\s*(?:%|x\b|times)")
+QUANTIFIED_BONUS = 1.0
 NOISE_WORDS = ("crash", "segfault", "leak", "refleak", "race", "deadlock", "error message",
                "raise", "raising", "exception", "deprecat", "windows", "macos", "free-threaded",
                "warning", "pickl", "docstring", "typo")
@@ -548,7 +557,9 @@ def score_entry(entry: Entry, words: dict) -> tuple[float, tuple]:
     score = weight + sum(words[component] for component in found)
     if any(_has(text, word) for word in PERF_WORDS):
         score += PERF_BONUS
-    if any(_has(text, word) for word in NOISE_WORDS):
+        if QUANTIFIED_RE.search(text):
+            score += QUANTIFIED_BONUS
+    if any(_has(text.replace("non-windows", ""), word) for word in NOISE_WORDS):
         score -= NOISE_PENALTY
     named = {name for name in OTHER_MODULE_RE.findall(text) if not name.startswith("_")
              or name in OWN_MODULES}
@@ -596,12 +607,19 @@ def candidates(changelog: Changelog, op: str, suite: str, old_version: str,
 
 # -- for the pages: the candidates of a run's release steps --------------------------------
 
+# A step from 2.x to 3.x crosses Python 3.0's new io stack (PEP 3116: open() returns io
+# objects, text mode decodes; rewritten in C for 3.1), which no entry of Misc/NEWS (from
+# 3.5.0a1) names: such a step's likely cause is that, stated by the project.
+PY3_CAUSE = ("Python 3's io stack (PEP 3116)", "https://peps.python.org/pep-3116/", "3.0")
+
+
 @dataclass
 class StepWhy:
     candidates: list           # Candidate, best first
     note: str                  # where they come from, or why there are none
     old_date: str | None = None
     new_date: str | None = None
+    cause: tuple | None = None  # PY3_CAUSE for a step from 2.x, named before any entry
 
     @property
     def top(self) -> Candidate | None:
@@ -652,5 +670,6 @@ class Why:
             return StepWhy([], no_changelog_note(new), self.date(old))
         before = self.changelog(old) if version_key(old).major >= 3 else None
         found = candidates(log, op, suite, old, new, self.limit, before=before)
+        cause = PY3_CAUSE if version_key(old).major < 3 <= version_key(new).major else None
         return StepWhy(found, coverage_note(log, old, new), self.date(old),
-                       log.release_date(new))
+                       log.release_date(new), cause)

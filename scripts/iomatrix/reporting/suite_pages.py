@@ -242,10 +242,15 @@ def class_columns(f: Finding | None, an: Analysis | None = None) -> list:
     if f is None:
         return [""] * 7
     low, high = f.next_run or (None, None)
-    top = an.candidates_of(f).top if an is not None and f.firmness != "counts only" \
-        and f.evidence != "counts only" else None
+    why = an.candidates_of(f) if an is not None and f.evidence != "counts only" else None
+    if why is not None and why.cause is not None:    # a step from 2.x: PEP 3116, 3.0
+        candidate = [f"PEP {why.cause[1].rstrip('/').rsplit('-', 1)[-1]}", why.cause[2]]
+    elif why is not None and why.top is not None:
+        candidate = [why.top.entry.number, why.top.entry.release]
+    else:
+        candidate = ["", ""]
     return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or "",
-            top.entry.number if top else "", top.entry.release if top else ""]
+            *candidate]
 
 
 def tidy_csv(an: Analysis) -> str:
