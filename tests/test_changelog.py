@@ -75,7 +75,7 @@ def test_releases_between_spans_main_line_and_patch_levels():
 @pytest.mark.parametrize("op, old, new, expected, top", [
     ("mmapio_slices_seek_read", "3.13.15", "3.14.7", "gh-117151", 3),
     ("read_byBlocks_binaryMode", "3.13.15", "3.14.7", "gh-117151", 1),
-    ("chunks_iterate_lines", "3.13.15", "3.14.7", "gh-144380", 1),
+    ("chunks_iterate_lines", "3.13.0", "3.14.7", "gh-144380", 1),
     ("copies_copyfileobj_default", "3.7.16", "3.8.18", "bpo-36103", 1),
     ("copies_copyfileobj_default", "3.7.16", "3.8.18", "bpo-33671", 3),
     ("mmapio_find_mmap", "3.10.13", "3.11.7", "bpo-46848", 1),

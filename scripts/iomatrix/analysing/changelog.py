@@ -529,8 +529,9 @@ def words_for(op: str, suite: str = "") -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _word_re(word: str) -> re.Pattern:
-    return re.compile(r"(?<![a-z0-9])" + re.escape(word))
+def _word_re(words: str) -> re.Pattern:
+    """One pattern for a component's alternatives ("a|b|c"), each at a word start."""
+    return re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, words.split("|"))) + ")")
 
 
 def _has(text: str, word: str) -> bool:
@@ -538,8 +539,14 @@ def _has(text: str, word: str) -> bool:
 
 
 def _matching(text: str, component: str) -> str | None:
-    """The first alternative of a component ("a|b|c") found in ``text``."""
-    return next((word for word in component.split("|") if _has(text, word)), None)
+    """The alternative of a component ("a|b|c") found first in ``text``."""
+    match = _word_re(component).search(text)
+    return match.group(0) if match else None
+
+
+@functools.lru_cache(maxsize=None)
+def _lower(text: str) -> str:
+    return text.lower()
 
 
 def score_entry(entry: Entry, words: dict) -> tuple[float, tuple]:
@@ -548,7 +555,9 @@ def score_entry(entry: Entry, words: dict) -> tuple[float, tuple]:
     weight = SECTION_WEIGHTS.get(entry.section)
     if weight is None:
         return 0.0, ()
-    text = entry.text.lower()
+    text = _lower(entry.text)
+    if not _word_re("|".join(words)).search(text):      # no component at all: the common case
+        return 0.0, ()
     found = {component: word for component in words
              if (word := _matching(text, component)) is not None}
     if not found:
@@ -654,7 +663,8 @@ class Why:
         return log.release_date(version) if log else None
 
     def of(self, op: str, suite: str, a: str, b: str) -> StepWhy:
-        key = (op, a, b)
+        # Ops of the same families share their candidates on one step: computed once.
+        key = (tuple(sorted(words_for(op, suite).items())), a, b)
         if key not in self._steps:
             self._steps[key] = self._compute(op, suite, a, b)
         return self._steps[key]
