@@ -203,3 +203,25 @@ def test_an_excerpt_is_plain_short_and_escaped():
     out = why.excerpt(text, limit=110)
     assert out.startswith("Increase io.DEFAULT\\_BUFFER\\_SIZE and adjust open() by applying PEP 687")
     assert "<b>" not in out and "\\[a\\](javascript:b)" in out and out.endswith("…")
+
+
+def test_compare_names_the_likely_change_of_a_regression_when_both_versions_are_known(
+        tmp_path, monkeypatch):
+    import test_compare
+    from iomatrix.commands import compare
+    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
+    make_tarball(tmp_path / "cache" / "tarballs" / "Python-3.14.7.tar.xz", "3.14.7", TRIMMED)
+    results = tmp_path / "results"
+    op = "read_byBlocks_binaryMode"
+    run = test_compare.make_run(results, "R", {
+        "3.13": {op: test_compare.processes(0.010)},
+        "3.14": {op: test_compare.processes(0.010, 2.0, phase=1)}})
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    manifest["interpreters"]["3.13"]["version"] = "3.13.0"
+    manifest["interpreters"]["3.14"]["version"] = "3.14.7"
+    (run.path / "manifest.json").write_text(json.dumps(manifest))
+    text, status = compare.compare(str(run.path / "3.13.json"), str(run.path / "3.14.json"),
+                                   results)
+    assert status == 1
+    assert "likely change" in text
+    assert "[gh-117151](https://github.com/python/cpython/issues/117151)" in text
