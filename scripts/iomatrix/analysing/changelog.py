@@ -419,7 +419,8 @@ def coverage_note(changelog: Changelog, old_version: str, new_version: str) -> s
     first, last = inside[-1].version, inside[0].version
     note = f"{len(inside)} release sections ({first} to {last}) of the changelog of {name}"
     if version_key(last) < version_key(new_version):
-        note += f"; {last} to {new_version} is only in a {'.'.join(map(str, branch(new_version)))} tarball"
+        note += (f"; the releases after {last} up to {new_version} are only in a "
+                 f"{'.'.join(map(str, branch(new_version)))} tarball")
     if version_key(old_version) and version_key(old_version).major < 3:
         note += "; Python 3.0 to 3.4 (the new io stack) is not in Misc/NEWS"
     return note
