@@ -249,6 +249,13 @@ def provision(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def changelog(session: nox.Session) -> None:
+    """Fetch and cache CPython's Misc/NEWS for versions, for the reports' candidate changes
+    (posargs: VERSION... [--offline])."""
+    run_tool(session, "changelog")
+
+
+@nox.session(default=False)
 def tests(session: nox.Session) -> None:
     """Run the test suite (real interpreters, real pyperf runs with tiny settings)."""
     session.install(*EXTRAS["test"])

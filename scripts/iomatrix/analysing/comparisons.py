@@ -24,10 +24,10 @@ import functools
 import math
 
 from iomatrix import cli, stats
-from iomatrix.analysing import counts
+from iomatrix.analysing import changelog, counts
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import (Lineage, RunData, compare_all, default_baseline, lineage,
-                                         ordered_ops, ordered_series, process_means)
+                                         ordered_ops, ordered_series, process_means, series_info)
 
 MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
 
@@ -190,6 +190,15 @@ class Analysis:
         """The functions the counting pass kept per (series, op) (counts.load_functions),
         read once for every page of the report."""
         return counts.load_functions(self.data.run.path) if self.data.run else {}
+
+    @functools.cached_property
+    def why(self) -> changelog.Why:
+        """The candidate upstream changes of release steps (analysing.changelog), from the
+        changelogs in the cache only: a report never downloads."""
+        return changelog.Why({s: series_info(self.data, s).get("version") for s in self.order})
+
+    def candidates_of(self, f: Finding) -> changelog.StepWhy:
+        return self.why.of(f.op, self.suite_of.get(f.op, ""), f.a, f.b)
 
     @functools.cached_property
     def _classified(self) -> tuple[list[Finding], list[Finding]]:

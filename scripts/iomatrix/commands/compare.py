@@ -55,11 +55,12 @@ import os
 from pathlib import Path
 
 from iomatrix import cli, stats
-from iomatrix.analysing import analysis, comparisons, counts
+from iomatrix.analysing import analysis, changelog, comparisons, counts
 from iomatrix.measuring import native, phase
 from iomatrix.storing import store
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, context_differences, fmt_ratio, fmt_time,
                                          fmt_value, md, names, table, visible)
+from iomatrix.reporting.why import top_cell
 
 DEFAULT_FAIL_ABOVE = 0.05
 MAX_REGRESSION_ROWS = 30
@@ -445,13 +446,21 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
     if regressions:
         ranked = sorted(regressions, key=lambda sr: -sr[1].comparison.ratio)
         classed = any(r.evidence for _, r in ranked)
+        why = {id(r): regression_candidates(a, b, s, r) for s, r in ranked[:MAX_REGRESSION_ROWS]}
+        with_why = any(w is not None for w in why.values())
         rows = [[s.title, code(r.op), fmt_time(r.time_a), fmt_time(r.time_b),
                  fmt_ratio(r.comparison, fail_above)] + ([r.evidence or ""] if classed else [])
+                + ([top_cell(why[id(r)]) if why[id(r)] else "—"] if with_why else [])
                 for s, r in ranked[:MAX_REGRESSION_ROWS]]
         lines += ["#### Regressions", "",
-                  table(rows, ["series", "op", "A", "B", "B/A"] + (["class"] if classed else []),
+                  table(rows, ["series", "op", "A", "B", "B/A"] + (["class"] if classed else [])
+                        + (["likely change"] if with_why else []),
                         ["left", "left", "right", "right", "right"]
-                        + (["left"] if classed else [])), ""]
+                        + (["left"] if classed else []) + (["left"] if with_why else [])), ""]
+        if with_why:
+            lines += ["Likely change: the top candidate upstream change from CPython's "
+                      "Misc/NEWS between the two sides' versions (analysing/changelog.py; "
+                      "from the cache's tarballs only).", ""]
         if len(ranked) > MAX_REGRESSION_ROWS:
             lines += [f"The {MAX_REGRESSION_ROWS} largest are listed; "
                       f"{len(ranked) - MAX_REGRESSION_ROWS} more are in the tables below.", ""]
@@ -464,6 +473,23 @@ def build_markdown(a: Side, b: Side, sections: list[Section], fail_above: float,
             return head + "\n" + details
     return head + "\n" + (f"The per-op tables are left out: they would not fit a comment of "
                           f"{COMMENT_BUDGET} characters. Compare fewer series with --label.\n")
+
+
+def regression_candidates(a: Side, b: Side, s: Section, r: OpResult) \
+        -> changelog.StepWhy | None:
+    """The candidate upstream changes of a regression when both sides' exact CPython
+    versions are known and differ; None otherwise."""
+    versions = [analysis.series_info(side.data, series).get("version")
+                if side.data is not None else None
+                for side, series in ((a, s.series_a), (b, s.series_b))]
+    infos = [analysis.series_info(side.data, series) if side.data is not None else {}
+             for side, series in ((a, s.series_a), (b, s.series_b))]
+    if not all(versions) or versions[0] == versions[1] \
+            or any(i.get("implementation", "cpython") != "cpython" for i in infos):
+        return None
+    frame = a.data.frame
+    suite = next(iter(frame.loc[frame["op"] == r.op, "suite"]), "")
+    return changelog.Why({"A": versions[0], "B": versions[1]}).of(r.op, suite, "A", "B")
 
 
 def per_op_tables(sections: list[Section], fail_above: float, significant_only: bool) -> str:

@@ -34,6 +34,7 @@ from iomatrix.reporting.sections import (column_title, section_aa, section_heade
                                          section_problems, section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
 from iomatrix.reporting.suite_pages import display_order, suite_page, tidy_csv
+from iomatrix.reporting.why import likely_causes, top_cell as why_cell
 
 DEFAULT_THRESHOLD = stats.FINDING_THRESHOLD
 TOP_PER_VARIANT = 5       # largest significant changes listed per variant on the main page
@@ -427,6 +428,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     classes = classes_sentence(slower + faster, an.threshold)
     if classes:     # one paragraph with the sentence above it: the first screen is short
         lines[intro] += " " + classes
+    why = {id(f): an.candidates_of(f) for f in slower + faster}    # candidate upstream changes
+    with_why = any(w.top is not None for w in why.values())
     for title, listed in (("Slower", slower), ("Faster", faster)):
         if not listed:
             continue
@@ -445,12 +448,15 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                                           top_function(functions, counted, f),
                                           bytes_on_2x_note(an, f.op, f.a),
                                           recipe_note(an, f))]
-                           if with_notes else []))
+                           if with_notes else [])
+                        + ([why_cell(why[id(f)])] if with_why else []))
         headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
                    "time per call<br>throughput"]
         align = ["right", "left", "left", "right", "right"]
         if with_notes:
             headers, align = headers + ["counts per call"], align + ["left"]
+        if with_why:
+            headers, align = headers + ["likely change"], align + ["left"]
         lines += [f"### {title}", "", table(rows, headers, align), ""]
     checked = [(f, an.recipe_check(f)) for f in findings]
     checked = [(f, check) for f, check in checked if check is not None]
@@ -463,6 +469,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                   f"({names(twins)}): {held} of them hold with that side replaced by it "
                   "(significant and beyond the threshold the same way), "
                   f"{len(checked) - held} do not. Their rows say which.", ""]
+    lines += likely_causes([(numbers[id(f)], why[id(f)]) for f in slower + faster])
     more = len(findings) - len(slower) - len(faster)
     if more:
         lines += [f"{more} more findings are on the suite pages (the largest "

@@ -21,6 +21,7 @@ from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_
                                          table, url, wide_table)
 from iomatrix.reporting import allocator_section
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
+from iomatrix.reporting.why import candidate_lines
 
 
 def step_title(a: str, b: str) -> str:
@@ -85,6 +86,7 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
         lines += [f"## Against {code(an.baseline)}", ""] + wide_table(rows, [
             (column_title(an.data, s), lambda op, s=s: ratio_cell(an.baseline_cmp.get((op, s))))
             for s in order if s != an.baseline])
+    lines += section_candidates(an, ops)
     lines += section_functions(an, ops)
     lines += section_times(an, ops, rows, order, anchors)
     lines += section_reference(an, ops)
@@ -97,6 +99,23 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
 
 
 WHERE_TOP = 5
+
+
+def section_candidates(an: Analysis, ops: list) -> list[str]:
+    """Each release-step finding of these ops with its candidate upstream changes (the
+    entries of CPython's Misc/NEWS inside the step that name the op's machinery)."""
+    lines = []
+    for f in an.findings():
+        if f.op in ops:
+            lines += [f"- {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')} "
+                      f"({f.comparison.ratio:.2f}):"]
+            lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
+    if not lines:
+        return []
+    return ["## Candidate upstream changes", "",
+            "For each finding, the entries of CPython's Misc/NEWS in the releases inside its "
+            "step that name the op's machinery, best first (the ranking rule is in "
+            "analysing/changelog.py): candidates to read, not proofs.", ""] + lines + [""]
 
 
 def short_file(path: str) -> str:
@@ -216,7 +235,10 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               # firmness is judged on; not where another run's ratio will land: runs of one
               # boot fell outside it in 14-46% of cells, of another boot more often, by
               # `nox -s agree`); "counts only" steps too.
-              "evidence", "firmness", "resampled_low", "resampled_high", "modes"]
+              "evidence", "firmness", "resampled_low", "resampled_high", "modes",
+              # A finding's top candidate upstream change (its gh-/bpo- number) and the
+              # release it entered (analysing.changelog); blank for other rows.
+              "candidate", "candidate_release"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -224,7 +246,7 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # column's cell (a name, a class: TEXT_FIELDS) that starts with one of those gets a leading
 # ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
-               "modes"}
+               "modes", "candidate", "candidate_release"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -248,12 +270,21 @@ def number(value) -> str:
     return "" if value is None else repr(value)
 
 
-def class_columns(f: Finding | None) -> list:
-    """The CSV's class columns of a release step (blank without a classified one)."""
+def class_columns(f: Finding | None, an: Analysis | None = None) -> list:
+    """The CSV's class columns of a release step (blank without a classified one), and a
+    finding's top candidate upstream change."""
     if f is None:
-        return [""] * 5
+        return [""] * 7
     low, high = f.next_run or (None, None)
-    return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or ""]
+    why = an.candidates_of(f) if an is not None and f.evidence != "counts only" else None
+    if why is not None and why.cause is not None:    # a step from 2.x: PEP 3116, 3.0
+        candidate = [f"PEP {why.cause[1].rstrip('/').rsplit('-', 1)[-1]}", why.cause[2]]
+    elif why is not None and why.top is not None:
+        candidate = [why.top.entry.number, why.top.entry.release]
+    else:
+        candidate = ["", ""]
+    return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or "",
+            *candidate]
 
 
 def tidy_csv(an: Analysis) -> str:
@@ -271,7 +302,7 @@ def tidy_csv(an: Analysis) -> str:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
                              against_of(s), repr(c.ratio), number(c.low), number(c.high),
                              "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b, c.n_b if c.paired else "", *class_columns(finding)])
+                             c.n_b, c.n_b if c.paired else "", *class_columns(finding, an)])
 
     def time_rows(means):
         for (s, op), by_process in sorted(means.items()):
