@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 
 from iomatrix import callgrind
+# How functions are matched across interpreters (its docstring states the rule).
+from iomatrix.callgrind import canonical_function  # noqa: F401
 from iomatrix.storing import store
 # The file's format lives with its reader, below the stages (iomatrix.storing.countsfile); the
 # names stay importable from here for the readers.
