@@ -77,7 +77,7 @@ def window_profile(tmp_path, interp, how):
     out.mkdir()
     mode = ["--instr-atstart=no"] if how == "switch" else ["--collect-atstart=no"]
     subprocess.run(["setarch", platform.machine(), "-R", "valgrind", "--tool=callgrind",
-                    "--vgdb=no", f"--callgrind-out-file={out}/cg.%p", "--dump-before=getppid",
+                    "--vgdb=no", f"--callgrind-out-file={out}/callgrind.%p", "--dump-before=getppid",
                     *mode, interp.executable, str(script), str(SUITES_DIR), str(lines), how],
                    check=True, capture_output=True, timeout=300)
     dumps = counttools.callgrind_dumps(out)

@@ -235,3 +235,39 @@ def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, fixtu
 def test_markdown_without_counts_says_why():
     lines = counts.markdown_section([], {"3.13": {"syscalls": "strace is not installed"}})
     assert any("strace is not installed" in line for line in lines)
+
+
+def test_every_core_suite_has_counting_sizes():
+    """--counters on counts every core op: each core suite declares COUNT_DIVISOR (the main
+    command's counted suites, spec.RunSpec.from_args) and its fixtures take ``counting``."""
+    import inspect
+    from iomatrix.measuring import selection
+    for suite in selection.core_ops():
+        assert isinstance(selection.declared(suite, "COUNT_DIVISOR"), int), suite
+        module = __import__(suite)
+        assert "counting" in inspect.signature(module.fixtures).parameters, suite
+
+
+@needs_strace
+@needs_valgrind
+def test_core_ops_of_other_suites_are_counted_with_their_threads(tmp_path, machine_interpreters):
+    interp = need(machine_interpreters, "3.12")
+    fixtures = tmp_path / "fixtures"
+    counters.make_fixtures(["manyfiles", "mmapio"], "smoke", fixtures)
+    run = store.Run(tmp_path / "results", "R")
+    run.make_directory()
+    series = counters.Series("3.12", interp.as_manifest(), "c",
+                             [("manyfiles", "manyfiles_read_threads"),
+                              ("mmapio", "mmapio_find_mmap")])
+    which = ("syscalls", "instructions")
+    work = tmp_path / "work"
+    entry = counters.count_series(run, series, which, counttools.tool_problems(which, work),
+                                  fixtures, work, "smoke", CONDITIONS, 300.0,
+                                  counttools.methods(which), log=lambda m: None)
+    assert entry["status"] == "ok", entry
+    ops = counters.read_document(run.counters_file("3.12"))["ops"]
+    threads = ops["manyfiles_read_threads"]
+    # every file opened once, by the threads: strace -f sees them
+    assert threads["syscalls"].get("openat", 0) >= 50 // 4
+    assert threads["instructions"] > 0
+    assert ops["mmapio_find_mmap"]["instructions"] > 0

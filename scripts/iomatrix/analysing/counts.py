@@ -318,7 +318,8 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
               "between markers, per op and interpreter (`scripts/iomatrix/measuring/counters.py`). "
               "Counts per call are for the counting pass's sizes (a suite with a "
               "`COUNT_DIVISOR` makes its files and writes that many times smaller than in "
-              "the timing pass: lutz2009 8x; see the bytes/call column); per MiB they "
+              "the timing pass, one pass a call: lutz2009 8x, others as their suites say; see the "
+              "bytes/call column); per MiB they "
               "compare across sizes.", ""]
     for counter in ("syscalls", "instructions", "minflt"):
         if counter in method:
