@@ -304,6 +304,13 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     for counter in counters:
         if counter in skipped:
             continue
+        if document["methods"].get(counter) not in (None, tool_methods.get(counter)):
+            # Counted another way before (an older method, another valgrind): a resumed run
+            # counts that counter again for every op rather than mix two methods in one file.
+            for entry in document["ops"].values():
+                for key in ((counter, "cache", "functions") if counter == "instructions"
+                            else (counter,)):
+                    entry.pop(key, None)
         document["methods"][counter] = tool_methods.get(counter)
         for suite in sorted({s for s, _ in series.ops}):
             wanted = [op for s, op in series.ops if s == suite]
