@@ -37,7 +37,7 @@ MIN_BYTES_PER_RUN = 16 * MIB    # smoke reads its small file several times per c
 # natively, and needs no call long enough to time: there the files are this many times smaller
 # and every call makes one pass. Counts are stored with the bytes per call, so per-MiB figures
 # compare across sizes.
-COUNT_DIVISOR = 16
+COUNT_DIVISOR = 32
 
 
 def _file_bytes(profile, counting=False):

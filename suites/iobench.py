@@ -79,9 +79,9 @@ TAIL_UNITS = 4096          # the largest read; verify compares the last read wit
 # two tables; latin-1 decodes about as fast as a copy and uses the binary one.
 # The counting pass (suites/_counting.py) runs every op under valgrind, 20-50x slower than
 # natively, and needs no call long enough to time: there the files are this many times smaller
-# than the size in the op's name (400 KiB -> 100 KiB) and every call makes one pass. Counts are
+# than the size in the op's name (400 KiB -> 50 KiB) and every call makes one pass. Counts are
 # stored with the bytes per call, so per-MiB figures compare across sizes.
-COUNT_DIVISOR = 4
+COUNT_DIVISOR = 8
 MIN_BYTES_PER_RUN = {
     "binary": {"1unit": 32 * KIB, "20units": 256 * KIB, "4096units": 8 * MIB,
                "lines": 2 * MIB, "whole": 32 * MIB, "seek": 8 * MIB,

@@ -20,9 +20,10 @@ markers). Each counter is its own worker process per suite: ``plain``,
 
 Fixtures: the pass makes its own, with ``harness.py --make-fixtures ...
 counting``; a suite that defines ``COUNT_DIVISOR`` makes its files and writes that
-many times smaller (lutz2009 8, chunks 16, copies 8, iobench 4, mmapio 16, textio 8;
-manyfiles makes 4 times fewer files), and every call makes one pass where the timing
-pass repeats a small file, because valgrind runs 20-50x slower than natively. Every
+many times smaller (lutz2009 8, chunks 32, copies 8, iobench 8, textio 8, mmapio 16
+and as many fewer records a call; manyfiles makes 4 times fewer files), and every call
+makes one pass where the timing pass repeats a small file, because valgrind runs
+20-50x slower than natively. Every
 suite of the core selection has counting sizes, so the main command counts every
 core op. Threads are counted with their process (strace -f, callgrind's totals over
 all threads). ``bytes_per_call`` is stored with every op, so counts per MiB compare
