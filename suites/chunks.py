@@ -33,15 +33,24 @@ FILE_BYTES = {"smoke": 2 * MIB, "quick": 48 * MIB, "full": 256 * MIB}
 READ_SIZES = tuple(4 * KIB << i for i in range(13))          # 4 KiB .. 16 MiB
 READINTO_SIZES = (4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB)
 MIN_BYTES_PER_RUN = 16 * MIB    # smoke reads its small file several times per call
+# The counting pass (suites/_counting.py) runs every op under valgrind, 20-50x slower than
+# natively, and needs no call long enough to time: there the files are this many times smaller
+# and every call makes one pass. Counts are stored with the bytes per call, so per-MiB figures
+# compare across sizes.
+COUNT_DIVISOR = 32
+
+
+def _file_bytes(profile, counting=False):
+    return FILE_BYTES[profile] // (COUNT_DIVISOR if counting else 1)
 
 
 def FIXTURE_BYTES(profile):
     return FILE_BYTES[profile]
 
 
-def fixtures(profile):
+def fixtures(profile, counting=False):
     def make(path):
-        write_bytes(path, DeterministicBytes(2023).block(FILE_BYTES[profile]))
+        write_bytes(path, DeterministicBytes(2023).block(_file_bytes(profile, counting)))
     return [Fixture(FIXTURE, make)]
 
 
@@ -69,10 +78,12 @@ CORE = {
 def ops(ctx):
     path = ctx.path(FIXTURE)
     facts = ctx.expect(FIXTURE)
-    passes = 1 if ctx.cache == "cold" else max(1, MIN_BYTES_PER_RUN // FILE_BYTES[ctx.profile])
+    file_bytes = _file_bytes(ctx.profile, ctx.counting)
+    passes = 1 if ctx.cache == "cold" or ctx.counting else \
+        max(1, MIN_BYTES_PER_RUN // file_bytes)
     open_ = ctx.open
     inner = passes if passes > 1 else None
-    nbytes = passes * FILE_BYTES[ctx.profile]
+    nbytes = passes * file_bytes
 
     def check_total(what, total):
         expect_equal("bytes %s from %s" % (what, path), total, passes * facts["bytes"])

@@ -43,6 +43,15 @@ READINTO_BUFFER = 1 * MIB
 COPYFILEOBJ_BUFFER = 1 * MIB
 SENDFILE_CHUNK = 64 * MIB          # per system call; the kernel may move less
 MIN_BYTES_PER_RUN = 16 * MIB       # the smoke file is copied several times per call
+# The counting pass (suites/_counting.py) runs every op under valgrind, 20-50x slower than
+# natively, and needs no call long enough to time: there the files are this many times smaller
+# and every call makes one pass. Counts are stored with the bytes per call, so per-MiB figures
+# compare across sizes.
+COUNT_DIVISOR = 8
+
+
+def _file_bytes(profile, counting=False):
+    return FILE_BYTES[profile] // (COUNT_DIVISOR if counting else 1)
 
 
 def FIXTURE_BYTES(profile):
@@ -53,9 +62,9 @@ def scratch_bytes(profile):
     return FILE_BYTES[profile]
 
 
-def fixtures(profile):
+def fixtures(profile, counting=False):
     def make(path):
-        write_bytes(path, DeterministicBytes(2012).block(FILE_BYTES[profile]))
+        write_bytes(path, DeterministicBytes(2012).block(_file_bytes(profile, counting)))
     return [Fixture(FIXTURE, make)]
 
 
@@ -111,7 +120,9 @@ def ops(ctx):
     src = ctx.path(FIXTURE)
     dst = ctx.scratch_path("copies.out")
     facts = ctx.expect(FIXTURE)
-    passes = 1 if ctx.cache == "cold" else max(1, MIN_BYTES_PER_RUN // FILE_BYTES[ctx.profile])
+    file_bytes = _file_bytes(ctx.profile, ctx.counting)
+    passes = 1 if ctx.cache == "cold" or ctx.counting else \
+        max(1, MIN_BYTES_PER_RUN // file_bytes)
     open_ = ctx.open
 
     def loop(size):
@@ -197,7 +208,7 @@ def ops(ctx):
     ]
     out = []
     for name, run, setup, unavailable, block in methods:
-        op = Op("copies_" + name, "copy", passes * FILE_BYTES[ctx.profile], run, verify,
+        op = Op("copies_" + name, "copy", passes * file_bytes, run, verify,
                 setup=setup, teardown=teardown, inner_loops=passes if passes > 1 else None,
                 unavailable=unavailable, evict=(FIXTURE,),
                 native=None if block is None else ("copy", FIXTURE, block),

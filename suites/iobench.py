@@ -77,6 +77,11 @@ TAIL_UNITS = 4096          # the largest read; verify compares the last read wit
 # --loops 1): small files are read several times per call (inner_loops).
 # Decoding utf-8 and utf-16 is several times slower than binary reads, hence
 # two tables; latin-1 decodes about as fast as a copy and uses the binary one.
+# The counting pass (suites/_counting.py) runs every op under valgrind, 20-50x slower than
+# natively, and needs no call long enough to time: there the files are this many times smaller
+# than the size in the op's name (400 KiB -> 50 KiB) and every call makes one pass. Counts are
+# stored with the bytes per call, so per-MiB figures compare across sizes.
+COUNT_DIVISOR = 8
 MIN_BYTES_PER_RUN = {
     "binary": {"1unit": 32 * KIB, "20units": 256 * KIB, "4096units": 8 * MIB,
                "lines": 2 * MIB, "whole": 32 * MIB, "seek": 8 * MIB,
@@ -136,9 +141,10 @@ def scratch_bytes(profile):
     return 2 * dict(SIZES)[WRITE_SIZE]  # one copy, doubled while appending
 
 
-def fixtures(profile):
+def fixtures(profile, counting=False):
     out = []
     for index, (label, size) in enumerate(_sizes(profile)):
+        size //= COUNT_DIVISOR if counting else 1
         out.append(Fixture(binary_name(label), _binary_maker(size, 4561 + index)))
         for fmt, encoding, newline in _text_formats_for(label):
             out.append(Fixture(text_name(label, fmt),
@@ -195,15 +201,17 @@ def fixture_bytes(ctx, name):
     return ctx.expect(name)["bytes"] or dict(SIZES)[label]
 
 
-def _passes(encoding, kind, nominal_size):
+def _passes(encoding, kind, nominal_size, counting=False):
+    if counting:
+        return 1    # counts need no call long enough to time
     table = MIN_BYTES_PER_RUN["binary" if encoding in (None, "latin-1") else "text"]
     return max(1, table[kind] // nominal_size)
 
 
-def _toggle_passes(encoding, kind, nominal_size):
+def _toggle_passes(encoding, kind, nominal_size, counting=False):
     """Passes for the ops that switch a copy between two payloads: odd, so a call
     that wrote nothing leaves the file in the state verify rejects."""
-    return _passes(encoding, kind, nominal_size) | 1
+    return _passes(encoding, kind, nominal_size, counting) | 1
 
 
 def _opener(ctx, encoding):
@@ -238,7 +246,7 @@ class _Handle(object):
 def _read_op(ctx, fmt_name, encoding, label, size, kind):
     name = binary_name(label) if encoding is None else text_name(label, fmt_name)
     path = ctx.path(name)
-    passes = 1 if ctx.cache == "cold" else _passes(encoding, kind, size)
+    passes = 1 if ctx.cache == "cold" else _passes(encoding, kind, size, ctx.counting)
     handle = _Handle(_opener(ctx, encoding), path, "rb" if encoding is None else "r")
     ref = {}
 
@@ -311,7 +319,7 @@ def _read_op(ctx, fmt_name, encoding, label, size, kind):
 def _seek_op(ctx, fmt_name, encoding, label, size):
     name = binary_name(label) if encoding is None else text_name(label, fmt_name)
     path = ctx.path(name)
-    passes = 1 if ctx.cache == "cold" else _passes(encoding, "seek", size)
+    passes = 1 if ctx.cache == "cold" else _passes(encoding, "seek", size, ctx.counting)
     handle = _Handle(_opener(ctx, encoding), path, "rb" if encoding is None else "r")
     positions = []
 
@@ -389,7 +397,7 @@ def _overwrite_op(ctx, fmt_name, encoding, units):
     label = WRITE_SIZE
     name = binary_name(label) if encoding is None else text_name(label, fmt_name)
     copy = _ScratchCopy(ctx, name, "overwrite", encoding, "r+b" if encoding is None else "r+")
-    passes = _toggle_passes(encoding, "overwrite_%d" % units, dict(SIZES)[label])
+    passes = _toggle_passes(encoding, "overwrite_%d" % units, dict(SIZES)[label], ctx.counting)
     pieces = []
 
     def setup():
@@ -425,7 +433,7 @@ def _read_modify_op(ctx, fmt_name, encoding, units):
     label = WRITE_SIZE
     name = binary_name(label) if encoding is None else text_name(label, fmt_name)
     copy = _ScratchCopy(ctx, name, "readmodify", encoding, "r+b" if encoding is None else "r+")
-    passes = _toggle_passes(encoding, "readmodify_%d" % units, dict(SIZES)[label])
+    passes = _toggle_passes(encoding, "readmodify_%d" % units, dict(SIZES)[label], ctx.counting)
 
     if encoding is None:
         def one_pass(f):
@@ -470,7 +478,7 @@ def _append_op(ctx, fmt_name, encoding, units):
     source = ctx.path(name)
     path = ctx.scratch_path("iobench-append-" + name)
     opener = _opener(ctx, encoding)
-    passes = _passes(encoding, "append_%d" % units, dict(SIZES)[label])
+    passes = _passes(encoding, "append_%d" % units, dict(SIZES)[label], ctx.counting)
     state = {}
 
     def setup():

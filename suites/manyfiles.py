@@ -51,6 +51,10 @@ PROFILES = {
     "full": (2000, 1000),
 }
 VALUES_PER_ROW = 10
+# The counting pass (suites/_counting.py) runs every op under valgrind, 20-50x slower than
+# natively: there the ops make and read this many times fewer files (of as many rows). Threads
+# are counted with the process: strace -f follows them, callgrind counts every thread.
+COUNT_DIVISOR = 4
 # Every op of the suite is timed by the wall clock: the concurrent ones work in threads and
 # child processes, whose CPU time the worker's own would add up or miss, and the sequential
 # ones use the same clock so that the suite's ops compare with each other.
@@ -60,7 +64,7 @@ PROCESSES = 4
 ASYNC_LIMIT = 50          # semaphore: files being made or written at once
 
 
-def fixtures(profile):
+def fixtures(profile, counting=False):
     return []     # the files are the work: written in scratch by the ops themselves
 
 
@@ -285,6 +289,8 @@ CORE = {
 
 def ops(ctx):
     files, rows = PROFILES[ctx.profile]
+    if ctx.counting:
+        files = max(1, files // COUNT_DIVISOR)
     directory = ctx.scratch_path("manyfiles")
     io_stack = ctx.io_stack
     jobs = [(directory, identifier, rows, io_stack) for identifier in range(files)]

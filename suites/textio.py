@@ -50,6 +50,15 @@ TEXT_BYTES = {"smoke": 256 * KIB, "quick": 2 * MIB, "full": 32 * MIB}
 # Bytes one call should process at least: ops that run near memory speed repeat
 # on the smaller files (inner_loops).
 MIN_BYTES_PER_RUN = {"lines": 1 * MIB, "fast": 6 * MIB}
+# The counting pass (suites/_counting.py) runs every op under valgrind, 20-50x slower than
+# natively, and needs no call long enough to time: there the files are this many times smaller
+# and every call makes one pass. Counts are stored with the bytes per call, so per-MiB figures
+# compare across sizes.
+COUNT_DIVISOR = 8
+
+
+def _text_bytes(profile, counting=False):
+    return TEXT_BYTES[profile] // (COUNT_DIVISOR if counting else 1)
 INVALID_EVERY = 10          # every 10th line of the invalid file starts with stray bytes
 INVALID_BYTES = b"\xff\x80"
 SEED = 8859
@@ -79,8 +88,8 @@ def _multilingual(size, newline=u"\n", encoding="utf-8"):
     return multilingual_text(size, SEED, encoding, newline)
 
 
-def fixtures(profile):
-    size = TEXT_BYTES[profile]
+def fixtures(profile, counting=False):
+    size = _text_bytes(profile, counting)
 
     def encoded(make_text, encoding):
         def make(path):
@@ -166,12 +175,12 @@ CORE = {
 
 
 def ops(ctx):
-    size = TEXT_BYTES[ctx.profile]
+    size = _text_bytes(ctx.profile, ctx.counting)
     io = ctx.io_module
     io_open = io.open
     scratch = ctx.scratch_path("textio.out")
-    line_passes = max(1, MIN_BYTES_PER_RUN["lines"] // size)
-    fast_passes = max(1, MIN_BYTES_PER_RUN["fast"] // size)
+    line_passes = 1 if ctx.counting else max(1, MIN_BYTES_PER_RUN["lines"] // size)
+    fast_passes = 1 if ctx.counting else max(1, MIN_BYTES_PER_RUN["fast"] // size)
     cold = ctx.cache == "cold"      # file reads: once per call, straight after the eviction
     out = []
 

@@ -98,3 +98,46 @@ def test_a_damaged_profile_is_a_clear_error(tmp_path, text, message):
     with pytest.raises(callgrind.CallgrindFormatError, match=message):
         callgrind.read_profile(path)
     assert counttools.window_counts(path) is None
+
+
+@pytest.mark.parametrize("name, canonical", [
+    ("PyEval_EvalFrameEx", "_PyEval_EvalFrameDefault"),          # renamed: 2.7 -> 3.6
+    ("PyEval_EvalFrameEx'2", "_PyEval_EvalFrameDefault"),        # and a recursion level
+    ("_PyObject_Alloc.constprop.0", "_PyObject_Alloc"),          # compiler clones
+    ("take_gil.isra.0.part.0", "take_gil"),
+    ("list_resize.cold", "list_resize"),
+    ("unicode_decode.lto_priv.0", "unicode_decode"),
+    ("__GI__IO_un_link.part.0", "_IO_un_link"),                  # glibc's internal alias
+    ("fclose@@GLIBC_2.2.5", "fclose"),                           # a symbol version
+    ("__memcpy_avx_unaligned_erms", "memcpy/memmove (libc)"),    # glibc's ifunc variants
+    ("__memmove_avx_unaligned_erms", "memcpy/memmove (libc)"),
+    ("__memmove_sse2_unaligned_erms", "memcpy/memmove (libc)"),
+    ("memcpy@GLIBC_2.2.5", "memcpy/memmove (libc)"),
+    ("__memchr_avx2", "memchr (libc)"),
+    ("__strlen_evex", "strlen (libc)"),
+    ("__memset_avx2_unaligned_erms", "memset (libc)"),
+    ("_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault"),    # the rest is itself
+    ("__tls_get_addr", "__tls_get_addr"),
+    ("ascii_decode", "ascii_decode"),
+])
+def test_canonical_function_rule(name, canonical):
+    assert callgrind.canonical_function(name) == canonical
+
+
+def test_functions_under_two_names_are_one_row_and_never_one_sided():
+    """The reference run's "only in" rows: the eval loop under its 2.7 name, memcpy under
+    another ifunc variant, a clone; each present on both sides, so one two-sided row."""
+    a = [["PyEval_EvalFrameEx", "ceval.c", 5000], ["__memmove_avx_unaligned_erms", "???", 100],
+         ["pymalloc_alloc.constprop.0", "obmalloc.c", 40]]
+    b = [["_PyEval_EvalFrameDefault", "ceval.c", 2000], ["__memcpy_avx_unaligned_erms", "???", 900],
+         ["pymalloc_alloc", "obmalloc.c", 40], ["ascii_decode", "unicodeobject.c", 300]]
+    rows = callgrind.where_instructions_went(a, b, calls_a=1, calls_b=1, top=10)
+    by_name = {row["name"]: row for row in rows}
+    assert set(by_name) == {"_PyEval_EvalFrameDefault", "memcpy/memmove (libc)",
+                            "pymalloc_alloc", "ascii_decode"}
+    for name in ("_PyEval_EvalFrameDefault", "memcpy/memmove (libc)", "pymalloc_alloc"):
+        assert by_name[name]["a"] is not None and by_name[name]["b"] is not None, name
+    assert by_name["_PyEval_EvalFrameDefault"]["names"] == {
+        "a": ["PyEval_EvalFrameEx"], "b": ["_PyEval_EvalFrameDefault"]}
+    assert by_name["ascii_decode"]["a"] is None     # only in B: 2.7 decodes nothing
+    assert by_name["_PyEval_EvalFrameDefault"]["change"] == -3000

@@ -235,3 +235,76 @@ def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, fixtu
 def test_markdown_without_counts_says_why():
     lines = counts.markdown_section([], {"3.13": {"syscalls": "strace is not installed"}})
     assert any("strace is not installed" in line for line in lines)
+
+
+def test_every_core_suite_has_counting_sizes():
+    """--counters on counts every core op: each core suite declares COUNT_DIVISOR (the main
+    command's counted suites, spec.RunSpec.from_args) and its fixtures take ``counting``."""
+    import inspect
+    from iomatrix.measuring import selection
+    for suite in selection.core_ops():
+        assert isinstance(selection.declared(suite, "COUNT_DIVISOR"), int), suite
+        module = __import__(suite)
+        assert "counting" in inspect.signature(module.fixtures).parameters, suite
+
+
+@needs_strace
+@needs_valgrind
+def test_core_ops_of_other_suites_are_counted_with_their_threads(tmp_path, machine_interpreters):
+    interp = need(machine_interpreters, "3.12")
+    fixtures = tmp_path / "fixtures"
+    counters.make_fixtures(["manyfiles", "mmapio"], "smoke", fixtures)
+    run = store.Run(tmp_path / "results", "R")
+    run.make_directory()
+    series = counters.Series("3.12", interp.as_manifest(), "c",
+                             [("manyfiles", "manyfiles_read_threads"),
+                              ("mmapio", "mmapio_find_mmap")])
+    which = ("syscalls", "instructions")
+    work = tmp_path / "work"
+    entry = counters.count_series(run, series, which, counttools.tool_problems(which, work),
+                                  fixtures, work, "smoke", CONDITIONS, 300.0,
+                                  counttools.methods(which), log=lambda m: None)
+    assert entry["status"] == "ok", entry
+    ops = counters.read_document(run.counters_file("3.12"))["ops"]
+    threads = ops["manyfiles_read_threads"]
+    # every file opened once, by the threads: strace -f sees them
+    assert threads["syscalls"].get("openat", 0) >= 50 // 4
+    assert threads["instructions"] > 0
+    assert ops["mmapio_find_mmap"]["instructions"] > 0
+
+
+def test_resume_counts_again_what_another_method_counted(tmp_path, machine_interpreters,
+                                                         fixtures):
+    """A file counted by an older method (the switch without a fresh frame, issue 35) is
+    counted again when its run is resumed, not mixed with the new method's counts."""
+    interp = need(machine_interpreters, "3.13")
+    run, _, _ = count(tmp_path, interp, [WHOLE_TEXT], ("rusage",), fixtures)
+    path = run.counters_file("3.13")
+    document = store.read_json(path)
+    document["ops"][WHOLE_TEXT]["rusage"]["minflt"] = 123456789
+    document["methods"]["rusage"] = "an older method"
+    contract.atomic_write_json(str(path), document)
+    _, _, entry = count(tmp_path, interp, [WHOLE_TEXT], ("rusage",), fixtures)
+    assert entry["status"] == "ok"
+    document = store.read_json(path)
+    assert document["ops"][WHOLE_TEXT]["rusage"]["minflt"] != 123456789
+    assert document["methods"]["rusage"] == counttools.methods(("rusage",))["rusage"]
+
+
+def test_functions_of_the_older_switch_are_not_used(tmp_path):
+    old = "valgrind-3.19.0 callgrind, ...; instrumentation on in the window only " \
+          "(--instr-atstart=no, client requests); ..."
+    new = counttools.methods(("instructions",)).get("instructions") or \
+        "callgrind; (--instr-atstart=no, client requests; the window in a frame entered " \
+        "after the switch)"
+    assert counts.misattributed_functions({"methods": {"instructions": old}})
+    assert not counts.misattributed_functions({"methods": {"instructions": new}})
+    assert not counts.misattributed_functions({"methods": {"instructions": "whole process "
+                                                                           "instrumented"}})
+    for series, method in (("old", old), ("new", new)):
+        contract.atomic_write_json(str(tmp_path / f"{series}{store.COUNTERS_SUFFIX}"), {
+            "iomatrix_counters_version": counts.FORMAT_VERSION, "series": series,
+            "methods": {"instructions": method}, "ops": {"op": {
+                "suite": "s", "calls": 1, "instructions": 100,
+                "functions": [["_PyObject_MakeTpCall", "call.c", 60]]}}})
+    assert set(counts.load_functions(tmp_path)) == {("new", "op")}

@@ -53,6 +53,53 @@ UNKNOWN_FILE = "???"
 
 RECURSION_LEVEL = re.compile(r"'\d+$")
 
+# canonical_function's rule, in its parts (its docstring states the whole).
+SYMBOL_VERSION = re.compile(r"@@?[A-Z][A-Za-z0-9_.]*$")             # memcpy@@GLIBC_2.14
+COMPILER_CLONE = re.compile(r"(\.(?:constprop|isra|part|lto_priv|cold|localalias)(?:\.\d+)?)+$")
+GLIBC_INTERNAL = re.compile(r"^__GI_")                              # __GI__IO_un_link
+# glibc's ifunc variants of its string functions: __memmove_avx_unaligned_erms, __memchr_avx2,
+# __strlen_evex, __memcmp_sse4_1, __memset_avx2_unaligned_erms ...
+LIBC_VARIANT = re.compile(r"^__((?:mem|str|stp|wmem|wcs|raw)[a-z]*?)_"
+                          r"(?:sse\d?|ssse3|avx\d*|evex\d*|erms|unaligned|aligned)(?:_\w+)?$")
+# memcpy and memmove are one function in glibc (memcpy's ifunc resolves to a __memmove_*
+# variant or to its __memcpy_* alias, as the build and the CPU choose): one row.
+LIBC_FAMILIES = {"memcpy": "memcpy/memmove", "memmove": "memcpy/memmove"}
+# Functions CPython renamed while their work stayed: the old name -> the newest one.
+RENAMED = {
+    "PyEval_EvalFrameEx": "_PyEval_EvalFrameDefault",   # the eval loop: 2.7 -> 3.6 (PEP 523)
+}
+
+
+def canonical_function(name: str) -> str:
+    """The name a function is matched by across interpreters and builds.
+
+    The rule, applied in this order to the name callgrind gives:
+
+    1. a recursion level (``f'2``) and a symbol version (``fclose@@GLIBC_2.2.5``) are dropped;
+    2. a compiler's clone suffixes are dropped, any number of them: ``.constprop.N``,
+       ``.isra.N``, ``.part.N``, ``.lto_priv.N``, ``.cold``, ``.localalias``
+       (``_PyObject_Alloc.constprop.0`` is ``_PyObject_Alloc``), and glibc's internal
+       alias prefix ``__GI_``;
+    3. glibc's ifunc variants of a string function are that function, marked as libc's:
+       ``__memchr_avx2`` is ``memchr (libc)``; memcpy and memmove, which glibc implements
+       as one, are both ``memcpy/memmove (libc)``, variant or not (``__memmove_avx_unaligned_erms``,
+       ``__memcpy_avx_unaligned_erms``, ``memcpy``);
+    4. a function CPython renamed without changing its job is its newest name (``RENAMED``:
+       ``PyEval_EvalFrameEx``, 2.7's eval loop, is ``_PyEval_EvalFrameDefault``).
+
+    Two names with one canonical name are one function: their self costs add up. Nothing
+    else is merged; a function that is absent on one side is absent (inlined, new, gone).
+    """
+    name = SYMBOL_VERSION.sub("", RECURSION_LEVEL.sub("", name))
+    name = GLIBC_INTERNAL.sub("", COMPILER_CLONE.sub("", name))
+    variant = LIBC_VARIANT.match(name)
+    base = variant.group(1) if variant else name
+    if base in LIBC_FAMILIES:
+        return f"{LIBC_FAMILIES[base]} (libc)"
+    if variant:
+        return f"{base} (libc)"
+    return RENAMED.get(name, name)
+
 
 class CallgrindFormatError(ValueError):
     pass
@@ -165,16 +212,20 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
                             top: int = 5) -> list:
     """The ``top`` functions whose self instructions per call changed most from A to B.
 
-    Rows: {"name", "file", "a", "b" (per call; None when the function is below the kept
-    share on that side, i.e. one-sided), "share" (of the whole change of the kept functions,
-    signed)}. Functions are matched by name; a renamed or inlined one shows as two
-    one-sided rows, never dropped.
+    Rows: {"name" (canonical_function's), "names" ({"a": [...], "b": [...]}: the names
+    callgrind gave on each side), "file", "a", "b" (per call; None when the function is
+    not among that side's kept functions: below FUNCTION_SHARE of its instructions, or
+    absent), "share" (of the whole change of the kept functions, signed)}. Functions are
+    matched by ``canonical_function``; one that is still two names after it (inlined into
+    another, new) shows as two one-sided rows, never dropped.
     """
     def per_call(functions, calls):
         found = {}
-        for name, file, ir in functions:   # files written before recursion levels were merged
-            name = RECURSION_LEVEL.sub("", name)
-            found[name] = (file, found.get(name, (file, 0.0))[1] + ir / calls)
+        for name, file, ir in functions:
+            key = canonical_function(name)
+            _, total, names = found.get(key, (file, 0.0, []))
+            found[key] = (file, total + ir / calls,
+                          names + [RECURSION_LEVEL.sub("", name)])
         return found
     a, b = per_call(a_functions, calls_a), per_call(b_functions, calls_b)
     rows = []
@@ -183,6 +234,8 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
         before = a[name][1] if name in a else None
         after = b[name][1] if name in b else None
         rows.append({"name": name, "file": file, "a": before, "b": after,
+                     "names": {"a": sorted(set(a[name][2])) if name in a else [],
+                               "b": sorted(set(b[name][2])) if name in b else []},
                      "change": (after or 0.0) - (before or 0.0)})
     total_change = sum(row["change"] for row in rows)
     # By name after the size of the change: the rows come from a set, and equal changes

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from iomatrix import callgrind
 from iomatrix.markup import code, md
+# How functions are matched across interpreters (its docstring states the rule).
+from iomatrix.callgrind import canonical_function  # noqa: F401
 from iomatrix.storing import store
 # The file's format lives with its reader, below the stages (iomatrix.storing.countsfile); the
 # names stay importable from here for the readers.
@@ -320,7 +322,8 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
               "between markers, per op and interpreter (`scripts/iomatrix/measuring/counters.py`). "
               "Counts per call are for the counting pass's sizes (a suite with a "
               "`COUNT_DIVISOR` makes its files and writes that many times smaller than in "
-              "the timing pass: lutz2009 8x; see the bytes/call column); per MiB they "
+              "the timing pass, one pass a call: lutz2009 8x, others as their suites say; see the "
+              "bytes/call column); per MiB they "
               "compare across sizes.", ""]
     for counter in ("syscalls", "instructions", "minflt"):
         if counter in method:
@@ -544,17 +547,29 @@ def count_move(rows, op: str, before: str, after: str,
             "cycles_down": cycles is not None and cycles < -instructions_move}
 
 
+def misattributed_functions(document: dict) -> bool:
+    """Whether a counters file's functions were counted by the switch without a fresh frame.
+
+    Files of that method (before issue 35) switched callgrind's instrumentation on inside
+    a running frame, which files that frame's instructions under the wrong function (3.11+:
+    the eval loop's under ``_PyObject_MakeTpCall``). Their totals are right; their
+    functions are not used (counting the run again replaces them)."""
+    method = (document.get("methods") or {}).get("instructions") or ""
+    return "--instr-atstart=no" in method and "entered after the switch" not in method
+
+
 def load_functions(run_dir) -> dict:
     """{(series, op): (counted calls, [[name, file, self instructions]])} of a run's counters
-    files, for the ops whose functions were kept (iomatrix.callgrind); unreadable files are
-    left out here (load_counts names them)."""
+    files, for the ops whose functions were kept (iomatrix.callgrind); unreadable files and
+    files whose functions are misattributed (``misattributed_functions``) are left out here
+    (load_counts names the unreadable ones)."""
     found = {}
     for path in sorted(Path(run_dir).glob(f"*{store.COUNTERS_SUFFIX}")):
         try:
             document = read_document(path)
         except store.ResultFileError:
             continue
-        if not document:
+        if not document or misattributed_functions(document):
             continue
         series = document.get("series") or path.name[:-len(store.COUNTERS_SUFFIX)]
         for op, entry in document["ops"].items():

@@ -19,9 +19,14 @@ markers). Each counter is its own worker process per suite: ``plain``,
 ``COUNT_CALLS`` counted calls; the stored numbers are totals over those calls.
 
 Fixtures: the pass makes its own, with ``harness.py --make-fixtures ...
-counting``; a suite that defines ``COUNT_DIVISOR`` (lutz2009: 8) makes its files
-and writes that many times smaller, because valgrind runs 20-50x slower than
-natively. ``bytes_per_call`` is stored with every op, so counts per MiB compare
+counting``; a suite that defines ``COUNT_DIVISOR`` makes its files and writes that
+many times smaller (lutz2009 8, chunks 32, copies 8, iobench 8, textio 8, mmapio 16
+and as many fewer records a call; manyfiles makes 4 times fewer files), and every call
+makes one pass where the timing pass repeats a small file, because valgrind runs
+20-50x slower than natively. Every
+suite of the core selection has counting sizes, so the main command counts every
+core op. Threads are counted with their process (strace -f, callgrind's totals over
+all threads). ``bytes_per_call`` is stored with every op, so counts per MiB compare
 with the timing pass's sizes; counts per call are for the counting sizes.
 
 PyPy: instructions are not counted. What its JIT executes in a counted call
@@ -33,7 +38,11 @@ Valgrind's instrumentation is switched on in the windows only (callgrind
 ``--instr-atstart=no`` and the client requests of
 ``_counting.ValgrindSwitch``, x86-64 only): start-up, fixture checks and warm-up
 calls then run at the speed of valgrind's core, about half the pass's time
-saved. Elsewhere the whole process is instrumented. The two ways count
+saved. The window itself runs in a frame entered after the switch
+(``_counting.in_fresh_frame``): callgrind sees only the calls made after it starts,
+and files the instructions of a frame entered before under the wrong function (3.11:
+the eval loop's under ``_PyObject_MakeTpCall``). Elsewhere the whole process is
+instrumented. The two ways count
 different numbers for the same call (on 3.13: 0.2% apart for
 read_byLines_textMode, 2% for write_byBlocks_textMode); the file records which
 was used, and compare_counts compares instructions only when it is the same.
@@ -296,6 +305,13 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     for counter in counters:
         if counter in skipped:
             continue
+        if document["methods"].get(counter) not in (None, tool_methods.get(counter)):
+            # Counted another way before (an older method, another valgrind): a resumed run
+            # counts that counter again for every op rather than mix two methods in one file.
+            for entry in document["ops"].values():
+                for key in ((counter, "cache", "functions") if counter == "instructions"
+                            else (counter,)):
+                    entry.pop(key, None)
         document["methods"][counter] = tool_methods.get(counter)
         for suite in sorted({s for s, _ in series.ops}):
             wanted = [op for s, op in series.ops if s == suite]

@@ -107,7 +107,11 @@ def methods(counters, environ=None) -> dict:
     if "rusage" in counters:
         found["rusage"] = "getrusage(RUSAGE_SELF) deltas around the calls, in a plain process"
     if "instructions" in counters and shutil.which("valgrind", path=path):
-        where = ("instrumentation on in the window only (--instr-atstart=no, client requests)"
+        # "entered after the switch": the window's C frame starts after instrumentation does
+        # (_counting.in_fresh_frame), so self costs are filed under the right functions; a
+        # file of the older way (without it) is another method, never compared with this one.
+        where = ("instrumentation on in the window only (--instr-atstart=no, client requests; "
+                 "the window in a frame entered after the switch)"
                  if use_valgrind_switch() else "whole process instrumented")
         found["instructions"] = (
             f"{_tool_version([shutil.which('valgrind', path=path), '--version'])} callgrind, "

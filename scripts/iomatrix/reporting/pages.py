@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iomatrix import stats
+from iomatrix import callgrind, stats
 from iomatrix.analysing import counts, study
 from iomatrix.measuring import native
 from iomatrix.reporting import allocator_section
@@ -277,9 +277,11 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     if not rows:
         return None
     top = rows[0]
-    # A function kept on one side only (renamed, inlined, below the kept share) says so.
-    only = f" (only in {md(f.b)})" if top["a"] is None else \
-        f" (only in {md(f.a)})" if top["b"] is None else ""
+    # Matched by counts.canonical_function (renames, clones, libc's variants). A function kept on
+    # one side only is not known to be absent on the other: only its top functions are kept.
+    share = f"{callgrind.FUNCTION_SHARE:.1%}"
+    only = f" ({md(f.a)}: under {share} or absent)" if top["a"] is None else \
+        f" ({md(f.b)}: under {share} or absent)" if top["b"] is None else ""
     change = nowrap(f"{fmt_value(top['change'], '+,.0f', signed=True)}/call")
     return f"most in {code(top['name'])}{only} {change}"
 
