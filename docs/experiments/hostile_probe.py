@@ -178,6 +178,9 @@ class SparseWriter(io.RawIOBase):
     def writable(self):
         return True
 
+    def tell(self):
+        return self.f.tell()
+
     def write(self, data):
         data = bytes(data)
         if not data.strip(b"\0"):
