@@ -138,14 +138,33 @@ def process_means(frame: pd.DataFrame) -> dict:
     return out
 
 
+def cell_values(frame: pd.DataFrame, column: str) -> dict:
+    """{(series, op): [the column's values that are not null, one per process]}, from one
+    pass over the table (not a filter per series and op: quadratic in ops)."""
+    out: dict = {}
+    if column not in frame:
+        return out
+    present = frame[["series", "op", column]].dropna(subset=[column])
+    for series, op, value in zip(present["series"], present["op"], present[column]):
+        out.setdefault((series, op), []).append(value)
+    return out
+
+
 def ordered_ops(data: RunData) -> list[str]:
     """Ops in suite order as the suites define them (first appearance in the results)."""
     frame = data.frame
     suite_rank = {s: i for i, s in enumerate(data.manifest.get("suites", []))}
     firsts = frame.drop_duplicates("op")[["op", "suite"]]
     suite_of = dict(zip(firsts["op"], firsts["suite"]))
-    return sorted(firsts["op"], key=lambda op: (
+    return sorted(suite_of, key=lambda op: (
         suite_rank.get(suite_of[op], 99), study.op_rank(op), op))
+
+
+def python_ops(frame: pd.DataFrame) -> set:
+    """The ops some interpreter timed (not the native reference alone), from one pass over
+    the table: filtering the table once per op made a report quadratic in ops (issue 34:
+    20,000 ops took minutes)."""
+    return set(frame.loc[frame["series"] != native.SERIES, "op"])
 
 
 def compare_all(means: dict, ops: list[str], base: str, others: list[str],

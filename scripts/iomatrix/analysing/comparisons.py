@@ -27,7 +27,8 @@ from iomatrix import cli, stats
 from iomatrix.analysing import changelog, counts
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import (Lineage, RunData, compare_all, default_baseline, lineage,
-                                         ordered_ops, ordered_series, process_means, series_info)
+                                         ordered_ops, ordered_series, process_means, python_ops,
+                                         series_info)
 
 MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
 
@@ -251,8 +252,8 @@ def analyse(data: RunData, baseline: str | None, threshold: float) -> Analysis:
     order = ordered_series(data)
     if baseline is not None and baseline not in order:
         raise cli.BadInput(f"unknown baseline {baseline!r}; valid: {', '.join(order)}")
-    ops = [op for op in ordered_ops(data)
-           if (data.frame.loc[data.frame["op"] == op, "series"] != native.SERIES).any()]
+    timed = python_ops(data.frame)
+    ops = [op for op in ordered_ops(data) if op in timed]
     means = process_means(data.frame)
     lin = lineage(data, order)
     oldest = lin.releases[0] if lin.releases else default_baseline(data, order)

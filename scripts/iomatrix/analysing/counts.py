@@ -8,6 +8,8 @@ from the run's A/A twin (``aa_exactness``).
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from pathlib import Path
 
@@ -72,13 +74,13 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
     return rows
 
 
-def load_counts(run_dir, problems: list | None = None) -> list:
+def load_counts(run_dir, problems: list | None = None) -> "CountRows":
     """Tidy rows (see ``load_document_rows``) of every counters file of a run directory.
 
     A file that cannot be read (a symlink, a special file, damaged, not valid) is
     skipped and, when ``problems`` is given, appended to it as (file name, why);
     ``unreadable_files`` names them for the report's "Files not read"."""
-    rows = []
+    rows = CountRows()
     for path in sorted(Path(run_dir).glob("*" + store.COUNTERS_SUFFIX)):
         try:
             rows.extend(load_document_rows(path))
@@ -119,7 +121,57 @@ def skipped_counts(run_dir) -> dict:
 
 
 def _index(rows) -> dict:
-    return {(r["series"], r["op"], r["counter"]): r for r in rows}
+    return lookup(rows).by_key
+
+
+@dataclasses.dataclass
+class Lookup:
+    """Count rows indexed once, for the questions asked per op (a report asks them per
+    finding: scanning every row for each made a report quadratic in ops, issue 34)."""
+    by_key: dict           # (series, op, counter) -> row
+    syscall_names: dict    # (series, op) -> {syscall names counted}
+    series_of: dict        # op -> {series that counted it}
+    suite_ops: list        # sorted (suite, op)
+    suite_of: dict         # op -> its suite (the first of suite_ops)
+
+
+def build_lookup(rows) -> Lookup:
+    by_key, names, series_of, suite_ops = {}, {}, {}, set()
+    for r in rows:
+        by_key[(r["series"], r["op"], r["counter"])] = r
+        if r["counter"].startswith("syscall:"):
+            names.setdefault((r["series"], r["op"]), set()).add(r["counter"][8:])
+        series_of.setdefault(r["op"], set()).add(r["series"])
+        suite_ops.add((r["suite"], r["op"]))
+    suite_ops = sorted(suite_ops, key=_suite_op_key)
+    suite_of: dict = {}
+    for suite, op in suite_ops:
+        suite_of.setdefault(op, suite)
+    return Lookup(by_key, names, series_of, suite_ops, suite_of)
+
+
+def _suite_op_key(item):
+    suite, op = item
+    return (suite is not None, suite or "", op)   # a row without a suite sorts first
+
+
+class CountRows(list):
+    """Count rows (``load_document_rows``) that build their ``Lookup`` once, on first use.
+    Read only once made: the lookup does not follow later changes to the list."""
+
+    @functools.cached_property
+    def lookup(self) -> Lookup:
+        return build_lookup(self)
+
+
+def lookup(rows) -> Lookup:
+    """``rows``' lookup: kept with a ``CountRows``, built afresh for a plain list."""
+    return rows.lookup if isinstance(rows, CountRows) else build_lookup(rows)
+
+
+def counted_series(rows, op: str) -> set:
+    """The series that counted ``op``."""
+    return lookup(rows).series_of.get(op, set())
 
 
 def _series_info(rows) -> dict:
@@ -211,43 +263,51 @@ def steps(rows, pairs=None, counters=("syscalls", "instructions")) -> list:
     [(name, a, b)] (the syscalls whose count per call changed), size} where size
     is the largest |log ratio| among ``counters``.
     """
-    index = _index(rows)
+    found = lookup(rows)
     pairs = step_pairs(rows) if pairs is None else pairs
-    ops = sorted({(r["suite"], r["op"]) for r in rows})
     out = []
     for a, b, kind in pairs:
-        for suite, op in ops:
-            changes = []
-            for counter in counters:
-                ra, rb = index.get((a, op, counter)), index.get((b, op, counter))
-                if ra and rb and ra["per_call"] != rb["per_call"]:
-                    changes.append((counter, ra["per_call"], rb["per_call"]))
-            names = sorted({r["counter"][8:] for r in rows if r["op"] == op
-                            and r["series"] in (a, b) and r["counter"].startswith("syscall:")})
-            changed = []
-            if (a, op, "syscalls") in index and (b, op, "syscalls") in index:
-                for name in names:
-                    va = index.get((a, op, "syscall:" + name), {}).get("per_call", 0)
-                    vb = index.get((b, op, "syscall:" + name), {}).get("per_call", 0)
-                    if va != vb:
-                        changed.append((name, va, vb))
-            if not changes and not changed:
-                continue
-            size = max([_ratio(x, y) for _, x, y in changes] or [0.0])
-            changed.sort(key=lambda c: (-abs(c[2] - c[1]), c[0]))
-            out.append({"before": a, "after": b, "kind": kind, "suite": suite, "op": op,
-                        "changes": changes, "syscalls": changed, "size": size})
+        for suite, op in found.suite_ops:
+            step = _step(found, a, b, kind, suite, op, counters)
+            if step is not None:
+                out.append(step)
     out.sort(key=lambda s: (-s["size"], s["before"], s["after"], s["op"]))
     return out
+
+
+def _step(found: Lookup, a: str, b: str, kind: str, suite, op: str, counters) -> dict | None:
+    """One op's change from series ``a`` to ``b`` (an item of ``steps``), None if none."""
+    index = found.by_key
+    changes = []
+    for counter in counters:
+        ra, rb = index.get((a, op, counter)), index.get((b, op, counter))
+        if ra and rb and ra["per_call"] != rb["per_call"]:
+            changes.append((counter, ra["per_call"], rb["per_call"]))
+    changed = []
+    if (a, op, "syscalls") in index and (b, op, "syscalls") in index:
+        names = sorted(found.syscall_names.get((a, op), set())
+                       | found.syscall_names.get((b, op), set()))
+        for name in names:
+            va = index.get((a, op, "syscall:" + name), {}).get("per_call", 0)
+            vb = index.get((b, op, "syscall:" + name), {}).get("per_call", 0)
+            if va != vb:
+                changed.append((name, va, vb))
+    if not changes and not changed:
+        return None
+    size = max([_ratio(x, y) for _, x, y in changes] or [0.0])
+    changed.sort(key=lambda c: (-abs(c[2] - c[1]), c[0]))
+    return {"before": a, "after": b, "kind": kind, "suite": suite, "op": op,
+            "changes": changes, "syscalls": changed, "size": size}
 
 
 def change_of(rows, op: str, before: str, after: str, max_syscalls: int = 2) -> str:
     """What changed in one op's counts between two series, briefly ("`read` 91 -> 4;
     instructions -3.2%"), for a finding's row; "" when nothing was counted or changed."""
-    found = [s for s in steps(rows, pairs=[(before, after, "finding")]) if s["op"] == op]
-    if not found:
+    found = lookup(rows)
+    step = _step(found, before, after, "finding", found.suite_of.get(op), op,
+                 ("syscalls", "instructions")) if op in found.suite_of else None
+    if step is None:
         return ""
-    step = found[0]
     parts = [f"{code(name)} {_fmt(a)} → {_fmt(b)}" for name, a, b in step["syscalls"][:max_syscalls]]
     parts += [f"instructions {(b - a) / a:+.1%}" for counter, a, b in step["changes"]
               if counter == "instructions" and a]
@@ -509,12 +569,13 @@ def count_move(rows, op: str, before: str, after: str,
     kind of call for another can cost more or less). A side without instruction counts (PyPy,
     no valgrind) or counted by another method: syscalls only, said in "note".
     """
-    index = _index(rows)
+    found = lookup(rows)
+    index = found.by_key
     ops = [index.get((series, op, "syscalls")) for series in (before, after)]
     if None in ops:
         return None
-    names = sorted({r["counter"][8:] for r in rows if r["op"] == op
-                    and r["series"] in (before, after) and r["counter"].startswith("syscall:")})
+    names = sorted(found.syscall_names.get((before, op), set())
+                   | found.syscall_names.get((after, op), set()))
     changed = []
     for name in names:
         a = index.get((before, op, "syscall:" + name), {}).get("per_call", 0)

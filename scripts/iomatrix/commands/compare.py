@@ -309,7 +309,9 @@ def classify_by_counts(a: Side, b: Side, count_sides: tuple | None, sections: li
                                                    if a.file is not None else [])
         side_b = rows_b.get(section.series_b) or (next(iter(rows_b.values()))
                                                    if b.file is not None else [])
-        rows = [{**r, "series": "A"} for r in side_a] + [{**r, "series": "B"} for r in side_b]
+        # indexed once for the section's ops (counts.CountRows), not once per op
+        rows = counts.CountRows([{**r, "series": "A"} for r in side_a]
+                                + [{**r, "series": "B"} for r in side_b])
         for result in section.results:
             move = counts.count_move(rows, result.op, "A", "B", move_above)
             result.evidence = comparisons.evidence_of(result.comparison, threshold, move)

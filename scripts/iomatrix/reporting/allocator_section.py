@@ -19,8 +19,8 @@ import dataclasses
 import math
 
 from iomatrix import stats
-from iomatrix.analysing.analysis import (RunData, lineage, ordered_ops, ordered_series, process_means,
-                                         series_info, with_all_conditions)
+from iomatrix.analysing.analysis import (RunData, cell_values, lineage, ordered_ops, ordered_series,
+                                         process_means, series_info, with_all_conditions)
 from iomatrix.reporting.markdown import code, finite, fmt_ratio, fmt_time, md, nowrap, table
 
 CONDITION_SEPARATOR = "@"
@@ -81,40 +81,43 @@ def pair_series(data: RunData) -> dict:
     return pairs
 
 
-def faults_per_call(data: RunData, series: str, op: str) -> float | None:
-    """Mean over the processes of the minor faults per timed call (None: not recorded)."""
-    frame = data.frame
-    if "minflt" not in frame:
-        return None
-    values = frame.loc[(frame["series"] == series) & (frame["op"] == op), "minflt"].dropna()
-    return float(values.mean()) if len(values) else None
+def faults_per_call(data: RunData, series: str, op: str,
+                    faults: dict | None = None) -> float | None:
+    """Mean over the processes of the minor faults per timed call (None: not recorded);
+    ``faults``: ``cell_values(frame, "minflt")`` when asked for many cells."""
+    faults = cell_values(data.frame, "minflt") if faults is None else faults
+    values = faults.get((series, op))
+    return float(sum(values) / len(values)) if values else None
 
 
-def recorded_state(data: RunData, series: str, op: str) -> str | None:
+def recorded_state(data: RunData, series: str, op: str,
+                   allocators: dict | None = None) -> str | None:
     """The allocator state the worker recorded, when it is not plain ``default`` (another
-    libc, the caller's variables kept)."""
-    frame = data.frame
-    if "allocator" not in frame:
-        return None
-    states = set(frame.loc[(frame["series"] == series) & (frame["op"] == op),
-                           "allocator"].dropna()) - {UNTOUCHED}
+    libc, the caller's variables kept); ``allocators``: ``cell_values(frame, "allocator")``."""
+    allocators = cell_values(data.frame, "allocator") if allocators is None else allocators
+    states = set(allocators.get((series, op), ())) - {UNTOUCHED}
     return "; ".join(sorted(states)) or None
 
 
 def cells(data: RunData) -> list[Cell]:
     means = process_means(data.frame)
+    # Every lookup below from tables made once: per cell, a filter of the whole table made
+    # the section quadratic in ops (issue 34).
+    faults = cell_values(data.frame, "minflt")
+    allocators = cell_values(data.frame, "allocator")
+    pairs = pair_series(data)
     out = []
     for op in ordered_ops(data):
-        for interpreter, by_condition in pair_series(data).items():
+        for interpreter, by_condition in pairs.items():
             pinned, untouched = by_condition.get(PINNED), by_condition.get(UNTOUCHED)
             if (pinned, op) not in means or (untouched, op) not in means:
                 continue
             out.append(Cell(op, interpreter,
                             stats.compare(means[(pinned, op)], means[(untouched, op)],
                                           paired=data.paired),
-                            faults_per_call(data, pinned, op),
-                            faults_per_call(data, untouched, op),
-                            recorded_state(data, untouched, op)))
+                            faults_per_call(data, pinned, op, faults),
+                            faults_per_call(data, untouched, op, faults),
+                            recorded_state(data, untouched, op, allocators)))
     return out
 
 

@@ -327,7 +327,7 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
         # The largest syscall change and the instructions, each in one piece on a line of
         # its own ("`read` 91 → 4"), so the cell never wraps by itself.
         changed = counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1)
-        was_counted = {r["series"] for r in counted if r["op"] == f.op} >= {f.a, f.b}
+        was_counted = counts.counted_series(counted, f.op) >= {f.a, f.b}
         parts += [nowrap(part) for part in changed.split("; ")] if changed \
             else ["counts: no change"] if was_counted else ["not counted"]
     if where:

@@ -261,16 +261,17 @@ def section_memory(data, ops, order) -> list[str]:
     frame = data.frame[data.frame["peak_rss"].notna() & (data.frame["series"] != native.SERIES)]
     if frame.empty:
         return []
-    peaks = frame.groupby(["op", "series"])["peak_rss"].median().unstack("series")
-    nbytes = frame.groupby("op")["bytes"].first()
-    measured = [o for o in ops if o in peaks.index]
+    # Plain dicts: a cell looked up in the DataFrame (``.at``) cost more than the rest.
+    peaks = frame.groupby(["op", "series"])["peak_rss"].median().to_dict()
+    nbytes = frame.groupby("op")["bytes"].first().to_dict()
+    measured = [o for o in ops if o in nbytes]
 
     def peak(op, s):
-        value = peaks.at[op, s] if s in peaks.columns else math.nan
+        value = peaks.get((op, s), math.nan)
         return fmt_value(value / 2**20, ".1f")
 
     def holds(op):
-        return "yes" if any(s in peaks.columns and peaks.at[op, s] >= 0.5 * nbytes[op]
+        return "yes" if any(peaks.get((op, s), math.nan) >= 0.5 * nbytes[op]
                             for s in order) else "no"
     columns = [("file MiB", lambda op: fmt_value(nbytes[op] / 2**20, ".0f")),
                ("holds the file", holds)]
