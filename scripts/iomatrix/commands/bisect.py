@@ -364,12 +364,22 @@ def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: No
 
 
 def gap_text(step: Step, why: dict) -> str:
-    """"3.14.0a1 .. 3.14.3 (not in Debian's pool; python.org unreachable)"."""
+    """"3.14.0a1 .. 3.14.3 (not in Debian's pool; python.org unreachable)": the releases
+    between a step's two points, grouped by why each was not timed."""
     if not step.gap:
         return ""
-    reasons = sorted({why[v] for v in step.gap})
+    groups: dict = {}
+    for version in step.gap:
+        groups.setdefault(why.get(version, "not timed"), []).append(version)
+    parts = []
+    for reason, versions in groups.items():
+        names = ", ".join(versions) if len(versions) <= 4 else \
+            f"{versions[0]} .. {versions[-1]} ({len(versions)} releases)"
+        parts.append(f"{names}: {reason}")
     span = step.gap[0] if len(step.gap) == 1 else f"{step.gap[0]} .. {step.gap[-1]}"
-    return f"{span} ({'; '.join(reasons)})"
+    if len(groups) == 1:
+        return f"{span} ({next(iter(groups))})"
+    return f"{span} ({'; '.join(parts)})"
 
 
 def counts_cell(per_call: dict, label: str) -> str:
@@ -536,8 +546,9 @@ def main(argv, log=None) -> int:
     print(text)
     log(f"bisect: wrote {out}")
     failed = [p for p in order if p.log_tail]
-    for point in failed:
-        log(f"bisect: the build of {point.version} failed; its log's tail:\n{point.log_tail}")
+    for point in failed:  # on stderr whatever the log function: exit 3 shows why
+        print(f"bisect: the build of {point.version} failed; its log's tail:\n{point.log_tail}",
+              file=sys.stderr)
     return cli.EXIT_INTERNAL_ERROR if failed else cli.EXIT_OK
 
 
