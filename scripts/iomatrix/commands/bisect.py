@@ -32,7 +32,6 @@ import dataclasses
 import math
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
