@@ -40,7 +40,7 @@ from iomatrix.interpreters import discovery, environments, provision as provisio
 from iomatrix.measuring import runner
 from iomatrix.measuring.spec import RunSpec
 from iomatrix.paths import REPORTS_DIR, RESULTS_DIR
-from iomatrix.storing import contract, store
+from iomatrix.storing import store
 from iomatrix.storing.countsfile import COUNTERS
 
 # Up to this many points are all timed in one run; more are bisected.
