@@ -109,3 +109,18 @@ def test_a_failed_build_is_exit_3_with_its_log_and_the_other_points_timed(
     assert "- 3.13.0rc3: its build failed" in captured.out
     assert "this tarball is broken on purpose" in captured.err
     assert (tmp_path / "results" / "b3" / "3.13.json").is_file()
+
+
+def test_many_points_are_bisected(tmp_path, capsys, machine_interpreters):
+    """3.6 .. 3.13: eight pyenv builds, more than TIME_ALL: a binary search finds 3.10 -> 3.11."""
+    for label in ("3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"):
+        need(machine_interpreters, label)
+    status = bisect.main(["mmapio_find_mmap", "--between", "3.6", "3.13", "--profile", "smoke",
+                          "--no-build", "--counters", "off", "--results-dir",
+                          str(tmp_path / "results"), "--run-id", "b4"], **QUIET)
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "between 3.10.13 and 3.11.7" in out.split("\n\n")[1]
+    assert "8 points could be had: bisected in 3 lockstep runs" in out
+    assert (tmp_path / "results" / "b4-1" / "bisect.md").is_file()
+    assert not (tmp_path / "results" / "b4-4").exists()

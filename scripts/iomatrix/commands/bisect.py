@@ -518,11 +518,12 @@ def main(argv, log=None) -> int:
     suite = ops[args.op]
     stamp = store.default_run_id().split("-")[0]
     run_id = args.run_id or cli.checked_name(
-        f"bisect-{args.op}-{old}-{new}-{stamp}"[:cli.MAX_NAME_LENGTH], "run id")
-    out = answer_path(args, run_id)
+        f"bisect-{args.op}-{old}-{new}-{stamp}"[:cli.MAX_NAME_LENGTH - 3], "run id")
+    order = [points[v] for v in everything if v in points]
+    # A bisection's runs are RUN-1, RUN-2, ...: its answer goes beside the first.
+    out = answer_path(args, run_id if len(order) <= TIME_ALL else f"{run_id}-1")
     if out.exists():
         raise BisectError(f"{out}: exists; an answer is never written over (give --run-id)")
-    order = [points[v] for v in everything if v in points]
     if len(order) <= TIME_ALL:
         ensure_built(order, recipe, log)
         steps, overall, aa, per_call = run_points(interpreters, order, args.op, suite, args,
@@ -569,7 +570,7 @@ def bisect_search(interpreters, order: list[Point], args, suite, run_id, everyth
             continue
         passes += 1
         steps, whole, twin, counted = run_points(interpreters, chosen, args.op, suite, args,
-                                                 f"{run_id}-{passes}"[:cli.MAX_NAME_LENGTH],
+                                                 f"{run_id}-{passes}",
                                                  everything, why, log)
         per_call.update({f"{label}": c for label, c in counted.items()})
         if direction is None:
