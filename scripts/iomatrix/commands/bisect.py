@@ -409,6 +409,9 @@ def answer_text(op: str, old: str, new: str, steps: list[Step], overall, aa, per
         lines.append(f"**{verdict[0].upper() + verdict[1:]} {where}: {fmt_ratio(chosen.comparison)}**"
                      + (f", first in {chosen.after.version}" if significant and not chosen.gap
                         else ""))
+        if chosen.comparison.low is None:
+            lines.append(f"No intervals: {chosen.comparison.n_a} round(s) cannot test "
+                         "significance (the quick profile's 8 can).")
         if chosen.gap:
             lines.append(f"Not narrowed further: between {chosen.before.version} and "
                          f"{chosen.after.version} no build of {gap_text(chosen, why)}.")
@@ -425,6 +428,9 @@ def answer_text(op: str, old: str, new: str, steps: list[Step], overall, aa, per
     if missing:
         lines += ["", "Missing points:"] + [f"- {p.version}: {md(p.missing)}" for p in missing]
     lines += ["", "Candidate upstream changes:", ""] + cands
+    if chosen is not None:
+        lines += ["", f"A reproducer and an issue text for this step: `nox -s upstream -- {op} "
+                  f"--between {chosen.before.version} {chosen.after.version}`"]
     return "\n".join(lines) + "\n"
 
 
