@@ -1,6 +1,7 @@
 """upstream: a standalone reproducer and an issue text for a finding."""
 from __future__ import annotations
 
+import importlib
 import subprocess
 
 import pytest
@@ -60,3 +61,26 @@ def test_an_existing_directory_is_never_written_over(tmp_path, capsys):
                             str(tmp_path / "u")], **QUIET)
     assert status == 2 and "exists" in capsys.readouterr().err
     assert (tmp_path / "u" / "ISSUE.md").read_text() == "kept"
+
+
+@pytest.mark.parametrize("op, suite, index", [("mmapio_slices_seek_read", "mmapio", 0),
+                                              ("read_byLines_textMode", "lutz2009", 0),
+                                              ("read_allAtOnce_binaryMode[large.bin]",
+                                               "lutz2009", 1)])
+def test_the_reproducers_file_is_the_suites_fixture_byte_for_byte(tmp_path, op, suite, index):
+    import importlib.util
+    import sys
+    from iomatrix.paths import SUITES_DIR
+    script = tmp_path / "repro.py"
+    script.write_text(upstream.reproducer(op, "3.13.15", "3.14.7"))
+    spec = importlib.util.spec_from_file_location("repro", script)
+    repro = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(repro)
+    sys.path.insert(0, str(SUITES_DIR))
+    try:
+        module = importlib.import_module(suite)
+    finally:
+        sys.path.remove(str(SUITES_DIR))
+    repro.make_file(str(tmp_path / "made"))
+    module.fixtures("quick")[index].make(str(tmp_path / "fixture"))
+    assert (tmp_path / "made").read_bytes() == (tmp_path / "fixture").read_bytes()
