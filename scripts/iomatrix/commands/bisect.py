@@ -542,7 +542,12 @@ def main(argv, log=None) -> int:
     for point in order:
         if point.missing:
             why[point.version] = point.missing
-    cands = candidate_lines(args.op, suite, old, new, log)
+    # The candidates of the step where the change appears: the changelog of its newer side,
+    # the releases after its older one (the whole range when no step could be timed).
+    direction = 1.0 if overall is None or overall.ratio >= 1 else -1.0
+    chosen, _ = the_step(steps, direction)
+    cands = candidate_lines(args.op, suite, chosen.before.version if chosen else old,
+                            chosen.after.version if chosen else new, log)
     text = answer_text(args.op, old, new, steps, overall, aa, per_call, why, order, note, cands,
                        args)
     text += f"\nWall time: {time.monotonic() - started:.0f} s; run `{run_id}` in {args.results_dir}.\n"
