@@ -214,6 +214,17 @@ def source_of(version: str, online: bool) -> str | None:
     return None
 
 
+def build_in_progress(version: str, recipe: provisioning.Recipe) -> int | None:
+    """The pid of a live build of ``version`` by ``recipe`` into the cache, or None: that
+    build is not started twice (nor its staging directory touched)."""
+    pythons = provisioning.cache_root() / "pythons"
+    for partial in pythons.glob(f".{version}{recipe.suffix}.partial-*"):
+        pid = partial.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and procs.pid_alive(int(pid)):
+            return int(pid)
+    return None
+
+
 def resolve_release(interpreters, name: str, what: str) -> str:
     """OLD's or NEW's version: a label here or a known CPython release."""
     interp = find_build(interpreters, name)
@@ -468,7 +479,10 @@ def plan(args, interpreters, log):
             points[version] = Point(version, interp=at_hand[version])
             continue
         source = source_of(version, online)
-        if source is None:
+        building = build_in_progress(version, recipe) if source else None
+        if building is not None:
+            why[version] = f"being built by another process (pid {building}); not waited for"
+        elif source is None:
             why[version] = ("not in Debian's pool; python.org unreachable" if not online else
                             "cannot be had")
         elif args.no_build:
