@@ -225,6 +225,18 @@ def release(session: nox.Session) -> None:
         raise SystemExit(status)  # nox passes it on: the gate's code, not nox's generic 1
 
 
+@nox.session(default=False)
+def bisect(session: nox.Session) -> None:
+    """The release where an op's time changed (posargs: OP --between OLD NEW [--no-build])."""
+    run_tool(session, "bisect_releases")
+
+
+@nox.session(default=False)
+def upstream(session: nox.Session) -> None:
+    """A standalone reproducer and an issue text for a finding (posargs: OP --between OLD NEW)."""
+    run_tool(session, "upstream")
+
+
 @nox.session(venv_backend="none", default=False)
 def crosscheck(session: nox.Session) -> None:
     """Time the lutz2009 ops in a plain loop; compare the ratios with the harness's."""

@@ -1,0 +1,621 @@
+"""When did a change arrive? Time one op under every release between two builds.
+
+    nox -s bisect -- OP --between OLD NEW [--profile smoke|quick] [--results-dir DIR]
+                        [--run-id ID] [--no-build] [--counters on|off]
+
+OLD and NEW are CPython releases (``3.13.15``, ``3.15.0rc2``) or labels of this machine
+(``3.9``: pyenv's 3.9.18). The releases between them are taken in version order:
+patch releases and pre-releases of one minor version, or across minors (3.13.15 ..
+3.14.7 is 3.13.15 < 3.14.0a1 < ... < 3.14.0 < 3.14.1 < ... < 3.14.7; a minor between
+them brings every release of it; OLD's own later patches are left out across minors:
+they are backports beside the path, not on it). Of these, the points are the builds at
+hand (pyenv's, and the iomatrix cache's provisioned builds) of the lineage's recipe
+(NEW's, else ``lineage``), and those that can be built by that recipe (a tarball at
+hand, Debian's source pool, python.org when it answers within seconds); a build in the
+cache is reused, never rebuilt. Up to ``TIME_ALL`` points are all timed, in one
+lockstep run with an A/A twin of OLD and the counting pass; more are bisected: OLD,
+NEW and the middle point in one run, then the half whose step moved more in OLD -> NEW's
+direction, until two timed points are adjacent.
+
+The answer (markdown, on stdout and in reports/): the step where the change appears
+(the adjacent step with the largest significant move in OLD -> NEW's direction), every
+timed step's ratio with its interval and counts per call, what could not be narrowed and
+why, and the candidate upstream changes (iomatrix.analysing.changelog, when present).
+
+Exit status: 0 done; 2 bad input (an unknown op or release, an empty range, OLD newer
+than NEW; nothing is run or written); 3 a build failed (its log's tail on stderr; every
+other point is timed and the answer names the missing one) or an internal error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from iomatrix import cli, procs
+from iomatrix.interpreters import discovery, environments, provision as provisioning, sources
+from iomatrix.measuring import runner
+from iomatrix.measuring.spec import RunSpec
+from iomatrix.paths import REPORTS_DIR, RESULTS_DIR
+from iomatrix.storing import store
+from iomatrix.storing.countsfile import COUNTERS
+
+# Up to this many points are all timed in one run; more are bisected.
+TIME_ALL = 6
+# Seconds python.org has to answer before it counts as unreachable (an offline machine
+# must not wait on it; every build's download would wait as long again).
+PYTHON_ORG_TIMEOUT = 4.0
+PYTHON_ORG_PROBE = "https://www.python.org/ftp/python/"
+
+# CPython's releases, as python.org lists them: per minor version (alphas, betas, release
+# candidates) before X.Y.0, and the newest patch release known when this was written (a
+# newer one named on the command line or at hand counts too).
+PRE_RELEASES = {
+    "2.7": (4, 2, 2), "3.0": (5, 3, 3), "3.1": (2, 1, 2), "3.2": (4, 2, 3), "3.3": (4, 2, 3),
+    "3.4": (4, 3, 3), "3.5": (4, 4, 4), "3.6": (4, 4, 2), "3.7": (4, 5, 2), "3.8": (4, 4, 1),
+    "3.9": (6, 5, 2), "3.10": (7, 4, 2), "3.11": (7, 5, 2), "3.12": (7, 4, 3),
+    "3.13": (6, 4, 3), "3.14": (7, 4, 3), "3.15": (7, 4, 2),
+}
+NEWEST_PATCH = {
+    "2.7": 18, "3.0": 1, "3.1": 5, "3.2": 6, "3.3": 7, "3.4": 10, "3.5": 10, "3.6": 15,
+    "3.7": 17, "3.8": 20, "3.9": 25, "3.10": 19, "3.11": 14, "3.12": 12, "3.13": 15,
+    "3.14": 7, "3.15": None,  # 3.15.0 not released: its candidates are the newest
+}
+# Debian's source pool (deb.debian.org/debian/pool/main/p/python3.Y/), as issue 33 found it:
+# provisioning fetches these with --debian-source (sources.debian_fetch).
+DEBIAN_POOL = {
+    "3.13": ("3.13.5", "3.13.12", "3.13.14", "3.13.15"),
+    "3.14": ("3.14.4", "3.14.5", "3.14.6", "3.14.7"),
+    "3.15": ("3.15.0rc1", "3.15.0rc2"),
+}
+
+
+class BisectError(cli.BadInput):
+    """Bad input: exit 2, nothing run or written."""
+
+
+def parser() -> cli.Parser:
+    p = cli.Parser(prog="nox -s bisect --",
+                   description="Find the release where an op's time changed between two builds.")
+    p.add_argument("op", metavar="OP", help="an op name (nox -s matrix -- --suite all --list)")
+    p.add_argument("--between", nargs=2, metavar=("OLD", "NEW"), required=True,
+                   help="two releases or labels here, older first (3.13.15 3.14.7)")
+    p.add_argument("--profile", default="quick", choices=("smoke", "quick"))
+    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    p.add_argument("--run-id", type=cli.run_id, default=None,
+                   help="default: bisect-OP-OLD-NEW-<UTC time>")
+    p.add_argument("--no-build", action="store_true",
+                   help="time the builds at hand only; the answer names what could be built")
+    p.add_argument("--counters", choices=("on", "off"), default="on",
+                   help="the counting pass (syscalls and instructions per call); default on")
+    p.add_argument("--out", type=Path, default=None,
+                   help="the answer's file (default: reports/<run id>.md for the default "
+                        "results dir, else bisect.md in the run's directory); never overwritten")
+    return p
+
+
+# -- the releases between OLD and NEW -----------------------------------------------------
+
+def minor_of(version: str) -> str:
+    return sources.parse_version(version).series
+
+
+def key(version: str) -> tuple:
+    return sources.parse_version(version).sort_key
+
+
+def releases_of(minor: str, newest: str | None = None) -> list[str]:
+    """Every release of ``minor`` known here (PRE_RELEASES, NEWEST_PATCH), plus ``newest``."""
+    alphas, betas, candidates = PRE_RELEASES.get(minor, (0, 0, 0))
+    out = [f"{minor}.0{kind}{n}" for kind, count in (("a", alphas), ("b", betas),
+                                                      ("rc", candidates))
+           for n in range(1, count + 1)]
+    last = NEWEST_PATCH.get(minor)
+    if last is not None:
+        out += [f"{minor}.{patch}" for patch in range(0, last + 1)]
+    if newest is not None and newest not in out:
+        out.append(newest)
+    return sorted(out, key=key)
+
+
+def known_release(version: str) -> bool:
+    return version in releases_of(minor_of(version))
+
+
+def minors_between(old: str, new: str) -> list[str]:
+    known = sorted(PRE_RELEASES, key=lambda m: tuple(map(int, m.split("."))))
+    lo, hi = key(old)[:2], key(new)[:2]
+    return [m for m in known if lo < tuple(map(int, m.split("."))) < hi]
+
+
+def releases_between(old: str, new: str, extra=()) -> list[str]:
+    """OLD, the releases between (see the module docstring) and NEW, in version order.
+    ``extra``: versions at hand that the tables do not know (a newer patch)."""
+    old_minor, new_minor = minor_of(old), minor_of(new)
+    pool = set(releases_of(new_minor, new)) | {v for v in extra if minor_of(v) == new_minor}
+    if old_minor == new_minor:
+        pool |= set(releases_of(old_minor, old))
+    else:
+        # OLD's minor: only its pre-releases up to X.Y.0 (when OLD is one), not its patches.
+        final = f"{old_minor}.0"
+        pool |= {v for v in releases_of(old_minor, old) if key(v) <= key(final)} | {old}
+        for minor in minors_between(old, new):
+            pool |= set(releases_of(minor)) | {v for v in extra if minor_of(v) == minor}
+    return sorted((v for v in pool if key(old) <= key(v) <= key(new)), key=key)
+
+
+# -- the points: builds at hand and builds that can be had -------------------------------
+
+@dataclasses.dataclass
+class Point:
+    version: str
+    interp: discovery.Interpreter | None = None   # the build at hand
+    source: str | None = None       # where a build can come from: "tarball at hand", ...
+    missing: str | None = None      # why it cannot be timed: not obtainable, a failed build
+    log_tail: str | None = None     # a failed build's log
+
+    @property
+    def label(self) -> str | None:
+        return self.interp.label if self.interp else None
+
+
+def plain_version(interp: discovery.Interpreter) -> str:
+    return interp.version.rstrip("+")
+
+
+def lineage_recipe(interp: discovery.Interpreter | None) -> provisioning.Recipe:
+    recipe = provisioning.recipe_reading_as(interp.recipe) if interp else None
+    return recipe or provisioning.RECIPES[provisioning.DEFAULT_RECIPE]
+
+
+def builds_at_hand(interpreters, recipe: provisioning.Recipe) -> dict:
+    """{version: Interpreter}: usable plain CPython release builds that read as ``recipe``."""
+    found = {}
+    for interp in sorted(interpreters, key=lambda i: (len(i.label), i.label)):
+        if (interp.ok and interp.implementation == "cpython" and not interp.free_threaded
+                and interp.source in ("pyenv", "provisioned")
+                and provisioning.recipe_reading_as(interp.recipe) == recipe):
+            found.setdefault(plain_version(interp), interp)
+    return found
+
+
+def find_build(interpreters, name: str):
+    """The usable interpreter labelled ``name`` or of version ``name``; None."""
+    for interp in interpreters:
+        if interp.ok and interp.label == name:
+            return interp
+    same = [i for i in interpreters if i.ok and i.implementation == "cpython"
+            and not i.free_threaded and plain_version(i) == name
+            and i.source in ("pyenv", "provisioned")]
+    return min(same, key=lambda i: len(i.label)) if same else None
+
+
+def python_org_reachable() -> bool:
+    try:
+        urllib.request.urlopen(urllib.request.Request(PYTHON_ORG_PROBE, method="HEAD"),
+                               timeout=PYTHON_ORG_TIMEOUT).close()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def source_of(version: str, online: bool) -> str | None:
+    """Where a build of ``version`` can come from, or None."""
+    tarballs = provisioning.cache_root() / "tarballs"
+    if any((tarballs / name).is_file() for name in sources.parse_version(version).tarball_names):
+        return "tarball at hand"
+    if version in DEBIAN_POOL.get(minor_of(version), ()):
+        return "Debian's pool"
+    if online:
+        return "python.org"
+    return None
+
+
+def build_in_progress(version: str, recipe: provisioning.Recipe) -> int | None:
+    """The pid of a live build of ``version`` by ``recipe`` into the cache, or None: that
+    build is not started twice (nor its staging directory touched)."""
+    pythons = provisioning.cache_root() / "pythons"
+    for partial in pythons.glob(f".{version}{recipe.suffix}.partial-*"):
+        pid = partial.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and procs.pid_alive(int(pid)):
+            return int(pid)
+    return None
+
+
+def resolve_release(interpreters, name: str, what: str) -> str:
+    """OLD's or NEW's version: a label here or a known CPython release."""
+    interp = find_build(interpreters, name)
+    if interp is not None:
+        return plain_version(interp)
+    try:
+        version = sources.parse_version(name)
+    except sources.UsageError:
+        version = None
+    if version is None or version.free_threaded or not known_release(name):
+        here = ", ".join(f"{i.label} ({plain_version(i)})" for i in
+                         sorted(interpreters, key=discovery.sort_key)
+                         if i.ok and i.implementation == "cpython")
+        minor = version.series if version is not None else None
+        known = releases_of(minor) if minor in PRE_RELEASES else []
+        valid = (f"{minor} releases: {known[0]} .. {known[-1]}" if known else
+                 f"CPython releases {min(PRE_RELEASES)} .. {max(PRE_RELEASES, key=lambda m: tuple(map(int, m.split('.'))))}")
+        raise BisectError(f"unknown release {name!r} for {what}: not a label here ({here}) "
+                          f"and not a known release ({valid})")
+    return name
+
+
+def list_valid_ops(interp, profile: str, log) -> dict:
+    """{op: suite} of every suite, as ``interp`` lists them."""
+    env = environments.ensure_environment(interp, log=log)
+    from iomatrix.measuring import selection
+    rows = runner.list_ops(env, selection.available_suites(), "c", profile)
+    return {row["op"]: row["suite"] for row in rows}
+
+
+# -- building -------------------------------------------------------------------------------
+
+def build_point(point: Point, recipe: provisioning.Recipe, log) -> None:
+    """Build ``point`` by ``recipe`` (a build in the cache is reused); on failure, the
+    point says why and keeps its log's tail."""
+    say = lambda text: log(f"bisect: [{point.version}] {text}")  # noqa: E731
+    try:
+        provisioning.build(point.version, recipe=recipe.name,
+                           debian_source=point.source == "Debian's pool", say=say)
+    except sources.ProvisionError as exc:
+        point.missing = f"its build failed ({cli.one_line(str(exc))[:300]})"
+        log_path = getattr(exc, "log", None)
+        if log_path is not None and Path(log_path).is_file():
+            point.log_tail = procs.tail(Path(log_path).read_text(errors="replace"), 25)
+        else:
+            point.log_tail = str(exc)
+        return
+    point.interp = find_build(discovery.discover(), point.version)
+    if point.interp is None:
+        point.missing = "built, but discovery does not find it"
+
+
+# -- timing -----------------------------------------------------------------------------------
+
+def time_points(interpreters, points: list[Point], op: str, suite: str, args, run_id: str,
+                log) -> Path:
+    """One lockstep run of ``op`` under every point, with an A/A twin of the first and
+    the counting pass; the run's directory."""
+    labels = [p.label for p in points]
+    spec = RunSpec.create(suites=[suite], profile=args.profile, results_dir=args.results_dir,
+                          run_id=run_id, aa=labels[0], interpreters=labels,
+                          counting=COUNTERS if args.counters == "on" else (),
+                          counted_suites=[suite])
+    spec = dataclasses.replace(spec, ops=(op,))
+    selected = [p.interp for p in points]
+    first = selected[0]
+    selected.append(discovery.Interpreter(spec.aa_twin, first.executable, "aa", first.info,
+                                          first.error))
+    log(f"bisect: timing {op} under {', '.join(f'{p.label} ({p.version})' for p in points)} "
+        f"and an A/A twin of {labels[0]}, run {run_id}")
+    runner.run_matrix(selected, spec, log=log)
+    return Path(args.results_dir) / run_id
+
+
+@dataclasses.dataclass
+class Step:
+    before: Point
+    after: Point
+    comparison: object          # stats.Comparison or None
+    run_id: str
+    gap: list[str]              # releases between the two that were not timed
+
+
+def measure_steps(run_dir: Path, points: list[Point], op: str, run_id: str) -> tuple:
+    """(adjacent steps, OLD -> NEW's comparison, the A/A comparison, {label: counts})."""
+    from iomatrix import stats
+    from iomatrix.analysing import analysis, counts
+    data = analysis.load_run(store.Run(run_dir.parent, run_dir.name))
+    means = analysis.process_means(data.frame)
+
+    def compare(a: str, b: str):
+        if (a, op) not in means or (b, op) not in means:
+            return None
+        return stats.compare(means[(a, op)], means[(b, op)], paired=True)
+    steps = [Step(a, b, compare(a.label, b.label), run_id, [])
+             for a, b in zip(points, points[1:])]
+    overall = compare(points[0].label, points[-1].label)
+    aa = compare(points[0].label, f"{points[0].label}-aa")
+    per_call = {}
+    for row in counts.load_counts(run_dir):
+        if row["op"] == op and row["counter"] in ("syscalls", "instructions"):
+            per_call.setdefault(row["series"], {})[row["counter"]] = row["per_call"]
+    return steps, overall, aa, per_call
+
+
+def move(comparison, direction: float) -> float:
+    """How far a step moved in ``direction`` (+1 slower, -1 faster), as a log ratio."""
+    if comparison is None or comparison.ratio <= 0:
+        return -math.inf
+    return direction * math.log(comparison.ratio)
+
+
+def the_step(steps: list[Step], direction: float) -> tuple:
+    """(the step where the change appears, whether it is significant)."""
+    timed = [s for s in steps if s.comparison is not None]
+    if not timed:
+        return None, False
+    significant = [s for s in timed if s.comparison.significant and move(s.comparison, direction) > 0]
+    chosen = max(significant or timed, key=lambda s: move(s.comparison, direction))
+    return chosen, bool(significant)
+
+
+# -- the answer ---------------------------------------------------------------------------
+
+def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: None) -> list[str]:
+    """The changelog's candidate entries for the change, as markdown list lines."""
+    try:
+        from iomatrix.analysing import changelog
+    except ImportError:
+        return ["candidates: the changelog module is not available"]
+    from iomatrix.reporting.markdown import code, md
+    log = changelog.changelog_for(new, say)
+    if log is None:
+        return [f"candidates: no changelog of {md(new)} at hand"]
+    found = changelog.candidates(log, op, suite, old, new, limit=5)
+    if not found:
+        return [f"candidates: no changelog entry between {md(old)} and {md(new)} matches "
+                f"{code(op)}'s machinery"]
+    lines = []
+    for candidate in found:
+        entry = candidate.entry
+        link = f"[{md(entry.number)}]({md(entry.url)})" if entry.url else md(entry.number)
+        lines.append(f"- {link} ({md(entry.release)}, {md(entry.section)}; score "
+                     f"{candidate.score:g}, matched {md(', '.join(map(str, candidate.matched)))}): "
+                     f"{md(entry.text)[:400]}")
+    return lines
+
+
+def gap_text(step: Step, why: dict) -> str:
+    """"3.14.0a1 .. 3.14.3 (not in Debian's pool; python.org unreachable)": the releases
+    between a step's two points, grouped by why each was not timed."""
+    if not step.gap:
+        return ""
+    groups: dict = {}
+    for version in step.gap:
+        groups.setdefault(why.get(version, "not timed"), []).append(version)
+    parts = []
+    for reason, versions in groups.items():
+        names = ", ".join(versions) if len(versions) <= 4 else \
+            f"{versions[0]} .. {versions[-1]} ({len(versions)} releases)"
+        parts.append(f"{names}: {reason}")
+    span = step.gap[0] if len(step.gap) == 1 else f"{step.gap[0]} .. {step.gap[-1]}"
+    if len(groups) == 1:
+        return f"{span} ({next(iter(groups))})"
+    return f"{span} ({'; '.join(parts)})"
+
+
+def counts_cell(per_call: dict, label: str) -> str:
+    found = per_call.get(label, {})
+    parts = []
+    if "syscalls" in found:
+        parts.append(f"{found['syscalls']:,.1f} syscalls")
+    if "instructions" in found:
+        parts.append(f"{found['instructions']:,.0f} instructions")
+    return ", ".join(parts) or "not counted"
+
+
+def answer_text(op: str, old: str, new: str, steps: list[Step], overall, aa, per_call: dict,
+                why: dict, points: list[Point], note: str, cands: list[str], args) -> str:
+    from iomatrix.reporting.markdown import code, fmt_ratio, md
+    direction = 1.0 if overall is None or overall.ratio >= 1 else -1.0
+    chosen, significant = the_step(steps, direction)
+    lines = [f"## Bisect: {code(op)} between {old} and {new}", ""]
+    if overall is not None:
+        lines.append(f"{old} -> {new}: {fmt_ratio(overall)} ({'slower' if direction > 0 else 'faster'}; "
+                     f"new time / old time, {args.profile} profile).")
+    if chosen is None:
+        lines.append("**No step could be timed.**")
+    else:
+        where = f"between {chosen.before.version} and {chosen.after.version}"
+        verdict = "the change appears" if significant else \
+            "no step moved significantly; the largest move in that direction is"
+        lines.append(f"**{verdict[0].upper() + verdict[1:]} {where}: {fmt_ratio(chosen.comparison)}**"
+                     + (f", first in {chosen.after.version}" if significant and not chosen.gap
+                        else ""))
+        if chosen.comparison.low is None:
+            lines.append(f"No intervals: {chosen.comparison.n_a} round(s) cannot test "
+                         "significance (the quick profile's 8 can).")
+        if chosen.gap:
+            lines.append(f"Not narrowed further: between {chosen.before.version} and "
+                         f"{chosen.after.version} no build of {gap_text(chosen, why)}.")
+    lines += ["", note, "", "| step | ratio [95% interval] | rounds | counts per call (before -> after) | "
+              "not timed between |", "|:--|--:|--:|:--|:--|"]
+    for step in steps:
+        c = step.comparison
+        lines.append(f"| {step.before.version} -> {step.after.version} | {fmt_ratio(c)} | "
+                     f"{c.n_a if c else 0} | {counts_cell(per_call, step.before.label)} -> "
+                     f"{counts_cell(per_call, step.after.label)} | {gap_text(step, why) or '—'} |")
+    if aa is not None:
+        lines += ["", f"A/A check ({points[0].label} against itself in the same run): {fmt_ratio(aa)}."]
+    missing = [p for p in points if p.missing]
+    if missing:
+        lines += ["", "Missing points:"] + [f"- {p.version}: {md(p.missing)}" for p in missing]
+    lines += ["", "Candidate upstream changes:", ""] + cands
+    if chosen is not None:
+        lines += ["", f"A reproducer and an issue text for this step: `nox -s upstream -- {op} "
+                  f"--between {chosen.before.version} {chosen.after.version}`"]
+    return "\n".join(lines) + "\n"
+
+
+def answer_path(args, run_id: str) -> Path:
+    if args.out is not None:
+        return args.out
+    if Path(args.results_dir).resolve() == RESULTS_DIR.resolve():
+        return REPORTS_DIR / f"{run_id}.md"
+    return Path(args.results_dir) / run_id / "bisect.md"
+
+
+# -- the command ----------------------------------------------------------------------------
+
+def plan(args, interpreters, log):
+    """(old, new, recipe, every release in range, {version: Point} of obtainable ones,
+    {version: why not}); BisectError for bad input."""
+    old = resolve_release(interpreters, args.between[0], "OLD")
+    new = resolve_release(interpreters, args.between[1], "NEW")
+    if key(old) == key(new):
+        raise BisectError(f"empty range: OLD and NEW are both {old}; give two releases, "
+                          "older first")
+    if key(old) > key(new):
+        raise BisectError(f"OLD {old} is newer than NEW {new}; give them older first: "
+                          f"--between {new} {old}")
+    recipe = lineage_recipe(find_build(interpreters, new) or find_build(interpreters, old))
+    at_hand = builds_at_hand(interpreters, recipe)
+    extra = [v for v in at_hand if key(old) < key(v) < key(new)]
+    everything = releases_between(old, new, extra)
+    online = python_org_reachable()
+    log(f"bisect: {len(everything)} releases from {old} to {new}; python.org "
+        f"{'answers' if online else 'does not answer (offline)'}; recipe {recipe.name}")
+    points, why = {}, {}
+    for version in everything:
+        if version in at_hand:
+            points[version] = Point(version, interp=at_hand[version])
+            continue
+        source = source_of(version, online)
+        building = build_in_progress(version, recipe) if source else None
+        if building is not None:
+            why[version] = f"being built by another process (pid {building}); not waited for"
+        elif source is None:
+            why[version] = ("not in Debian's pool; python.org unreachable" if not online else
+                            "cannot be had")
+        elif args.no_build:
+            why[version] = f"can be built ({source}), not built: --no-build"
+        else:
+            points[version] = Point(version, source=source)
+    for end, what in ((old, "OLD"), (new, "NEW")):
+        if end not in points:
+            raise BisectError(f"{what} {end} is not at hand and cannot be built here ({why[end]}); "
+                              f"builds at hand of the {recipe.name} recipe: "
+                              + ", ".join(sorted(at_hand, key=key)))
+    return old, new, recipe, everything, points, why
+
+
+def ensure_built(chosen: list[Point], recipe, log) -> None:
+    for point in chosen:
+        if point.interp is None and point.missing is None:
+            log(f"bisect: building {point.version} ({point.source}, {recipe.name} recipe)")
+            build_point(point, recipe, log)
+
+
+def run_points(interpreters, chosen: list[Point], op, suite, args, run_id, everything, why, log):
+    """Time the points of ``chosen`` that are built; their steps, with every release between
+    two timed points that was not timed as the step's gap."""
+    timed = [p for p in chosen if p.interp is not None]
+    run_dir = time_points(interpreters, timed, op, suite, args, run_id, log)
+    steps, overall, aa, per_call = measure_steps(run_dir, timed, op, run_id)
+    for step in steps:
+        step.gap = [v for v in everything
+                    if key(step.before.version) < key(v) < key(step.after.version)]
+        for v in step.gap:
+            why.setdefault(v, "not timed (bisection)")
+    return steps, overall, aa, per_call
+
+
+@cli.main_guard
+def main(argv, log=None) -> int:
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    args = parser().parse_args(argv)
+    started = time.monotonic()
+    if args.out is not None:
+        store.check_output(args.out, "--out")
+        if args.out.exists():
+            raise BisectError(f"--out {args.out}: exists; an answer is never written over")
+    interpreters = discovery.discover()
+    old, new, recipe, everything, points, why = plan(args, interpreters, log)
+    ends = [points[old].interp, points[new].interp]
+    lister = next((i for i in ends if i is not None), None) or \
+        next(iter(builds_at_hand(interpreters, recipe).values()))
+    ops = list_valid_ops(lister, args.profile, log)
+    if args.op not in ops:
+        raise BisectError(f"unknown op {args.op!r}; valid: {', '.join(sorted(ops))}")
+    suite = ops[args.op]
+    stamp = store.default_run_id().split("-")[0]
+    run_id = args.run_id or cli.checked_name(
+        f"bisect-{args.op}-{old}-{new}-{stamp}"[:cli.MAX_NAME_LENGTH - 3], "run id")
+    order = [points[v] for v in everything if v in points]
+    # A bisection's runs are RUN-1, RUN-2, ...: its answer goes beside the first.
+    out = answer_path(args, run_id if len(order) <= TIME_ALL else f"{run_id}-1")
+    if out.exists():
+        raise BisectError(f"{out}: exists; an answer is never written over (give --run-id)")
+    if len(order) <= TIME_ALL:
+        ensure_built(order, recipe, log)
+        steps, overall, aa, per_call = run_points(interpreters, order, args.op, suite, args,
+                                                  run_id, everything, why, log)
+        note = (f"All {len(order)} points that could be had were timed in one lockstep run "
+                f"(`{run_id}`).")
+    else:
+        steps, overall, aa, per_call, note = bisect_search(interpreters, order, args, suite,
+                                                           run_id, everything, why, recipe, log)
+    for point in order:
+        if point.missing:
+            why[point.version] = point.missing
+    # The candidates of the step where the change appears: the changelog of its newer side,
+    # the releases after its older one (the whole range when no step could be timed).
+    direction = 1.0 if overall is None or overall.ratio >= 1 else -1.0
+    chosen, _ = the_step(steps, direction)
+    cands = candidate_lines(args.op, suite, chosen.before.version if chosen else old,
+                            chosen.after.version if chosen else new, log)
+    text = answer_text(args.op, old, new, steps, overall, aa, per_call, why, order, note, cands,
+                       args)
+    text += f"\nWall time: {time.monotonic() - started:.0f} s; run `{run_id}` in {args.results_dir}.\n"
+    store.check_output(out, "--out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    store.atomic_write_text(out, text, overwrite=False)
+    print(text)
+    log(f"bisect: wrote {out}")
+    failed = [p for p in order if p.log_tail]
+    for point in failed:  # on stderr whatever the log function: exit 3 shows why
+        print(f"bisect: the build of {point.version} failed; its log's tail:\n{point.log_tail}",
+              file=sys.stderr)
+    return cli.EXIT_INTERNAL_ERROR if failed else cli.EXIT_OK
+
+
+def bisect_search(interpreters, order: list[Point], args, suite, run_id, everything, why,
+                  recipe, log):
+    """Binary search over ``order``: each pass times lo, mid and hi in one lockstep run and
+    keeps the half whose step moved more in OLD -> NEW's direction."""
+    lo, hi = 0, len(order) - 1
+    all_steps, direction, overall, aa, per_call = [], None, None, None, {}
+    passes = 0
+    built_before = sum(1 for p in order if p.interp is not None)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        chosen = [order[lo], order[mid], order[hi]]
+        ensure_built(chosen, recipe, log)
+        if order[mid].interp is None:  # a failed build: drop the point, try its neighbour
+            del order[mid]
+            hi -= 1
+            continue
+        passes += 1
+        steps, whole, twin, counted = run_points(interpreters, chosen, args.op, suite, args,
+                                                 f"{run_id}-{passes}",
+                                                 everything, why, log)
+        per_call.update({f"{label}": c for label, c in counted.items()})
+        if direction is None:
+            overall, aa = whole, twin
+            direction = 1.0 if whole is None or whole.ratio >= 1 else -1.0
+        lower, upper = steps
+        all_steps = [s for s in all_steps if not (key(order[lo].version) <= key(s.before.version)
+                                                  and key(s.after.version) <= key(order[hi].version))]
+        all_steps += [lower, upper]
+        if move(lower.comparison, direction) >= move(upper.comparison, direction):
+            hi = mid
+        else:
+            lo = mid
+    all_steps.sort(key=lambda s: key(s.before.version))
+    built = sum(1 for p in order if p.interp is not None) - built_before
+    timed = len({p.version for s in all_steps for p in (s.before, s.after)})
+    note = (f"{len(order)} points could be had: bisected in {passes} lockstep runs "
+            f"(`{run_id}-1` ..), {timed} timed, {built} built for it.")
+    return all_steps, overall, aa, per_call, note
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,126 @@
+"""bisect: the release where an op's time changed, over real builds (smoke profile)."""
+from __future__ import annotations
+
+import io
+import tarfile
+
+import pytest
+
+from iomatrix.commands import bisect
+from conftest import need
+
+QUIET = dict(log=lambda *a: None)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    # python.org is not asked: the tests say what this offline machine can have
+    monkeypatch.setattr(bisect, "python_org_reachable", lambda: False)
+
+
+def tree(directory):
+    return sorted(p.relative_to(directory) for p in directory.rglob("*"))
+
+
+def test_releases_between_one_minor_and_across_minors():
+    assert bisect.releases_between("3.14.5", "3.14.7") == ["3.14.5", "3.14.6", "3.14.7"]
+    across = bisect.releases_between("3.13.15", "3.14.7")
+    assert across[:3] == ["3.13.15", "3.14.0a1", "3.14.0a2"]
+    assert across[-5:] == ["3.14.3", "3.14.4", "3.14.5", "3.14.6", "3.14.7"]
+    assert "3.13.16" not in across and "3.14.0rc3" in across
+    middle = bisect.releases_between("3.9.18", "3.12.1")
+    assert "3.10.13" in middle and "3.11.7" in middle and "3.9.19" not in middle
+
+
+def test_mmap_find_is_bisected_to_3_11(tmp_path, capsys, machine_interpreters):
+    """mmap.find moved to fastsearch in 3.11 (bpo-46848): 3.10 -> 3.11 is the step."""
+    for label in ("3.9", "3.10", "3.11", "3.12"):
+        need(machine_interpreters, label)
+    status = bisect.main(["mmapio_find_mmap", "--between", "3.9", "3.12", "--profile", "smoke",
+                          "--no-build", "--counters", "off", "--results-dir",
+                          str(tmp_path / "results"), "--run-id", "b1"], **QUIET)
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "between 3.10.13 and 3.11.7" in out.split("\n\n")[1]
+    assert "| 3.10.13 -> 3.11.7 |" in out
+    assert "Not narrowed further: between 3.10.13 and 3.11.7 no build of 3.10.14 .. 3.11.6" in out
+    answer = tmp_path / "results" / "b1" / "bisect.md"
+    assert answer.read_text().startswith("## Bisect: `mmapio_find_mmap`")
+    # the run is a run like any other: its manifest and one series per point and the twin
+    assert {p.name for p in (tmp_path / "results" / "b1").glob("*.json")} >= {
+        "manifest.json", "3.9.json", "3.10.json", "3.11.json", "3.12.json", "3.9-aa.json"}
+
+
+def test_a_release_that_can_be_built_but_is_not_is_named(tmp_path, capsys, machine_interpreters):
+    need(machine_interpreters, "3.13")
+    need(machine_interpreters, "3.13.15")
+    status = bisect.main(["mmapio_find_mmap", "--between", "3.13", "3.13.15", "--profile",
+                          "smoke", "--no-build", "--counters", "off", "--results-dir",
+                          str(tmp_path / "results"), "--run-id", "b2"], **QUIET)
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "3.13.5" in out and "can be built (Debian's pool), not built: --no-build" in out
+
+
+@pytest.mark.parametrize("posargs, message", [
+    (["no_such_op", "--between", "3.9", "3.12"], "unknown op 'no_such_op'; valid: "),
+    (["mmapio_find_mmap", "--between", "3.9", "3.14.99"], "unknown release '3.14.99' for NEW"),
+    (["mmapio_find_mmap", "--between", "bogus", "3.12"], "unknown release 'bogus' for OLD"),
+    (["mmapio_find_mmap", "--between", "3.12", "3.9"], "OLD 3.12.1 is newer than NEW 3.9.18"),
+    (["mmapio_find_mmap", "--between", "3.12", "3.12.1"], "empty range"),
+])
+def test_bad_input_is_exit_2_and_writes_nothing(tmp_path, capsys, posargs, message,
+                                                machine_interpreters):
+    need(machine_interpreters, "3.9")
+    need(machine_interpreters, "3.12")
+    status = bisect.main([*posargs, "--results-dir", str(tmp_path / "results"),
+                          "--out", str(tmp_path / "answer.md")], **QUIET)
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err
+    if "unknown op" in message:
+        assert "mmapio_slices_seek_read" in err
+    assert tree(tmp_path) == []
+
+
+def broken_tarball(path, top):
+    """A source tarball whose configure fails at once."""
+    script = b"#!/bin/sh\necho 'configure: error: this tarball is broken on purpose' >&2\nexit 1\n"
+    with tarfile.open(path, "w:xz") as tar:
+        info = tarfile.TarInfo(f"{top}/configure")
+        info.size, info.mode = len(script), 0o755
+        tar.addfile(info, io.BytesIO(script))
+
+
+def test_a_failed_build_is_exit_3_with_its_log_and_the_other_points_timed(
+        tmp_path, capsys, monkeypatch, machine_interpreters):
+    need(machine_interpreters, "3.12")
+    need(machine_interpreters, "3.13")
+    cache = tmp_path / "cache"
+    (cache / "tarballs").mkdir(parents=True)
+    broken_tarball(cache / "tarballs" / "Python-3.13.0rc3.tar.xz", "Python-3.13.0rc3")
+    monkeypatch.setenv("IOMATRIX_CACHE", str(cache))
+    status = bisect.main(["mmapio_find_mmap", "--between", "3.12", "3.13", "--profile", "smoke",
+                          "--counters", "off", "--results-dir", str(tmp_path / "results"),
+                          "--run-id", "b3"], **QUIET)
+    assert status == 3
+    captured = capsys.readouterr()
+    assert "| 3.12.1 -> 3.13.0 |" in captured.out
+    assert "- 3.13.0rc3: its build failed" in captured.out
+    assert "this tarball is broken on purpose" in captured.err
+    assert (tmp_path / "results" / "b3" / "3.13.json").is_file()
+
+
+def test_many_points_are_bisected(tmp_path, capsys, machine_interpreters):
+    """3.6 .. 3.13: eight pyenv builds, more than TIME_ALL: a binary search finds 3.10 -> 3.11."""
+    for label in ("3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"):
+        need(machine_interpreters, label)
+    status = bisect.main(["mmapio_find_mmap", "--between", "3.6", "3.13", "--profile", "smoke",
+                          "--no-build", "--counters", "off", "--results-dir",
+                          str(tmp_path / "results"), "--run-id", "b4"], **QUIET)
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "between 3.10.13 and 3.11.7" in out.split("\n\n")[1]
+    assert "8 points could be had: bisected in 3 lockstep runs" in out
+    assert (tmp_path / "results" / "b4-1" / "bisect.md").is_file()
+    assert not (tmp_path / "results" / "b4-4").exists()
