@@ -118,8 +118,10 @@ def test_a_base_of_another_recipe_is_refused_unless_allowed(tmp_path):
     _, new, old = release.resolve(args, here, log=lambda *a: None)
     assert (new.label, old.label) == ("3.13.15-pgo", "3.13")
     manifest = {"host": "vm", "cpu": "AMD EPYC", "cpu_count": 2, "os": "Linux 6.1",
-                "interpreters": {"3.13": {**old.info, "shared": True, "opt": "-O3"},
-                                 "3.13.15-pgo": {**new.info, "shared": False, "pgo": True,
+                "interpreters": {"3.13": {**old.info, "shared": True, "linkage": "shared",
+                                          "opt": "-O3"},
+                                 "3.13.15-pgo": {**new.info, "shared": False, "linkage": "static",
+                                                 "pgo": True,
                                                  "configure_args": "'--prefix=/p' "
                                                  "'--enable-optimizations' '--with-lto'"}}}
     lines = release.context_lines(args, manifest, new, old)

@@ -25,7 +25,7 @@ def make_run(tmp_path, series: dict, run_id="T", interpreters=None):
                 "interpreters": {}}
     for index, (label, benchmarks) in enumerate(series.items()):
         write_pyperf_file(run_dir / f"{label}.json", benchmarks)
-        manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
+        manifest["interpreters"][label] = {"label": label.split("+")[0], "implementation": "cpython",
                                            "version_info": [3, index, 0], "version": f"3.{index}.0",
                                            "status": "ok", **interpreters.get(label, {})}
     (run_dir / "manifest.json").write_text(json.dumps(manifest))

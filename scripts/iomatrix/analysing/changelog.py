@@ -51,7 +51,7 @@ from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
-from iomatrix.interpreters import provision, sources
+from iomatrix.interpreters import cache, sources
 
 FORMAT = 1                     # of the JSON cache beside a tarball
 MAX_NEWS_BYTES = 32 << 20      # Misc/NEWS of 3.14.7 is 2.6 MB; a bigger member is not NEWS
@@ -268,7 +268,7 @@ TARBALL_RE = re.compile(r"(?:Python-(?P<a>[0-9][0-9.a-z]*)\.tar\.xz"
 
 
 def tarballs_dir() -> Path:
-    return provision.cache_root() / "tarballs"
+    return cache.cache_root() / "tarballs"
 
 
 def tarball_version(name: str) -> str | None:

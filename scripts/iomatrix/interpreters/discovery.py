@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from iomatrix import cli, procs
+from iomatrix.interpreters import cache as provision_cache
 from iomatrix.paths import PROBE_CACHE_FILE, REPO_ROOT
 
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
@@ -434,15 +435,13 @@ def provisioned_recipes() -> dict:
 
     The directory, not the recipe, decides: a build made before recipes sits in
     pythons/<version> and keeps its plain label (its build facts say how it was built)."""
-    from iomatrix.interpreters import provision
-    return {os.path.realpath(build["python"]): provision.build_suffix(build)
-            for build in provision.list_builds()}
+    return {os.path.realpath(build["python"]): provision_cache.build_suffix(build)
+            for build in provision_cache.list_builds()}
 
 
 def provisioned_candidates() -> list[str]:
     """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json."""
-    from iomatrix.interpreters import provision
-    return [build["python"] for build in provision.list_builds()]
+    return [build["python"] for build in provision_cache.list_builds()]
 
 
 def uv_candidates() -> list[str]:
@@ -486,8 +485,7 @@ def classify(executable: str) -> str:
     root = pyenv_root()
     if root and real.startswith(str(root.resolve()) + os.sep):
         return "pyenv"
-    from iomatrix.interpreters import provision
-    if real.startswith(str(provision.cache_root().resolve()) + os.sep):
+    if real.startswith(str(provision_cache.cache_root().resolve()) + os.sep):
         return "provisioned"
     if "/uv/python/" in real:
         return "uv"

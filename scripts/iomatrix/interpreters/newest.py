@@ -25,7 +25,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from iomatrix.interpreters import discovery, provision, sources
+from iomatrix.interpreters import cache, discovery, sources
 from iomatrix.interpreters.sources import Version, parse_version
 
 DEBIAN_MIRROR = "http://deb.debian.org/debian/"
@@ -156,13 +156,13 @@ def probe_pool(series: str) -> list[Version] | None:
             for v in [from_debian_upstream(u)] if v is not None]
 
 
-def offers_in_pool(series: str, notes: list[str]) -> list[Offer]:
+def offers_in_pool(series: str, notes: list[str], probe: bool = True) -> list[Offer]:
     package = f"python{series}"
     url = f"{DEBIAN_MIRROR}pool/main/p/{package}/"
     html = _fetch(url)
     if html is not None:
         return [Offer(v, "Debian's pool") for v in parse_pool_listing(html, series)]
-    found = probe_pool(series)
+    found = probe_pool(series) if probe else None
     if found is None:
         notes.append(f"Debian's pool cannot be reached ({url})")
         return []
@@ -212,7 +212,7 @@ def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool
     for series in sorted(wanted, key=_minor):
         offers += offers_in_apt(series)
         if _minor(series) >= newest:  # the pool keeps current minors only
-            offers += offers_in_pool(series, notes)
+            offers += offers_in_pool(series, notes, probe=online)
     if online:
         offers += offers_on_python_org(wanted, notes)
     steps = []
@@ -243,4 +243,4 @@ def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool
 
 def default_plan(free_threaded: bool = False) -> tuple[list[Step], list[str]]:
     interpreters = discovery.discover()
-    return plan(interpreters, provision.cache_root() / "tarballs", free_threaded)
+    return plan(interpreters, cache.cache_root() / "tarballs", free_threaded)

@@ -37,7 +37,6 @@ comparison's regression.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import os
@@ -51,75 +50,21 @@ from typing import Callable
 
 from iomatrix import cli, procs
 from iomatrix.interpreters import sources
+# The build cache and the recipes live in interpreters.cache (discovery reads them without
+# importing the builder); their names stay importable from here.
+from iomatrix.interpreters.cache import (BUILD_DIR_RE, BUILD_INFO, DEFAULT_RECIPE,  # noqa: F401
+                                         OPTIMIZED_ARGS, RECIPES, SUFFIX_PATTERN, Recipe,
+                                         build_suffix, cache_root, list_builds, read_build,
+                                         recipe_named, recipe_of_build, recipe_reading_as)
 from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Version, brief,
                                         parse_version, resolve_tarball)
 
-BUILD_INFO = "iomatrix-build.json"
 UV_TIMEOUT = 15  # uv's own HTTP timeout; an offline uv fails within it
 UV_INSTALL_TIMEOUT = 600
 PROBE_TIMEOUT = 120
 HEARTBEAT_SECONDS = 30.0
 STOP_GRACE_SECONDS = 10  # for make and its compilers to exit on SIGTERM before SIGKILL
-OPTIMIZED_ARGS = ["--enable-optimizations", "--with-lto"]
 FREE_THREADED_ARGS = ["--disable-gil"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Recipe:
-    """How a version is built: the configure arguments that change its speed."""
-    name: str
-    suffix: str  # of the cache directory and the label; "" for the lineage
-    configure_args: tuple[str, ...]
-    shared: bool  # a shared libpython, found through an rpath to the prefix's lib
-    description: str
-    reads_as: str  # the recipe discovery reads from such a build with GCC (before -fp)
-
-
-# pyenv (python-build) configures --enable-shared with an rpath to its prefix's lib and
-# leaves OPT to CPython's configure (-DNDEBUG -g -O3 -Wall with GCC), as its builds'
-# sysconfig shows (CONFIG_ARGS, OPT). The lineage recipe does the same and so keeps
-# CPython's own defaults, including those a release changes: 3.15's configure keeps
-# frame pointers by default (gh-149202), so its lineage build reads "shared-O3-fp",
-# as pyenv's own 3.15 would.
-RECIPES = {recipe.name: recipe for recipe in (
-    Recipe("lineage", "", ("--enable-shared",), True,
-           "pyenv's recipe: --enable-shared (rpath to the prefix), CPython's own -O3",
-           "shared-O3"),
-    Recipe("release", "-pgo", tuple(OPTIMIZED_ARGS), False,
-           "PGO+LTO (--enable-optimizations --with-lto), as python.org and distributions "
-           "ship; slow", "static-O3-pgo-lto"),
-    Recipe("static", "-static", (), False,
-           "a static libpython, CPython's own -O3 (iomatrix's builds before recipes)",
-           "static-O3"),
-)}
-DEFAULT_RECIPE = "lineage"
-SUFFIX_PATTERN = "|".join(re.escape(r.suffix) for r in RECIPES.values() if r.suffix)
-BUILD_DIR_RE = re.compile(
-    rf"(?P<version>{sources.VERSION_RE.pattern})(?P<suffix>{SUFFIX_PATTERN})?")
-
-
-def recipe_named(name: str) -> Recipe:
-    """The recipe called name; an unknown name is a usage error listing the known ones."""
-    if name not in RECIPES:
-        raise UsageError(f"unknown recipe {name!r}; known recipes: "
-                         + "; ".join(f"{r.name} ({r.description})" for r in RECIPES.values()))
-    return RECIPES[name]
-
-
-def recipe_reading_as(recipe: str | None) -> Recipe | None:
-    """The provisioning recipe that builds what discovery reads as ``recipe`` (shared-O3:
-    lineage), frame pointers aside (a release's default); None when none does."""
-    if not recipe:
-        return None
-    base = "-".join(part for part in recipe.split("-") if part != "fp")
-    return next((r for r in RECIPES.values() if r.reads_as == base), None)
-
-
-def recipe_of_build(info: dict) -> str:
-    """The recipe a build was made with; builds from before recipes were static or release."""
-    if info.get("recipe") in RECIPES:
-        return info["recipe"]
-    return "release" if info.get("optimized") else "static"
 
 
 # Run by the new interpreter before it is moved into place: the build must be
@@ -150,56 +95,6 @@ class StageError(ProvisionError):
         super().__init__(f"{stage} failed: {detail}; see the log: {log}")
         self.stage = stage
         self.log = log
-
-
-# -- the cache -------------------------------------------------------------------------
-
-def cache_root() -> Path:
-    """$IOMATRIX_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/iomatrix."""
-    if os.environ.get("IOMATRIX_CACHE"):
-        return Path(os.environ["IOMATRIX_CACHE"]).expanduser().absolute()
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return (Path(xdg).expanduser() / "iomatrix").absolute()
-
-
-_cache_root = cache_root  # list_builds() has a parameter of that name
-
-
-def read_build(prefix: Path) -> dict | None:
-    """The iomatrix-build.json of a finished build, plus "prefix", "python" and "recipe"."""
-    try:
-        info = json.loads((prefix / BUILD_INFO).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict):
-        return None
-    info["prefix"] = str(prefix)
-    info["python"] = str(prefix / "bin" / "python3")
-    info["recipe"] = recipe_of_build(info)
-    return info
-
-
-def build_suffix(info: dict) -> str:
-    """The recipe suffix of a build's cache directory: "" (the lineage's), "-pgo", "-static"."""
-    match = BUILD_DIR_RE.fullmatch(Path(info["prefix"]).name)
-    return (match["suffix"] or "") if match else ""
-
-
-def list_builds(cache_root: Path | None = None) -> list[dict]:
-    """Every finished build in the cache, oldest version first, the lineage's recipe first."""
-    root = Path(cache_root) if cache_root is not None else _cache_root()
-    pythons = root / "pythons"
-    if not pythons.is_dir():
-        return []
-    builds = []
-    for prefix in pythons.iterdir():
-        match = BUILD_DIR_RE.fullmatch(prefix.name)
-        if match is None or not prefix.is_dir():
-            continue
-        info = read_build(prefix)
-        if info is not None:
-            builds.append((parse_version(match["version"]).sort_key, match["suffix"] or "", info))
-    return [info for *_, info in sorted(builds, key=lambda entry: entry[:2])]
 
 
 # -- building --------------------------------------------------------------------------
