@@ -238,3 +238,16 @@ def collapse_zero_tables(lines: list[str]) -> list[str]:
             out += block
         k = end
     return out
+
+
+def details(summary: str, body: list[str]) -> list[str]:
+    """A collapsed section (GitHub shows its summary line only until it is opened)."""
+    if not body:
+        return []
+    return ["<details>", f"<summary>{html.escape(summary)}</summary>", ""] + body + \
+        ["</details>", ""]
+
+
+def demoted(lines: list[str]) -> list[str]:
+    """A section's headings one level down, for a section inside a collapsed one."""
+    return ["#" + line if line.startswith("#") else line for line in lines]

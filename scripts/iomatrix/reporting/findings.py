@@ -1,0 +1,275 @@
+"""The main page's findings section: the ranked tables of release steps and their notes.
+
+``section_findings`` lists the largest significant changes between consecutive releases,
+slower then faster, each row with its op (``op_link``), step, ratio, times
+(``time_cell``) and, where there is something to say, its notes (``finding_notes``: the
+classes, the counts, the function that moved, the untouched allocator, the recipe twin)
+and the likely upstream change. ``section_counts_only`` lists the steps whose counts
+moved while the time did not decide. Split from pages.py, which re-exports these names.
+"""
+from __future__ import annotations
+
+from iomatrix import callgrind, stats
+from iomatrix.analysing import counts
+from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
+from iomatrix.reporting import allocator_section
+from iomatrix.reporting.markdown import (FASTER, SLOWER, code, details, finite, fmt_ratio,
+                                         fmt_throughput, fmt_time, fmt_value, md, names,
+                                         nowrap, row_id, table, url)
+from iomatrix.reporting.summary import Labeller, bytes_on_2x_note
+from iomatrix.reporting.why import likely_causes, top_cell as why_cell
+
+
+def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
+    """Both sides' time per call and, for an op that moves bytes, its throughput."""
+    ta = stats.location(an.means[(f.a, f.op)].values())
+    tb = stats.location(an.means[(f.b, f.op)].values())
+    a_text, b_text = fmt_time(ta), fmt_time(tb)
+    if a_text.split(" ")[-1] == b_text.split(" ")[-1]:       # one unit: say it once
+        a_text = a_text.split(" ")[0]
+    cell = nowrap(f"{a_text} → {b_text}")
+    nbytes = nbytes_of.get(f.op)
+    if finite(nbytes) and nbytes > 0:
+        cell += "<br>" + nowrap(f"{fmt_throughput(nbytes, ta)} → {fmt_throughput(nbytes, tb)} MB/s")
+    return cell
+
+
+USUAL_CLASSES = ("confirmed", "firm")    # said once above a table, not in every row
+
+
+def top_function(functions: dict, counted: list, f: Finding) -> str | None:
+    """The function whose own instructions per call changed most in a finding whose
+    instructions moved beyond the counts' threshold ("most in `memcpy` +1,234/call")."""
+    move = counts.count_move(counted, f.op, f.a, f.b) if counted else None
+    if not functions or not move or move["instructions"] is None or \
+            abs(move["instructions"]) <= counts.INSTRUCTIONS_MOVE:
+        return None
+    rows = counts.where_instructions_went(functions, f.op, f.a, f.b, top=1)
+    if not rows:
+        return None
+    top = rows[0]
+    # Matched by counts.canonical_function (renames, clones, libc's variants). A function kept on
+    # one side only is not known to be absent on the other: only its top functions are kept.
+    share = f"{callgrind.FUNCTION_SHARE:.1%}"
+    only = f" ({md(f.a)}: under {share} or absent)" if top["a"] is None else \
+        f" ({md(f.b)}: under {share} or absent)" if top["b"] is None else ""
+    change = nowrap(f"{fmt_value(top['change'], '+,.0f', signed=True)}/call")
+    return f"most in {code(top['name'])}{only} {change}"
+
+
+def recipe_note(an: Analysis, f: Finding) -> str | None:
+    """Whether the finding survives the recipe of a twin (Analysis.recipe_check), in words."""
+    check = an.recipe_check(f)
+    if check is None:
+        return None
+    older, newer, c, same_way = check
+    verdict = "holds" if same_way else "does not hold"
+    return nowrap(f"{md(older)} → {md(newer)}: {fmt_ratio(c, interval=False)}, {verdict}")
+
+
+def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
+                  where: str | None = None, bytes_note: str | None = None,
+                  recipe_note: str | None = None) -> str:
+    """What the counts say, after the finding's classes where they are not the usual ones
+    (time only, counts only, borderline), whether its series splits into modes, and what
+    the step is under glibc's untouched allocator where that differs."""
+    tags = [getattr(f, name, None) for name in ("evidence", "firmness")]
+    tags = [md(t) for t in tags if t and t not in USUAL_CLASSES]
+    if getattr(f, "modes", None):
+        tags.append("splits into modes")
+    parts = [f"*{', '.join(nowrap(tag) for tag in tags)}*"] if tags else []
+    if recipe_note:
+        parts.append(f"*{recipe_note}*")
+    if bytes_note:
+        parts.append(f"*{md(bytes_note)}*")
+    if untouched_note:
+        parts.append(f"*{nowrap(untouched_note)}*")
+    if counted is not None:
+        # The largest syscall change and the instructions, each in one piece on a line of
+        # its own ("`read` 91 → 4"), so the cell never wraps by itself.
+        changed = counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1)
+        was_counted = counts.counted_series(counted, f.op) >= {f.a, f.b}
+        parts += [nowrap(part) for part in changed.split("; ")] if changed \
+            else ["counts: no change"] if was_counted else ["not counted"]
+    if where:
+        # a function's name may be long: this line may wrap (between words), the ratio
+        # and counts above it never do
+        parts.append(where)
+    return "<br>".join(parts)
+
+
+def classes_sentence(listed: list, threshold: float) -> str:
+    """How to read the rows' classes, said once and computed from the rows: which of the
+    usual classes they have, and the markers that appear; '' when the analysis gives none."""
+    evidence = [getattr(f, "evidence", None) for f in listed]
+    firmness = [getattr(f, "firmness", None) for f in listed]
+    said = []
+    if any(evidence):
+        said.append("confirmed by its counts (instructions or system calls moved the same "
+                    "way)")
+    if any(firmness):
+        said.append(f"firm (its rounds, resampled, stay beyond {threshold:.0%} by the "
+                    "A/A twin's reach, and its counts back it)")
+    if not said:
+        return ""
+    meanings = {"memory": "instructions and system calls flat; the simulated cache misses "
+                          "move its estimated cycles the same way",
+                "time only": "the counts did not move with it: may be code layout or the "
+                             "host, and never firm",
+                "counts only": "the counts moved, the time did not decide",
+                "borderline": "its resampled rounds reach the threshold, or the counts do "
+                              "not back it"}
+    markers = [f"*{name}* ({meanings[name]})" for name in meanings
+               if name in evidence + firmness]
+    if any(getattr(f, "modes", None) for f in listed):
+        markers.append("*splits into modes* (named below the table)")
+    if not markers:
+        return f"Every row is {' and '.join(said)}."
+    return (f"A row is {' and '.join(said)} unless its last column says otherwise: "
+            + ", ".join(markers) + ".")
+
+
+OP_LINE = 22      # characters of an op name on one line of a findings table
+
+
+def op_link(op: str, target: str) -> str:
+    """An op linking to its row. A long name goes on several lines, so the column stays
+    narrow: at its fixture (``read_byBlocks_binaryMode``, then ``[large.bin]``), and at the
+    last ``_`` within OP_LINE characters of each line."""
+    name, bracket, fixture = op.partition("[")
+    parts, rest = [], name
+    while len(rest) > OP_LINE and rest.rfind("_", 1, OP_LINE) > 0:
+        cut = rest.rfind("_", 1, OP_LINE)
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    parts.append(rest)
+    if bracket:
+        parts.append(bracket + fixture)
+    return f"[{'<br>'.join(code(part) for part in parts)}]({url(target)}#{row_id(op)})"
+
+
+def section_findings(an: Analysis, link: str, strip_figures: list[str],
+                     label: Labeller) -> list[str]:
+    lines = ["## Findings", ""]
+    if len(an.lin.releases) < 2:
+        kinds = sorted({v.kind for v in an.lin.variants})
+        lines += [f"This run has no release lineage ({len(an.lin.releases)} plain CPython "
+                  "release): there are no release steps to rank. "
+                  + (f"Its variants ({', '.join(kinds)}) are compared with their twins below."
+                     if kinds else ""), ""]
+        return lines
+    findings = an.findings()
+    intro = len(lines)
+    lines += [f"Changes between consecutive releases that are significant and beyond "
+              f"{an.threshold:.0%} either way, largest first: new time over old with its 95% "
+              f"interval, {SLOWER}/{FASTER} significant, **bold** a regression; each op links "
+              "to its row on its suite page.", ""]
+    untested = [c for c in an.step_cmp.values() if c.significant is None]
+    if untested:
+        fewest = min(min(c.n_a, c.n_b) for c in untested)
+        lines += [f"{len(untested)} of {len(an.step_cmp)} step comparisons have too few worker "
+                  f"processes for an interval (as few as {fewest} a side; at least "
+                  f"{stats.min_processes_for_significance()} a side are needed at "
+                  f"{stats.CONFIDENCE:.0%}): no finding can come from those, and their ratios "
+                  "show [n/a].", ""]
+    if not findings and len(untested) == len(an.step_cmp):
+        return lines
+    if not findings:
+        return lines + [f"None: no step of the lineage changed an op significantly by more "
+                        f"than {an.threshold:.0%}.", ""]
+    slower, faster = an.listed()
+    counted = counts.load_counts(an.data.run.path) if an.data.run else []
+    untouched = allocator_section.untouched_steps(an.data) \
+        if an.data.all_conditions is not None else {}
+    functions = an.functions
+    with_notes = bool(counted) or bool(untouched) or any(
+        bytes_on_2x_note(an, f.op, f.a) or an.recipe_check(f) for f in slower + faster) or any(
+        getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
+    nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
+    rank = 0
+    numbers = {}
+    classes = classes_sentence(slower + faster, an.threshold)
+    if classes:     # one paragraph with the sentence above it: the first screen is short
+        lines[intro] += " " + classes
+    why = {id(f): an.candidates_of(f) for f in slower + faster}    # candidate upstream changes
+    with_why = any(w.top is not None for w in why.values())
+    for title, listed in (("Slower", slower), ("Faster", faster)):
+        if not listed:
+            continue
+        rows = []
+        for f in listed:
+            rank += 1
+            numbers[id(f)] = rank
+            suite = an.suite_of[f.op]
+            op_cell = op_link(f.op, f"{link}/{suite}.md")
+            step = nowrap(f"{md(label(f.a))} → {md(label(f.b))}")
+            rows.append([str(rank), op_cell, step, nowrap(fmt_ratio(f.comparison, an.threshold)),
+                         time_cell(an, f, nbytes_of)]
+                        + ([finding_notes(f, counted if counted else None,
+                                          allocator_section.finding_note(
+                                              untouched, f.op, f.a, f.b, an.threshold),
+                                          top_function(functions, counted, f),
+                                          bytes_on_2x_note(an, f.op, f.a),
+                                          recipe_note(an, f))]
+                           if with_notes else [])
+                        + ([why_cell(why[id(f)])] if with_why else []))
+        headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
+                   "time per call<br>throughput"]
+        align = ["right", "left", "left", "right", "right"]
+        if with_notes:
+            headers, align = headers + ["counts per call"], align + ["left"]
+        if with_why:
+            headers, align = headers + ["likely change"], align + ["left"]
+        lines += [f"### {title}", "", table(rows, headers, align), ""]
+    checked = [(f, an.recipe_check(f)) for f in findings]
+    checked = [(f, check) for f, check in checked if check is not None]
+    if checked:
+        held = sum(check[3] for _, check in checked)
+        twins = sorted({s for _, check in checked for s in check[:2]} - {f.a for f, _ in checked}
+                       - {f.b for f, _ in checked})
+        lines += [f"The lineage is built by one recipe ({md(an.lin.recipe or 'unknown')}); "
+                  f"{len(checked)} findings have a side built by another recipe too "
+                  f"({names(twins)}): {held} of them hold with that side replaced by it "
+                  "(significant and beyond the threshold the same way), "
+                  f"{len(checked) - held} do not. Their rows say which.", ""]
+    lines += likely_causes([(numbers[id(f)], why[id(f)]) for f in slower + faster])
+    more = len(findings) - len(slower) - len(faster)
+    if more:
+        lines += [f"{more} more findings are on the suite pages (the largest "
+                  f"{MAX_FINDINGS} each way are listed here): they are the marked cells of each "
+                  "suite page's release-steps table.", ""]
+    split = [f for f in slower + faster if getattr(f, "modes", None)]
+    if split:
+        lines += [f"{len(split)} of the {rank} listed findings "
+                  f"{'comes' if len(split) == 1 else 'come'} from a series that splits into "
+                  "modes, so its ratio stands for neither mode alone: "
+                  + "; ".join(f"#{numbers[id(f)]} ({md(f.modes)})" for f in split) + ".", ""]
+    lines += section_counts_only(an, link)
+    if strip_figures:
+        lines += details("Per-process values of the listed findings (figures)",
+                         ["Each listed finding's per-process means, both sides, numbered as "
+                          "above.", ""]
+                         + [f"![per-process values of findings]({path})"
+                            for path in strip_figures] + [""])
+    return lines
+
+
+def section_counts_only(an: Analysis, link: str) -> list[str]:
+    """Steps whose counts moved while their timing found nothing, when the analysis names
+    them (``Analysis.counts_only``): a short collapsed table."""
+    found = getattr(an, "counts_only", lambda: [])()
+    if not found:
+        return []
+    counted = counts.load_counts(an.data.run.path) if an.data.run else []
+    rows = [[op_link(f.op, f"{link}/{an.suite_of[f.op]}.md"), nowrap(f"{md(f.a)} → {md(f.b)}"),
+             nowrap(fmt_ratio(f.comparison, an.threshold)),
+             "; ".join(nowrap(part) for part in
+                       counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1).split("; "))]
+            for f in found[:MAX_FINDINGS]]
+    more = f" (the {MAX_FINDINGS} largest of {len(found)})" if len(found) > MAX_FINDINGS else ""
+    return details(f"Counts only: {len(found)} steps whose counts moved while the time did not "
+                   "decide", [f"The counts moved beyond their own noise, the timing stayed "
+                              f"within {an.threshold:.0%} or undecided{more}.", "",
+                              table(rows, ["op", "step", nowrap("ratio [95% interval]"),
+                                           "counts per call"],
+                                    ["left", "left", "right", "left"]), ""])
