@@ -3,7 +3,7 @@
 A report filtered the whole table once per op (and the counts' rows once per finding):
 20,000 ops in 3 series took minutes. No timing here: the report of a run of many ops is
 built with a tally of the work that a per-op filter does, the table's element-wise
-comparisons (``frame["op"] == op``) and the counts' lookups (``counts.build_lookup``),
+comparisons (``frame["op"] == op``) and the counts' lookups (``countrows.build_lookup``),
 and the tally must not grow with the number of ops. The runs come from
 docs/experiments/many_ops.py (real pyperf-format files, counters files, allocator twins),
 which times the report on 20,000 ops (docs/experiments/log.md).
@@ -16,7 +16,7 @@ import sys
 import pandas as pd
 
 from conftest import ROOT
-from iomatrix.analysing import analysis, counts
+from iomatrix.analysing import analysis, countrows, counts
 from iomatrix.reporting import pages
 from iomatrix.storing import store
 
@@ -45,8 +45,9 @@ def tally_of_report(run: store.Run, monkeypatch) -> tuple[dict, pages.Pages]:
     for name in COMPARISONS:   # raising=True: a pandas without them fails here, not silently
         monkeypatch.setattr(pd.Series, name,
                             counted(getattr(pd.Series, name), "table comparisons"))
-    monkeypatch.setattr(counts, "build_lookup",
-                        counted(counts.build_lookup, "count lookups built"))
+    # build_lookup lives in countrows (counts re-exports it): patched where CountRows calls it.
+    monkeypatch.setattr(countrows, "build_lookup",
+                        counted(countrows.build_lookup, "count lookups built"))
     try:
         built = pages.build_pages(analysis.load_run(run), draw=False)
     finally:

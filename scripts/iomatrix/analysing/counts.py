@@ -1,17 +1,15 @@
-"""Reading what the counting pass stored: tidy rows, version steps, A/A exactness, compare.
+"""What the counting pass stored, compared: version steps, A/A exactness, tables, compare.
 
 The counting pass itself (``iomatrix.measuring.counters``) writes ``<series>.counters.json``
-beside a run's series; its docstring gives the format. This module reads those
-files for the report, ``compare`` and the gate, using only the standard library.
+beside a run's series; its docstring gives the format. ``countrows`` reads those files
+into tidy rows (its names are importable from here too); this module makes of them what
+the report, ``compare`` and the gate show, using only the standard library.
 Counts need no statistics: a change is a change. How exact each counter is comes
 from the run's A/A twin (``aa_exactness``).
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
-from pathlib import Path
 
 from iomatrix import callgrind
 from iomatrix.markup import code, md
@@ -22,156 +20,19 @@ from iomatrix.storing import store
 # names stay importable from here for the readers.
 from iomatrix.storing.countsfile import (COUNT_CALLS, COUNTERS, FORMAT_VERSION,  # noqa: F401
                                          RUSAGE_FIELDS, read_document)
+# Reading the files into rows and their index live in countrows.py; the names stay
+# importable from here, where the report, compare and the tests have always found them.
+from iomatrix.analysing.countrows import (  # noqa: F401
+    MIB, CountRows, Lookup, build_lookup, counted_series, load_counts, load_document_rows,
+    load_functions, lookup, misattributed_functions, side_rows, skipped_counts,
+    unreadable_files)
 
-MIB = 1024 * 1024
 MAX_SERIES_COLUMNS = 8
 MAX_COMPARE_ROWS = 40   # rows of each list in compare's comment
 
 
-def load_document_rows(path: Path, series: str | None = None) -> list:
-    """Tidy rows of one counters file: series, suite, op, counter, per_call, per_MiB, ...
-
-    ``counter`` is ``syscalls`` (all of them), ``syscall:<name>``, ``minflt``,
-    ``majflt``, ``nvcsw``, ``nivcsw`` or ``instructions``.
-    """
-    document = read_document(Path(path))
-    if document is None:
-        return []
-    series = series or document.get("series") or Path(path).name[:-len(store.COUNTERS_SUFFIX)]
-    interp = document.get("interpreter") or {}
-    rows = []
-    for op, entry in document["ops"].items():
-        calls = entry.get("calls") or 1   # the schema: at least 1
-        nbytes = entry.get("bytes_per_call") or 0
-        values = {}
-        if isinstance(entry.get("syscalls"), dict):
-            values["syscalls"] = sum(entry["syscalls"].values())
-            for name, n in entry["syscalls"].items():
-                values[f"syscall:{name}"] = n
-        for field in RUSAGE_FIELDS:
-            if isinstance(entry.get("rusage"), dict) and entry["rusage"].get(field) is not None:
-                values[field] = entry["rusage"][field]
-        if isinstance(entry.get("instructions"), int):
-            values["instructions"] = entry["instructions"]
-            # Memory behaviour as a count: cachegrind's rough cycle estimate from the
-            # instructions and callgrind's simulated cache misses (iomatrix.callgrind).
-            cycles = callgrind.estimated_cycles(entry["instructions"], entry.get("cache") or {}) \
-                if set(callgrind.EVENTS[1:]) <= set(entry.get("cache") or {}) else None
-            if cycles is not None:
-                values["estimated_cycles"] = cycles
-        for counter, total in values.items():
-            per_call = total / calls
-            rows.append({"series": series, "suite": entry.get("suite"), "op": op,
-                         "counter": counter, "per_call": per_call,
-                         "per_MiB": per_call * MIB / nbytes if nbytes else None,
-                         "bytes_per_call": nbytes, "implementation": interp.get("implementation"),
-                         "version_info": interp.get("version_info"),
-                         "free_threaded": interp.get("free_threaded"),
-                         "source": interp.get("source"), "aa_of": interp.get("aa_of"),
-                         "method": (document.get("methods") or {}).get(
-                             "instructions" if counter in ("instructions", "estimated_cycles") else
-                             "rusage" if counter in RUSAGE_FIELDS else "syscalls")})
-    return rows
-
-
-def load_counts(run_dir, problems: list | None = None) -> "CountRows":
-    """Tidy rows (see ``load_document_rows``) of every counters file of a run directory.
-
-    A file that cannot be read (a symlink, a special file, damaged, not valid) is
-    skipped and, when ``problems`` is given, appended to it as (file name, why);
-    ``unreadable_files`` names them for the report's "Files not read"."""
-    rows = CountRows()
-    for path in sorted(Path(run_dir).glob("*" + store.COUNTERS_SUFFIX)):
-        try:
-            rows.extend(load_document_rows(path))
-        except store.ResultFileError as exc:
-            if problems is not None:
-                problems.append((path.name, f"{exc}; its counts are left out"))
-    return rows
-
-
-def unreadable_files(run_dir) -> list:
-    """(file name, why) of the counters files of a run directory that cannot be read."""
-    problems: list = []
-    load_counts(run_dir, problems)
-    return problems
-
-
-def skipped_counts(run_dir) -> dict:
-    """{series: {counter: reason}} from the manifest: what was not counted, and why."""
-    try:  # a broken manifest is named by the run's reader (analysis.load_run)
-        manifest = store.read_json(Path(run_dir) / store.MANIFEST, store.MAX_MANIFEST_BYTES,
-                                   kind="manifest")
-    except store.ResultFileError:
-        return {}
-    out = {}
-    for series, entry in (manifest.get("interpreters") or {}).items():
-        info = entry.get("counters") if isinstance(entry, dict) else None
-        if not isinstance(info, dict):
-            continue
-        reasons = dict(info.get("skipped") or {})
-        if info.get("reason"):
-            reasons["all"] = info["reason"]
-        for op, failures in (info.get("failed_ops") or {}).items():
-            for counter, why in failures.items():
-                reasons[f"{counter} of {op}"] = "failed: " + str(why).splitlines()[-1]
-        if reasons:
-            out[series] = reasons
-    return out
-
-
 def _index(rows) -> dict:
     return lookup(rows).by_key
-
-
-@dataclasses.dataclass
-class Lookup:
-    """Count rows indexed once, for the questions asked per op (a report asks them per
-    finding: scanning every row for each made a report quadratic in ops, issue 34)."""
-    by_key: dict           # (series, op, counter) -> row
-    syscall_names: dict    # (series, op) -> {syscall names counted}
-    series_of: dict        # op -> {series that counted it}
-    suite_ops: list        # sorted (suite, op)
-    suite_of: dict         # op -> its suite (the first of suite_ops)
-
-
-def build_lookup(rows) -> Lookup:
-    by_key, names, series_of, suite_ops = {}, {}, {}, set()
-    for r in rows:
-        by_key[(r["series"], r["op"], r["counter"])] = r
-        if r["counter"].startswith("syscall:"):
-            names.setdefault((r["series"], r["op"]), set()).add(r["counter"][8:])
-        series_of.setdefault(r["op"], set()).add(r["series"])
-        suite_ops.add((r["suite"], r["op"]))
-    suite_ops = sorted(suite_ops, key=_suite_op_key)
-    suite_of: dict = {}
-    for suite, op in suite_ops:
-        suite_of.setdefault(op, suite)
-    return Lookup(by_key, names, series_of, suite_ops, suite_of)
-
-
-def _suite_op_key(item):
-    suite, op = item
-    return (suite is not None, suite or "", op)   # a row without a suite sorts first
-
-
-class CountRows(list):
-    """Count rows (``load_document_rows``) that build their ``Lookup`` once, on first use.
-    Read only once made: the lookup does not follow later changes to the list."""
-
-    @functools.cached_property
-    def lookup(self) -> Lookup:
-        return build_lookup(self)
-
-
-def lookup(rows) -> Lookup:
-    """``rows``' lookup: kept with a ``CountRows``, built afresh for a plain list."""
-    return rows.lookup if isinstance(rows, CountRows) else build_lookup(rows)
-
-
-def counted_series(rows, op: str) -> set:
-    """The series that counted ``op``."""
-    return lookup(rows).series_of.get(op, set())
 
 
 def _series_info(rows) -> dict:
@@ -448,23 +309,6 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
 
 # -- compare and the gate --------------------------------------------------------------
 
-def side_rows(side) -> dict:
-    """{series: rows} of a run directory, a series' pyperf file or a counters file."""
-    side = Path(side)
-    if side.is_dir():
-        rows = load_counts(side)
-    else:
-        name = side.name
-        if not name.endswith(store.COUNTERS_SUFFIX):
-            name = name[:-len(".json")] + store.COUNTERS_SUFFIX if name.endswith(".json") \
-                else name + store.COUNTERS_SUFFIX
-        rows = load_document_rows(side.with_name(name))
-    by_series = {}
-    for r in rows:
-        by_series.setdefault(r["series"], []).append(r)
-    return by_series
-
-
 def compare_counts(side_a, side_b, fail_above: float) -> tuple[list, bool]:
     """Counts of side B against side A, exactly: (rows, whether the gate fails).
 
@@ -606,37 +450,6 @@ def count_move(rows, op: str, before: str, after: str,
             "note": note, "cycles": cycles,
             "cycles_up": cycles is not None and cycles > instructions_move,
             "cycles_down": cycles is not None and cycles < -instructions_move}
-
-
-def misattributed_functions(document: dict) -> bool:
-    """Whether a counters file's functions were counted by the switch without a fresh frame.
-
-    Files of that method (before issue 35) switched callgrind's instrumentation on inside
-    a running frame, which files that frame's instructions under the wrong function (3.11+:
-    the eval loop's under ``_PyObject_MakeTpCall``). Their totals are right; their
-    functions are not used (counting the run again replaces them)."""
-    method = (document.get("methods") or {}).get("instructions") or ""
-    return "--instr-atstart=no" in method and "entered after the switch" not in method
-
-
-def load_functions(run_dir) -> dict:
-    """{(series, op): (counted calls, [[name, file, self instructions]])} of a run's counters
-    files, for the ops whose functions were kept (iomatrix.callgrind); unreadable files and
-    files whose functions are misattributed (``misattributed_functions``) are left out here
-    (load_counts names the unreadable ones)."""
-    found = {}
-    for path in sorted(Path(run_dir).glob(f"*{store.COUNTERS_SUFFIX}")):
-        try:
-            document = read_document(path)
-        except store.ResultFileError:
-            continue
-        if not document or misattributed_functions(document):
-            continue
-        series = document.get("series") or path.name[:-len(store.COUNTERS_SUFFIX)]
-        for op, entry in document["ops"].items():
-            if entry.get("functions"):
-                found[(series, op)] = (entry.get("calls") or 1, entry["functions"])
-    return found
 
 
 def where_instructions_went(functions: dict, op: str, before: str, after: str,
