@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from iomatrix import cli, procs
-from iomatrix.interpreters import discovery, environments
+from iomatrix.interpreters import discovery, environments, probing
 from iomatrix.measuring import runner
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.storing.profiles import PROFILES
@@ -358,7 +358,7 @@ def test_a_probe_that_never_answers_costs_one_timeout_and_leaves_no_child(tmp_pa
     # A "python" that starts a grandchild holding the pipes, then sleeps forever.
     sleeper.write_text(f"#!/bin/sh\nsleep 1000 &\necho $! > {marker}\nsleep 1000\n")
     sleeper.chmod(0o755)
-    monkeypatch.setattr(discovery, "PROBE_TIMEOUT_SECONDS", 2)
+    monkeypatch.setattr(probing, "PROBE_TIMEOUT_SECONDS", 2)   # read where probe() runs
     started = time.monotonic()
     found = discovery.probe_all([str(sleeper), str(sleeper) + "-missing"])
     assert time.monotonic() - started < 10
