@@ -49,7 +49,9 @@ Before any JSON is parsed, its nesting is limited (``store.MAX_DEPTH``: ``json.l
 recurses once per level, and 100,000 levels are a RecursionError).
 
 A new field a writer adds must be added here, or every reader refuses the files that hold
-it (the tests run real runs through these models, so that is seen at once).
+it (the tests run real runs through these models, so that is seen at once). The strict
+bases, the name rules and the bounded number types the models are made of are in
+``fields`` (their names are importable from here too).
 """
 from __future__ import annotations
 
@@ -57,10 +59,14 @@ import dataclasses
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model,
-                      model_validator)
+from pydantic import AfterValidator, Field, ValidationError, create_model, model_validator
 
-from iomatrix import cli
+# The strict bases, the name rules and the number bounds live in fields.py; their names stay
+# importable from here.
+from iomatrix.storing.fields import (  # noqa: F401
+    MAX_SECONDS, MIN_SECONDS, RATIO_SLACK, Bytes, BytesPerCall, Count, Epoch, Fraction, Json,
+    Label, LongSeconds, OpName, Open, Ours, PerValue, PhaseSeconds, ProcessBytes, Ratio, Round,
+    RunId, Seconds, SeriesName, SuiteName, Text)
 from iomatrix.storing.profiles import Profile
 
 MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
@@ -69,67 +75,6 @@ PLAIN_KEY = re.compile(r"[A-Za-z0-9_+\-\[\]]+(?:\.[0-9]+)*")  # shown as it is: 
 
 class SchemaError(ValueError):
     """A document that is not what its schema says; the message names the field."""
-
-
-# -- building blocks ---------------------------------------------------------------------
-
-def _config(extra: str) -> ConfigDict:
-    return ConfigDict(strict=True, allow_inf_nan=False, extra=extra, frozen=True)
-
-
-class Ours(BaseModel):
-    """A document or part of one that iomatrix writes: every key known."""
-    model_config = _config("forbid")
-
-
-class Open(BaseModel):
-    """A part of a document that another tool (pyperf) writes: its other keys are kept."""
-    model_config = _config("allow")
-
-
-MIN_SECONDS, MAX_SECONDS = 1e-9, 3600.0
-Seconds = Annotated[float, Field(ge=MIN_SECONDS, le=MAX_SECONDS,
-                                 description="one call's time: 1 ns to 1 hour")]
-# The quotient of two valid times is always a valid ratio, so compare never writes output
-# its own schema refuses.
-# Any two per-call times make a valid comparison, so a ratio reaches 1 h / 1 ns = 3.6e12 and
-# its inverse; the 1% slack covers the float rounding of a mean of values and of an
-# interval's ends (3600000000000.002 is a valid 1 h over 1 ns).
-RATIO_SLACK = 1.01
-Ratio = Annotated[float, Field(ge=MIN_SECONDS / MAX_SECONDS / RATIO_SLACK,
-                               le=MAX_SECONDS / MIN_SECONDS * RATIO_SLACK,
-                               description="one time over another: both are 1 ns to 1 hour")]
-PhaseSeconds = Annotated[float, Field(ge=1e-6, le=60.0, description=(
-    "a phase probe's fixed piece of work (20,000 additions, a 4 MiB copy): ~1 ms here"))]
-Count = Annotated[int, Field(ge=0, le=10 ** 15, description="a count: a non-negative integer")]
-Bytes = Annotated[int, Field(ge=0, le=2 ** 50, description="a byte size, up to 1 PiB")]
-BytesPerCall = Annotated[int, Field(ge=0, le=2 ** 36, description=(
-    "bytes one call reads or writes, up to 64 GiB (the largest op moves 25 MiB)"))]
-ProcessBytes = Annotated[int, Field(ge=0, le=2 ** 40, description="a process's memory, to 1 TiB")]
-Round = Annotated[int, Field(ge=0, le=1_000_000, description="a worker process's round")]
-Fraction = Annotated[float, Field(ge=0.0, le=10.0)]
-PerValue = Annotated[float, Field(ge=0.0, le=1e8, description=(
-    "a count per timed call: page faults, context switches (10**8 faults are 400 GB)"))]
-Epoch = Annotated[float, Field(ge=0.0, le=1e11, description="seconds since 1970")]
-LongSeconds = Annotated[float, Field(ge=0.0, le=1e7, description="a pass's duration, budget")]
-
-
-def _name(kind: str):
-    def check_name(value: str) -> str:
-        problem = cli.name_problem(value, kind)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-    return AfterValidator(check_name)
-
-
-OpName = Annotated[str, _name("op")]
-SuiteName = Annotated[str, _name("suite")]
-Label = Annotated[str, _name("label")]
-SeriesName = Annotated[str, _name("series")]
-RunId = Annotated[str, _name("run id")]
-Text = Optional[str]
-Json = Any   # an open part: the reader guarantees finite numbers and a bounded depth
 
 
 # -- series: pyperf JSON with iomatrix metadata ------------------------------------------
