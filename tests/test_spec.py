@@ -94,7 +94,10 @@ def test_the_command_line_becomes_one_spec_with_the_defaults_of_the_main_command
     assert made.profile == PROFILES["quick"] and made.seed == 7
     assert made.budget_seconds == PROFILES["quick"].budget_seconds
     assert made.counting == ("syscalls", "rusage", "instructions")
-    assert made.counted_suites == ("lutz2009",)  # the suites with counting sizes
+    # the suites with counting sizes: every suite of the core selection (issue 35)
+    assert "lutz2009" in made.counted_suites and "mmapio" in made.counted_suites
+    assert set(made.counted_suites) == {s for s in selection.available_suites()
+                                        if selection.declared(s, "COUNT_DIVISOR")}
     assert made.aa_twin == "3.13-aa" and made.interpreters == ("2.7", "3.13")
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.seed = 8

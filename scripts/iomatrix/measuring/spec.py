@@ -158,9 +158,9 @@ class RunSpec:
         """The spec of a parsed bench or matrix command line (``bench.parser``).
 
         Without --counters, the matrix session counts beyond smoke, and counts only the
-        suites that have counting sizes (``COUNT_DIVISOR``: lutz2009): the others run
-        under valgrind at full size, minutes per interpreter, so they are counted only
-        when --counters asks.
+        suites that have counting sizes (``COUNT_DIVISOR``: every suite of the core
+        selection has them): another suite would run under valgrind at full size,
+        minutes per interpreter, so it is counted only when --counters asks.
         """
         counting, counted = args.counters, None
         if counting is None:
