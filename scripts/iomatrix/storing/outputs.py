@@ -25,7 +25,6 @@ def atomic_write_text(path: Path, text: str, overwrite: bool = True) -> None:
     contract.atomic_write_bytes(str(path), text.encode("utf-8"), overwrite=overwrite)
 
 
-
 def report_places(out: Path) -> tuple[Path, Path]:
     """(the pages directory, the figures directory) of a report whose main page is ``out``."""
     out = Path(out)
