@@ -65,3 +65,13 @@ def test_replication_counts_held_contradicted_and_the_intervals_cover_by_boot():
     assert "different boots" in lines and "held 1 of 3" in lines
     unknown = view("old", None, {})
     assert agree.replication(one, unknown, 0.05).same_boot is None
+
+
+def test_a_distributions_build_says_how_it_links():
+    from iomatrix.reporting.sections import build_text
+    assert build_text({"recipe": "debian-O2", "linkage": "static", "shared": False}) == \
+        "debian-O2, static"
+    assert build_text({"recipe": "shared-O3", "linkage": "shared"}) == "shared-O3"
+    # an older run recorded sysconfig's word only: named as such, not taken for the binary's
+    assert build_text({"recipe": "debian-O2", "shared": True}) == \
+        "debian-O2, shared (sysconfig's word)"
