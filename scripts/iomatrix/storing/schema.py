@@ -129,6 +129,11 @@ Label = Annotated[str, _name("label")]
 SeriesName = Annotated[str, _name("series")]
 RunId = Annotated[str, _name("run id")]
 Text = Optional[str]
+# An interpreter's version as platform.python_version() gives it (3.15.0rc2, 3.14.0a6+,
+# 2.7.18): pages state it beside labels, so it is held to that form like a name.
+VersionText = Optional[Annotated[str, Field(pattern=r"^[0-9]{1,3}(\.[0-9]{1,4}){1,3}"
+                                                    r"((a|b|rc|c)[0-9]{1,3})?\+?$",
+                                            max_length=32)]]
 Json = Any   # an open part: the reader guarantees finite numbers and a bounded depth
 
 
@@ -250,7 +255,7 @@ class InterpreterEntry(SeriesStatus):
     executable: Text = None
     source: Text = None
     error: Text = None
-    version: Text = None
+    version: VersionText = None
     version_info: Optional[list[Annotated[int, Field(ge=0, le=10_000)]]] = Field(
         None, max_length=5)
     implementation: Text = None
@@ -490,7 +495,7 @@ class CountedInterpreter(Ours):
     label: Optional[Label] = None
     executable: Text = None
     implementation: Text = None
-    version: Text = None
+    version: VersionText = None
     version_info: Optional[list[Annotated[int, Field(ge=0, le=10_000)]]] = Field(
         None, max_length=5)
     free_threaded: Optional[bool] = None
@@ -572,6 +577,10 @@ MODELS = {"series": Series, "manifest": Manifest, "counters": Counters,
           "phase sample": PhaseSample, "compare output": CompareOutput}
 
 
+BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                "finite_number"}
+
+
 def describe_error(error: ValidationError) -> str:
     """The first problem, as 'field a.b[2].c: what is wrong (got ...)'; and how many more."""
     first = error.errors(include_url=False)[0]
@@ -585,7 +594,9 @@ def describe_error(error: ValidationError) -> str:
         shown = shown[:MAX_ERROR_INPUT] + "..."
     more = error.error_count() - 1
     text = f"field {where or '(the document)'}: {first['msg']}"
-    if first["type"] != "missing":
+    # A number beyond its bounds is not echoed: the message states the bound, and a page
+    # that lists the skipped file should not state 1e+300 as if it were measured.
+    if first["type"] != "missing" and first["type"] not in BOUND_ERRORS:
         text += f" (got {shown})"
     return text + (f"; and {more} more problem(s)" if more > 0 else "")
 
