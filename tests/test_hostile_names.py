@@ -369,3 +369,19 @@ def test_a_ratio_of_two_valid_times_is_a_valid_ratio():
     assert schema_problem("compare output", output) is None
     compared["op"] = "../x"
     assert "comparisons[0].op" in schema_problem("compare output", output)
+
+
+def test_an_output_that_is_a_link_or_a_device_is_refused_and_left_alone(tmp_path):
+    """An output is replaced whole: a link would be replaced, a device turned into a file
+    (/dev/full once was), so both are exit 2 and stay as they were."""
+    target = tmp_path / "target.md"
+    target.write_text("canary")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    for path, what in ((link, "symbolic link"), (Path("/dev/null"), "not a regular file")):
+        with pytest.raises(cli.BadInput, match=what):
+            store.check_output(path, "--out")
+        with pytest.raises(cli.BadInput, match=what):
+            store.write_output(path, "x", "--out")
+    assert link.is_symlink() and target.read_text() == "canary"
+    assert Path("/dev/null").is_char_device()

@@ -36,7 +36,8 @@ from iomatrix.analysing.news import (  # noqa: F401
     BPO_URL, DATE_RE, DEBIAN_POOL, FORMAT, GH_URL, HEADING_RE, HEADING_VERSION_RE,
     MAX_NEWS_BYTES, NUMBER_RE, PRE, SHORT_TIMEOUT, TARBALL_RE, Changelog, Entry, Release, Say,
     branch, cached_tarballs, changelog_for, coverage_note, covering_changelog, heading_version,
-    load_tarball_changelog, news_of_tarball, parse_news, releases_between, tarball_version,
+    load_tarball_changelog, news_of_tarball, parse_news, release_date_of, releases_between,
+    tarball_version,
     tarballs_dir, url_of, version_key)
 
 

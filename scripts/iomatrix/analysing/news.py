@@ -357,6 +357,13 @@ def changelog_for(version: str, say: Say = print, fetch: bool = True,
     return load_tarball_changelog(path, say)
 
 
+def release_date_of(version: str, directory: Path | None = None) -> str | None:
+    """A release's date from the changelogs at hand (cache only); None when none holds it
+    (2.x, or a patch release whose branch's tarball is not at hand)."""
+    found = covering_changelog(version, directory) if version else None
+    return found.release_date(version) if found is not None else None
+
+
 def covering_changelog(version: str, directory: Path | None = None,
                        say: Say = lambda text: None) -> Changelog | None:
     """From the cache only (no download): the changelog that holds most of ``version``'s

@@ -54,7 +54,8 @@ def replication_lines(found: list[Replication]) -> list[str]:
              "Per ordered pair of runs: the first run's firm findings (in the cells both "
              "have) that the other run has as a finding the same way, those it contradicts "
              "(significant the other way, or its whole interval within the threshold), and how "
-             "often the first run's next-run interval holds the other run's estimate.", ""]
+             "often the first run's resampled interval (data.csv's resampled_low/high) holds the "
+             "other run's estimate.", ""]
     rows = []
     for r in found:
         boot = {True: "same boot", False: "different boots", None: "not recorded"}[r.same_boot]
@@ -64,7 +65,7 @@ def replication_lines(found: list[Replication]) -> list[str]:
                      f"{r.covered} of {r.next_run}"
                      + (f" ({r.covered / r.next_run:.0%})" if r.next_run else "")])
     lines += [table(rows, ["run", "other run", "boots", "firm held", "contradicted",
-                           "next-run interval holds the other's estimate"],
+                           "resampled interval holds the other's estimate"],
                     ["left", "left", "left", "right", "right", "right"]), ""]
     for same, title in ((True, "one boot"), (False, "different boots"),
                         (None, "boots not recorded")):
@@ -76,7 +77,7 @@ def replication_lines(found: list[Replication]) -> list[str]:
         nxt = sum(r.next_run for r in group)
         cov = sum(r.covered for r in group)
         lines.append(f"- **{title}**: firm findings held {held} of {firm} ({held / firm:.1%}), "
-                     f"contradicted {sum(r.contradicted for r in group)}; next-run intervals "
+                     f"contradicted {sum(r.contradicted for r in group)}; resampled intervals "
                      f"hold the other run's estimate in {cov} of {nxt}"
                      + (f" ({cov / nxt:.0%})" if nxt else "") + ".")
     return lines + [""]

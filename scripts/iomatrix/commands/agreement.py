@@ -304,7 +304,7 @@ class Replication:
     held: int                 # ... that are a finding the same way in ``other``
     contradicted: int         # ... that ``other`` has significantly the other way, or
                               # with its whole 95% interval within the threshold
-    next_run: int             # firm or borderline findings with a next-run interval
+    next_run: int             # firm or borderline findings with a resampled interval
     covered: int              # ... whose interval holds ``other``'s estimate
     same_boot: bool | None    # None: a side did not record its boot
 

@@ -301,6 +301,12 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
     environ = os.environ if environ is None else environ
     declared = parse_config_declarations(config_file) + parse_env_declarations(
         environ.get(ENV_VARIABLE, ""))
+    # Every declaration is checked before anything is probed: bad input writes nothing,
+    # not even the probe cache.
+    labels = [label for label, _ in declared]
+    twice = next((label for label in labels if labels.count(label) > 1), None)
+    if twice is not None:
+        raise DiscoveryError(f"label {twice!r} is declared twice")
     interpreters: list[Interpreter] = []
     taken: set[str] = set()
     automatic_paths = []

@@ -14,17 +14,19 @@ paragraph is in ``summary``, the findings section in ``findings``, the figures i
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 from pathlib import Path
 
 from iomatrix import stats
-from iomatrix.analysing import counts
+from iomatrix.analysing import changelog, counts
 from iomatrix.measuring import native
 from iomatrix.reporting import allocator_section
 from iomatrix.storing import store
 from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_differences, ordered_ops,
                                          is_condition_twin, lineage_recipe_lines, ordered_series,
-                                         process_means, step_recipe_note, with_all_conditions)
+                                         process_means, series_info, step_recipe_note,
+                                         with_all_conditions)
 from iomatrix.analysing.comparisons import Analysis, analyse
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, details,
                                          demoted, fmt_ratio, fmt_time, fmt_value, md, nowrap,
@@ -46,6 +48,9 @@ from iomatrix.reporting.run_figures import draw_figures, steps_heatmap_ops  # no
 
 DEFAULT_THRESHOLD = stats.FINDING_THRESHOLD
 TOP_PER_VARIANT = 5       # largest significant changes listed per variant on the main page
+# Two releases of a step further apart than this hold years of both branches' changes: said.
+FAR_APART_DAYS = 548
+FAR_APART_PATCHES = 6
 
 
 @dataclasses.dataclass
@@ -102,9 +107,33 @@ def section_steps(an: Analysis, label: Labeller) -> list[str]:
     if not an.steps:
         return []
     rows = []
+    dates = {s: changelog.release_date_of(series_info(an.data, s).get("version") or "")
+             for step in an.steps for s in step}
+    gaps = []
+    for a, b in an.steps:
+        step = nowrap(f"{md(label(a))} → {md(label(b))}")
+        if dates[a] and dates[b]:
+            days = (datetime.date.fromisoformat(dates[b])
+                    - datetime.date.fromisoformat(dates[a])).days
+            if days > FAR_APART_DAYS:
+                gaps.append(f"- {step}: released {dates[a]} and {dates[b]}, "
+                            f"{days / 365.25:.1f} years apart: the step holds what both "
+                            "branches changed in that time (backported fixes too), not only "
+                            "what the newer minor version brought.")
+            continue
+        # Without both dates, the patch levels say it: 3.12.1 -> 3.13.15 holds the fixes of
+        # fourteen patch releases of 3.13 beside what 3.13.0 brought.
+        levels = [(series_info(an.data, s).get("version_info") or [0, 0, 0])[2:3] for s in (a, b)]
+        if all(levels) and levels[1][0] - levels[0][0] >= FAR_APART_PATCHES:
+            versions = [md(series_info(an.data, s).get("version") or s) for s in (a, b)]
+            gaps.append(f"- {step}: patch levels {levels[0][0]} and {levels[1][0]} "
+                        f"({versions[0]} → {versions[1]}; no changelog at hand dates both): "
+                        "the step holds the newer branch's patch releases of fixes too, not "
+                        "only what its first release brought.")
     for a, b in an.steps:
         cs = [c for (op, x, y), c in an.step_cmp.items() if (x, y) == (a, b)]
-        rows.append([nowrap(f"{md(label(a))} → {md(label(b))}"), str(len(cs)),
+        released = nowrap(f"{dates[a] or '?'} → {dates[b] or '?'}")
+        rows.append([nowrap(f"{md(label(a))} → {md(label(b))}"), released, str(len(cs)),
                      geomean_cell(cs),
                      str(sum(bool(c.significant) and c.ratio > 1 for c in cs)),
                      str(sum(bool(c.significant) and c.ratio < 1 for c in cs)),
@@ -112,12 +141,14 @@ def section_steps(an: Analysis, label: Labeller) -> list[str]:
     # Which builds stand for the releases, and the steps whose two builds differ in more
     # than the release (analysis.lineage): said where the steps are.
     notes = [f"- {nowrap(f'{md(a)} → {md(b)}')}: {note}" for a, b in an.steps
-             if (note := step_recipe_note(an.lin, a, b))]
+             if (note := step_recipe_note(an.lin, a, b))] + gaps
     return ["## Release steps", "",
             "Each release of the lineage against the one before it (the previous-release base): "
-            "geometric mean of the op ratios, and how many ops changed significantly. "
-            + " ".join(lineage_recipe_lines(an.data, an.lin)), "",
-            table(rows, ["step", "ops", "geometric mean", SLOWER, FASTER,
+            "geometric mean of the op ratios, and how many ops changed significantly; "
+            "released: both sides' release dates from CPython's changelogs at hand (? where "
+            "none at hand holds the release: 2.x, or a patch release whose branch's tarball "
+            "is not in the cache). " + " ".join(lineage_recipe_lines(an.data, an.lin)), "",
+            table(rows, ["step", "released", "ops", "geometric mean", SLOWER, FASTER,
                          f"regressions > {an.threshold:.0%}"]), ""] + notes + ([""] if notes else [])
 
 

@@ -358,7 +358,10 @@ def load_text(load) -> str:
 def build_text(info: dict) -> str:
     """The build recipe when the run recorded it (issue 25's ``recipe``), else the flags."""
     if info.get("recipe"):
-        return str(info["recipe"])
+        recipe = str(info["recipe"])
+        # a distribution's recipe is named by the distribution: say how it links too
+        return recipe if recipe.startswith(("shared", "static", "unknown")) else \
+            f"{recipe}, {linkage_text(info)}"
     flags = [f for f, on in (("free-threaded", info.get("free_threaded")),
                              ("PGO", info.get("optimized") or info.get("pgo")),
                              ("LTO", info.get("lto")), ("debug", info.get("debug")),

@@ -73,4 +73,9 @@ Label = Annotated[str, _name("label")]
 SeriesName = Annotated[str, _name("series")]
 RunId = Annotated[str, _name("run id")]
 Text = Optional[str]
+# An interpreter's version as platform.python_version() gives it (3.15.0rc2, 3.14.0a6+,
+# 2.7.18): pages state it beside labels, so it is held to that form like a name.
+VersionText = Optional[Annotated[str, Field(pattern=r"^[0-9]{1,3}(\.[0-9]{1,4}){1,3}"
+                                                    r"((a|b|rc|c)[0-9]{1,3})?\+?$",
+                                            max_length=32)]]
 Json = Any   # an open part: the reader guarantees finite numbers and a bounded depth

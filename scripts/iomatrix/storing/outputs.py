@@ -111,6 +111,14 @@ def check_output(path: Path, option: str) -> Path:
     path = Path(path)
     if path.is_dir():
         raise cli.BadInput(f"{option} {path}: is a directory; give a file name")
+    # An output is a regular file written by replacing it whole (atomic_write_text): a link
+    # would be replaced, not followed, and a device, fifo or socket (/dev/full, /dev/null)
+    # would be replaced by a file, so neither is taken.
+    if path.is_symlink():
+        raise cli.BadInput(f"{option} {path}: is a symbolic link; give the file itself")
+    if os.path.lexists(path) and not path.is_file():
+        raise cli.BadInput(f"{option} {path}: is not a regular file (a device, fifo or "
+                           "socket); give a file name")
     for where in where_written(path):
         blocking = next((p for p in where.parents if p.exists() and not p.is_dir()), None)
         if blocking is not None:

@@ -66,7 +66,7 @@ from pydantic import AfterValidator, Field, ValidationError, create_model, model
 from iomatrix.storing.fields import (  # noqa: F401
     MAX_SECONDS, MIN_SECONDS, RATIO_SLACK, Bytes, BytesPerCall, Count, Epoch, Fraction, Json,
     Label, LongSeconds, OpName, Open, Ours, PerValue, PhaseSeconds, ProcessBytes, Ratio, Round,
-    RunId, Seconds, SeriesName, SuiteName, Text)
+    RunId, Seconds, SeriesName, SuiteName, Text, VersionText)
 from iomatrix.storing.profiles import Profile
 
 MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
@@ -195,7 +195,7 @@ class InterpreterEntry(SeriesStatus):
     executable: Text = None
     source: Text = None
     error: Text = None
-    version: Text = None
+    version: VersionText = None
     version_info: Optional[list[Annotated[int, Field(ge=0, le=10_000)]]] = Field(
         None, max_length=5)
     implementation: Text = None
@@ -435,7 +435,7 @@ class CountedInterpreter(Ours):
     label: Optional[Label] = None
     executable: Text = None
     implementation: Text = None
-    version: Text = None
+    version: VersionText = None
     version_info: Optional[list[Annotated[int, Field(ge=0, le=10_000)]]] = Field(
         None, max_length=5)
     free_threaded: Optional[bool] = None
@@ -517,6 +517,10 @@ MODELS = {"series": Series, "manifest": Manifest, "counters": Counters,
           "phase sample": PhaseSample, "compare output": CompareOutput}
 
 
+BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                "finite_number"}
+
+
 def describe_error(error: ValidationError) -> str:
     """The first problem, as 'field a.b[2].c: what is wrong (got ...)'; and how many more."""
     first = error.errors(include_url=False)[0]
@@ -530,7 +534,9 @@ def describe_error(error: ValidationError) -> str:
         shown = shown[:MAX_ERROR_INPUT] + "..."
     more = error.error_count() - 1
     text = f"field {where or '(the document)'}: {first['msg']}"
-    if first["type"] != "missing":
+    # A number beyond its bounds is not echoed: the message states the bound, and a page
+    # that lists the skipped file should not state 1e+300 as if it were measured.
+    if first["type"] != "missing" and first["type"] not in BOUND_ERRORS:
         text += f" (got {shown})"
     return text + (f"; and {more} more problem(s)" if more > 0 else "")
 
