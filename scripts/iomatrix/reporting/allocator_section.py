@@ -134,15 +134,21 @@ def always_shown(data: RunData, step: StepChange) -> bool:
     return (step.op, minor(step.older), minor(step.newer)) in ALWAYS_SHOWN
 
 
+def releases_under_both(data: RunData, pairs: dict) -> list[str]:
+    """The lineage's releases (by interpreter, without the condition) that ``pairs``
+    (pair_series) has under both conditions, oldest first."""
+    releases = dict.fromkeys(condition_of(data, s)[0]
+                             for s in lineage(data, ordered_series(data)).releases)
+    return [r for r in releases if PINNED in pairs.get(r, {}) and UNTOUCHED in pairs[r]]
+
+
 def step_changes(data: RunData, change: float = STEP_CHANGE, keep=None) -> list[StepChange]:
     """Lineage steps (consecutive plain CPython releases) whose ratio under ``default``
     and under ``steady`` differ by more than ``change`` either way, largest first; and the
     steps ``keep(step)`` asks for whatever their change, after them."""
     means = process_means(data.frame)
     pairs = pair_series(data)
-    releases = list(dict.fromkeys(condition_of(data, s)[0]
-                                  for s in lineage(data, ordered_series(data)).releases))
-    releases = [r for r in releases if PINNED in pairs.get(r, {}) and UNTOUCHED in pairs[r]]
+    releases = releases_under_both(data, pairs)
     found, kept = [], []
     for op in ordered_ops(data):
         for older, newer in zip(releases, releases[1:]):
@@ -266,9 +272,7 @@ def lineage_cells(data: RunData) -> tuple[list, dict]:
     whose untouched/steady ratio is significant and beyond STEP_CHANGE under some release."""
     full = with_all_conditions(data)
     pairs = pair_series(full)
-    releases = [r for r in dict.fromkeys(condition_of(data, s)[0]
-                                         for s in lineage(data, ordered_series(data)).releases)
-                if PINNED in pairs.get(r, {}) and UNTOUCHED in pairs[r]]
+    releases = releases_under_both(data, pairs)
     by_op: dict = {}
     for cell in cells(full):
         if cell.interpreter in releases:
