@@ -8,8 +8,8 @@ pool (apt's downloader), else python.org (short timeout); its Misc/NEWS parsed a
 as JSON beside the tarball, which the report then reads without any download. The work is
 in ``iomatrix/analysing/changelog.py``.
 
-Exit status: 0 every changelog at hand, 1 one could not be had (each says why),
-2 a VERSION that is not a version.
+Exit status: 0 every changelog at hand, 3 one could not be had (the command failed; each
+says why; 1 is only ever a comparison's regression), 2 a VERSION that is not a version.
 """
 import argparse
 import sys
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
               f"{len(log.unparsed)} that did not parse; from {log.source}")
     if missing:
         print(f"changelog: none could be had for {', '.join(missing)}", file=sys.stderr)
-        return 1
+        return cli.EXIT_INTERNAL_ERROR
     return 0
 
 

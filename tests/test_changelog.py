@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import changelog as changelog_script
+from iomatrix import cli
 from iomatrix.analysing import analysis, changelog
 from iomatrix.reporting import pages, why
 from test_report import make_run, processes
@@ -159,7 +160,7 @@ def test_the_changelog_command_says_what_it_could_not_have(tmp_path, monkeypatch
     make_tarball(tmp_path / "tarballs" / "Python-3.14.7.tar.xz", "3.14.7", TRIMMED)
     assert changelog_script.main(["3.14.7", "--offline"]) == 0
     assert "11 release sections" in capsys.readouterr().out
-    assert changelog_script.main(["3.12.1", "--offline"]) == 1
+    assert changelog_script.main(["3.12.1", "--offline"]) == cli.EXIT_INTERNAL_ERROR
     assert "none could be had for 3.12.1" in capsys.readouterr().err
     assert changelog_script.main(["3.x"]) == 2
 
