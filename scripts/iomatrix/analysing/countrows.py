@@ -24,8 +24,11 @@ MIB = 1024 * 1024
 def load_document_rows(path: Path, series: str | None = None) -> list:
     """Tidy rows of one counters file: series, suite, op, counter, per_call, per_MiB, ...
 
-    ``counter`` is ``syscalls`` (all of them), ``syscall:<name>``, ``minflt``,
-    ``majflt``, ``nvcsw``, ``nivcsw`` or ``instructions``.
+    ``counter`` is ``syscalls`` (all of them), ``syscall:<name>``, ``syscall_bytes`` (the
+    bytes the byte-moving calls moved, all of them: read, write and their kin) and
+    ``syscall_bytes:<name>`` (those of one call, ``syscall_bytes:read``), ``minflt``,
+    ``majflt``, ``nvcsw``, ``nivcsw``, ``instructions`` or ``estimated_cycles``. A file
+    without ``syscall_bytes`` (counted before it was) has no rows of it: nothing guessed.
     """
     document = read_document(Path(path))
     if document is None:
@@ -41,6 +44,10 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
             values["syscalls"] = sum(entry["syscalls"].values())
             for name, n in entry["syscalls"].items():
                 values[f"syscall:{name}"] = n
+        if isinstance(entry.get("syscall_bytes"), dict):
+            values["syscall_bytes"] = sum(entry["syscall_bytes"].values())
+            for name, n in entry["syscall_bytes"].items():
+                values[f"syscall_bytes:{name}"] = n
         for field in RUSAGE_FIELDS:
             if isinstance(entry.get("rusage"), dict) and entry["rusage"].get(field) is not None:
                 values[field] = entry["rusage"][field]
@@ -122,21 +129,24 @@ class Lookup:
     series_of: dict        # op -> {series that counted it}
     suite_ops: list        # sorted (suite, op)
     suite_of: dict         # op -> its suite (the first of suite_ops)
+    byte_syscall_names: dict   # (series, op) -> {names of the calls whose bytes were summed}
 
 
 def build_lookup(rows) -> Lookup:
-    by_key, names, series_of, suite_ops = {}, {}, {}, set()
+    by_key, names, series_of, suite_ops, byte_names = {}, {}, {}, set(), {}
     for r in rows:
         by_key[(r["series"], r["op"], r["counter"])] = r
         if r["counter"].startswith("syscall:"):
             names.setdefault((r["series"], r["op"]), set()).add(r["counter"][8:])
+        elif r["counter"].startswith("syscall_bytes:"):
+            byte_names.setdefault((r["series"], r["op"]), set()).add(r["counter"][14:])
         series_of.setdefault(r["op"], set()).add(r["series"])
         suite_ops.add((r["suite"], r["op"]))
     suite_ops = sorted(suite_ops, key=_suite_op_key)
     suite_of: dict = {}
     for suite, op in suite_ops:
         suite_of.setdefault(op, suite)
-    return Lookup(by_key, names, series_of, suite_ops, suite_of)
+    return Lookup(by_key, names, series_of, suite_ops, suite_of, byte_names)
 
 
 def _suite_op_key(item):

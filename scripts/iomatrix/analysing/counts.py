@@ -163,15 +163,18 @@ def _step(found: Lookup, a: str, b: str, kind: str, suite, op: str, counters) ->
 
 def change_of(rows, op: str, before: str, after: str, max_syscalls: int = 2) -> str:
     """What changed in one op's counts between two series, briefly ("`read` 91 -> 4;
-    instructions -3.2%"), for a finding's row; "" when nothing was counted or changed."""
+    `read` bytes per call 131 KB -> 2.1 MB; instructions -3.2%"), for a finding's row; ""
+    when nothing was counted or changed."""
     found = lookup(rows)
     step = _step(found, before, after, "finding", found.suite_of.get(op), op,
                  ("syscalls", "instructions")) if op in found.suite_of else None
-    if step is None:
-        return ""
-    parts = [f"{code(name)} {_fmt(a)} → {_fmt(b)}" for name, a, b in step["syscalls"][:max_syscalls]]
-    parts += [f"instructions {(b - a) / a:+.1%}" for counter, a, b in step["changes"]
-              if counter == "instructions" and a]
+    moved = bytes_moved(rows, op, before, after) if op in found.suite_of else None
+    parts = [f"{code(name)} {_fmt(a)} → {_fmt(b)}"
+             for name, a, b in (step["syscalls"] if step else [])[:max_syscalls]]
+    parts += [f"{code(name)} bytes per call {fmt_bytes(a)} → {fmt_bytes(b)}"
+              for name, a, b in (moved["changed"] if moved else [])[:max_syscalls]]
+    parts += [f"instructions {(b - a) / a:+.1%}" for counter, a, b in
+              (step["changes"] if step else []) if counter == "instructions" and a]
     return "; ".join(parts)
 
 
@@ -399,6 +402,48 @@ def compare_markdown(rows, fail_above: float) -> list:
 INSTRUCTIONS_MOVE = 0.02
 # Across hosts (or hosts not known to be one): above the 3.5% two hosts of one CPU model gave.
 CROSS_HOST_INSTRUCTIONS_MOVE = 0.05
+# Bytes the system calls move per call "moved" beyond 2%. They are exact like the syscall counts
+# (return values of reads and writes of one fixture repeat in an A/A twin), so any fraction
+# would do; 2%, as for instructions, keeps a last short read or one more block of a buffer
+# from standing as evidence, and is far below what a buffer size changes (3.14's 8 -> 128 KiB
+# default buffer moves 16 times the bytes per read).
+BYTES_MOVE = 0.02
+
+
+def bytes_moved(rows, op: str, before: str, after: str) -> dict | None:
+    """How the bytes ``op``'s system calls moved per call changed from ``before`` to ``after``;
+    None when a side has no byte count (a file counted before them: nothing guessed).
+
+    {"total": (a, b) per call, "changed": [(name, a, b)] per call, the calls whose bytes
+    moved beyond BYTES_MOVE, largest change first}."""
+    found = lookup(rows)
+    index = found.by_key
+    ra, rb = index.get((before, op, "syscall_bytes")), index.get((after, op, "syscall_bytes"))
+    if ra is None or rb is None:
+        return None
+    names = sorted(found.byte_syscall_names.get((before, op), set())
+                   | found.byte_syscall_names.get((after, op), set()))
+    changed = []
+    for name in names:
+        a = index.get((before, op, "syscall_bytes:" + name), {}).get("per_call", 0)
+        b = index.get((after, op, "syscall_bytes:" + name), {}).get("per_call", 0)
+        if _moved_beyond(a, b, BYTES_MOVE):
+            changed.append((name, a, b))
+    changed.sort(key=lambda c: (-abs(c[2] - c[1]), c[0]))
+    return {"total": (ra["per_call"], rb["per_call"]), "changed": changed}
+
+
+def _moved_beyond(a: float, b: float, fraction: float) -> bool:
+    return abs(b - a) > fraction * a if a else b > 0
+
+
+def fmt_bytes(value) -> str:
+    """Bytes in decimal units, as the throughput's MB/s (10^6 bytes): "131 KB", "2.1 MB"."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if value >= size:
+            scaled = value / size
+            return f"{scaled:.1f} {unit}" if scaled < 10 else f"{scaled:,.0f} {unit}"
+    return f"{value:,.0f} B"
 
 
 def count_move(rows, op: str, before: str, after: str,
@@ -407,11 +452,15 @@ def count_move(rows, op: str, before: str, after: str,
     syscall count of the op (nothing to say, nothing guessed).
 
     {"up": bool, "down": bool, "instructions": relative change or None, "syscalls":
-    [(name, a, b)] per call that changed, "note": why instructions were left out or None}.
-    "up": instructions grew beyond ``instructions_move`` or there are more syscalls per call;
-    "down" the reverse; a syscall mix that changed at the same total counts both ways (one
-    kind of call for another can cost more or less). A side without instruction counts (PyPy,
-    no valgrind) or counted by another method: syscalls only, said in "note".
+    [(name, a, b)] per call that changed, "bytes": [(name, a, b)] the bytes per call of the
+    calls that moved them (read, write...) that changed beyond BYTES_MOVE, or None when a
+    side has no byte count, "note": why instructions were left out or None}.
+    "up": instructions grew beyond ``instructions_move``, there are more syscalls per call or
+    the syscalls move more bytes per call beyond BYTES_MOVE (the same number of reads, each
+    16 times larger, is more work); "down" the reverse; a syscall mix that changed at the
+    same total counts both ways (one kind of call for another can cost more or less). A side
+    without instruction counts (PyPy, no valgrind) or counted by another method: syscalls
+    only, said in "note".
     """
     found = lookup(rows)
     index = found.by_key
@@ -430,6 +479,13 @@ def count_move(rows, op: str, before: str, after: str,
     up, down = total_b > total_a, total_b < total_a
     if changed and total_a == total_b:
         up = down = True
+    moved = bytes_moved(rows, op, before, after)
+    if moved is not None:
+        bytes_a, bytes_b = moved["total"]
+        if _moved_beyond(bytes_a, bytes_b, BYTES_MOVE):
+            up, down = up or bytes_b > bytes_a, down or bytes_b < bytes_a
+        elif moved["changed"]:
+            up = down = True    # one call's bytes for another's at the same total
     ia, ib = index.get((before, op, "instructions")), index.get((after, op, "instructions"))
     instructions, note = None, None
     if ia is None or ib is None:
@@ -447,7 +503,7 @@ def count_move(rows, op: str, before: str, after: str,
     cycles = (cb["per_call"] - ca["per_call"]) / ca["per_call"] \
         if ca and cb and ca["per_call"] and instructions is not None else None
     return {"up": up, "down": down, "instructions": instructions, "syscalls": changed,
-            "note": note, "cycles": cycles,
+            "bytes": moved["changed"] if moved is not None else None, "note": note, "cycles": cycles,
             "cycles_up": cycles is not None and cycles > instructions_move,
             "cycles_down": cycles is not None and cycles < -instructions_move}
 

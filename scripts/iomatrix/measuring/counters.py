@@ -5,7 +5,11 @@ run, this pass runs every op of every series again, outside any timed region,
 and counts what one call does:
 
 - ``syscalls``: system calls by name, from ``strace -f`` of the whole worker
-  process, cut to the counted window by the worker's markers;
+  process, cut to the counted window by the worker's markers; beside them
+  ``syscall_bytes``, the bytes the calls that move bytes (read, write, their p-, v- and
+  pv- forms, sendfile, copy_file_range, splice) moved, the sum of their non-negative
+  return values by name. What a call moves can differ from what the op returns: 3.14's
+  128 KiB buffer (gh-117151) reads 128 KiB for a 64-byte record;
 - ``rusage``: minor and major page faults, voluntary and involuntary context
   switches (``getrusage`` deltas around the window, in a plain process: under
   strace or valgrind these numbers would describe the tool);
@@ -68,6 +72,8 @@ contract (atomic, under its partial name), updated after every pass. Format
         "read_byBlocks_binaryMode": {
           "suite": "lutz2009", "bytes_per_call": 366925, "calls": 1,
           "syscalls": {"read": 46, "openat": 1, ...},     # totals over the calls
+          "syscall_bytes": {"read": 366925},              # optional (older files lack it):
+                                  # bytes the byte-moving calls returned, totals by name
           "rusage": {"minflt": 0, "majflt": 0, "nvcsw": 0, "nivcsw": 1},
           "instructions": 1077463,
           "failed": {"instructions": "timed out after 60 s ..."}   # counting only
@@ -100,7 +106,7 @@ from iomatrix import procs
 from iomatrix.measuring import machine
 from iomatrix.storing import contract, store
 from iomatrix.storing.countsfile import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
-from iomatrix.measuring.counttools import (callgrind_dumps, methods, syscall_windows, tool_prefix,
+from iomatrix.measuring.counttools import (callgrind_dumps, methods, syscall_byte_windows, tool_prefix,
                                            tool_problems, use_valgrind_switch, window_counts)
 from iomatrix.paths import SUITES_DIR
 
@@ -188,7 +194,7 @@ def _results_of_attempt(kind: str, rows: list, attempt_dir: Path) -> dict:
     """{op: ("ok", value) or ("failed", why)} for the rows one worker process wrote."""
     out = {}
     if kind == "strace":
-        windows = syscall_windows(attempt_dir / "strace.txt")
+        windows = syscall_byte_windows(attempt_dir / "strace.txt")
     elif kind == "valgrind":
         dumps, position = callgrind_dumps(attempt_dir), 0
     for row in rows:
@@ -202,7 +208,8 @@ def _results_of_attempt(kind: str, rows: list, attempt_dir: Path) -> dict:
             out[op] = ("ok", {f: row[f] for f in RUSAGE_FIELDS})
         elif kind == "strace":
             window = windows.get(row["index"])
-            out[op] = ("ok", window) if window is not None else \
+            out[op] = ("ok", {"syscalls": window[0], "syscall_bytes": window[1]}) \
+                if window is not None else \
                 ("failed", "no complete marker window in strace's output")
         else:
             # Dumps come in pairs per op: at the begin marker, then at the end marker;
@@ -310,6 +317,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             # counts that counter again for every op rather than mix two methods in one file.
             for entry in document["ops"].values():
                 for key in ((counter, "cache", "functions") if counter == "instructions"
+                            else (counter, "syscall_bytes") if counter == "syscalls"
                             else (counter,)):
                     entry.pop(key, None)
         document["methods"][counter] = tool_methods.get(counter)
@@ -326,9 +334,10 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                 entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
                 entry.setdefault("failed", {}).pop(counter, None)
                 state, value = results.get(op, ("failed", "the worker never reached this op"))
-                if state == "ok" and counter == "instructions":
+                if state == "ok" and counter in ("instructions", "syscalls"):
                     # callgrind's window: the count, and beside it the simulated cache
-                    # misses and the functions the instructions ran in (iomatrix.callgrind)
+                    # misses and the functions the instructions ran in (iomatrix.callgrind);
+                    # strace's: the calls, and beside them the bytes the calls moved
                     entry.update(value)
                 elif state == "ok":
                     entry[counter] = value

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from iomatrix import callgrind, procs
+from iomatrix.storing.countsfile import BYTE_SYSCALLS
 
 PROBE_TIMEOUT_SECONDS = 60
 # callgrind's --dump-before matches this libc function: the worker's window markers.
@@ -27,6 +28,10 @@ MARKER_RE = re.compile(r'"iomatrix-count-(begin|end)-(\d+)"')
 # "1234  read(3, ..." or "[pid 1234] read(..." or "read(..."; "<... read resumed>" is the
 # second half of a call already counted at its "<unfinished ...>" line.
 SYSCALL_RE = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+)?([a-z_][a-z0-9_]*)\(")
+RESUMED_RE = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+)?<\.\.\. ([a-z_][a-z0-9_]*) resumed>")
+# A call's return value ends its line: ") = 131072", or ") = -1 EAGAIN (...)"; the tail after
+# the number has no quote, so a ") = 5" inside a string argument is never taken for it.
+RETURN_RE = re.compile(r"\)\s+=\s+(-?\d+)(?:\s[^\"]*)?$")
 DUMP_RE = re.compile(r"\.(\d+)$")
 
 
@@ -103,7 +108,8 @@ def methods(counters, environ=None) -> dict:
     found = {}
     if "syscalls" in counters and shutil.which("strace", path=path):
         found["syscalls"] = (f"{_tool_version([shutil.which('strace', path=path), '-V'])}, "
-                             "strace -f -qq: every call of every thread between the markers")
+                             "strace -f -qq: every call of every thread between the markers; bytes "
+                             "moved from the return values of read/write-like calls")
     if "rusage" in counters:
         found["rusage"] = "getrusage(RUSAGE_SELF) deltas around the calls, in a plain process"
     if "instructions" in counters and shutil.which("valgrind", path=path):
@@ -137,29 +143,50 @@ def tool_prefix(kind: str, switch: bool) -> list:
 
 
 def syscall_windows(strace_file: Path) -> dict:
-    """{marker index: {syscall name: calls}} for every complete window of a strace -f file.
+    """{marker index: {syscall name: calls}} for every complete window of a strace -f file
+    (``syscall_byte_windows`` without the bytes)."""
+    return {index: calls for index, (calls, _) in syscall_byte_windows(strace_file).items()}
+
+
+def syscall_byte_windows(strace_file: Path) -> dict:
+    """{marker index: ({syscall name: calls}, {syscall name: bytes})} for every complete
+    window of a strace -f file.
 
     A window runs from the stat of ``iomatrix-count-begin-N`` to that of
     ``...-end-N``; the two getppid() calls just inside the markers are not counted.
+    The bytes are the sums of the non-negative return values of ``BYTE_SYSCALLS``: a call
+    strace splits between threads (``read(3, <unfinished ...>``, later ``<... read resumed>
+    ...) = N``) is counted at its first line and its bytes at the second; a call still
+    unfinished when the window ends moved nothing the window saw complete.
     """
-    windows, current, counts = {}, None, None
+    windows, current, counts, moved = {}, None, None, None
     with open(strace_file, encoding="utf-8", errors="replace") as f:
         for line in f:
+            line = line.rstrip("\n")
             marker = MARKER_RE.search(line)
             if marker and SYSCALL_RE.match(line):
                 kind, index = marker.group(1), int(marker.group(2))
                 if kind == "begin":
-                    current, counts = index, {}
+                    current, counts, moved = index, {}, {}
                 elif current == index:
                     if counts.get(MARKER_FUNCTION, 0) >= 2:
                         counts[MARKER_FUNCTION] -= 2
-                        windows[index] = {k: v for k, v in counts.items() if v}
-                    current, counts = None, None
+                        windows[index] = ({k: v for k, v in counts.items() if v}, moved)
+                    current, counts, moved = None, None, None
+                continue
+            if current is None:
                 continue
             match = SYSCALL_RE.match(line)
-            if current is not None and match:
-                name = match.group(1)
+            name = match.group(1) if match else None
+            if match:
                 counts[name] = counts.get(name, 0) + 1
+            else:
+                resumed = RESUMED_RE.match(line)
+                name = resumed.group(1) if resumed else None
+            if name in BYTE_SYSCALLS:
+                returned = RETURN_RE.search(line)
+                if returned and int(returned.group(1)) >= 0:
+                    moved[name] = moved.get(name, 0) + int(returned.group(1))
     return windows
 
 

@@ -40,6 +40,7 @@ error naming the field, and the report and history skip the file with that reaso
     page faults, context switches          0 to 10**8 per call (``PerCall``)
     instructions of one counted op         1 to 10**14 (0 would make every ratio infinite)
     syscalls of one kind, one op           0 to 10**9
+    bytes syscalls of one kind moved       0 to 2**50 (``countsfile.MAX_SYSCALL_BYTES``)
     a load average                         0 to 10**5
     a phase probe's piece of work          1 us to 60 s (``PhaseSeconds``)
     sampling: target 0 to 1 (exclusive of 0), confidence 0 to 1 exclusive, rounds up to
@@ -67,6 +68,7 @@ from iomatrix.storing.fields import (  # noqa: F401
     MAX_SECONDS, MIN_SECONDS, RATIO_SLACK, Bytes, BytesPerCall, Count, Epoch, Fraction, Json,
     Label, LongSeconds, OpName, Open, Ours, PerValue, PhaseSeconds, ProcessBytes, Ratio, Round,
     RunId, Seconds, SeriesName, SuiteName, Text, VersionText)
+from iomatrix.storing.countsfile import BYTE_SYSCALLS, MAX_SYSCALL_BYTES
 from iomatrix.storing.profiles import Profile
 
 MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
@@ -422,6 +424,10 @@ class CountedOp(Ours):
     bytes_per_call: BytesPerCall = 0
     calls: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     syscalls: Optional[dict[str, Annotated[int, Field(ge=0, le=10 ** 9)]]] = None
+    syscall_bytes: Optional[dict[Literal[BYTE_SYSCALLS],  # type: ignore[valid-type]
+                                 Annotated[int, Field(ge=0, le=MAX_SYSCALL_BYTES)]]] = Field(
+        None, description="bytes the byte-moving calls moved (their return values), totals "
+                          "by name; older files lack it")
     rusage: Optional[Rusage] = None
     instructions: Optional[Annotated[int, Field(ge=1, le=10 ** 14)]] = None
     cache: Optional[dict[str, Count]] = Field(
