@@ -308,3 +308,64 @@ def test_functions_of_the_older_switch_are_not_used(tmp_path):
                 "suite": "s", "calls": 1, "instructions": 100,
                 "functions": [["_PyObject_MakeTpCall", "call.c", 60]]}}})
     assert set(counts.load_functions(tmp_path)) == {("new", "op")}
+
+
+# -- the bytes the system calls move (issue 35 item 6) -----------------------------------
+
+STRACE_THREADS = os.path.join(os.path.dirname(__file__), "data", "strace-threads-window.txt")
+
+
+def test_syscall_bytes_of_a_real_strace_capture_with_split_lines():
+    """A real `strace -f -qq` capture (tests/data): two threads each read a 300,000-byte file
+    three times in 64 KiB reads, strace splitting most reads into "<unfinished ...>" and
+    "<... read resumed> ... = N", while the main thread writes 10,000 bytes."""
+    (window,) = counttools.syscall_byte_windows(STRACE_THREADS).values()
+    calls, moved = window
+    assert moved == {"read": 2 * 3 * 300_000, "write": 10_000}
+    assert calls["read"] == 36 and calls["write"] == 1
+    assert counttools.syscall_windows(STRACE_THREADS) == {0: calls}
+
+
+def test_syscall_bytes_count_only_returns_of_byte_moving_calls(tmp_path):
+    """Errors (-1) are no bytes; a ") = 5" inside a string is no return value; a call still
+    unfinished at the window's end moved nothing the window saw; lseek's offset is no bytes."""
+    lines = [
+        '7 newfstatat(AT_FDCWD, "iomatrix-count-begin-3", 0x7ffd, 0) = -1 ENOENT (No such file)',
+        "7 getppid()                  = 1",
+        '7 read(3, "ab) = 99"..., 4096) = 4096',
+        "8 read(4,  <unfinished ...>",
+        "7 read(5, 0x7f00, 4096)      = -1 EAGAIN (Resource temporarily unavailable)",
+        '8 <... read resumed>"xyz", 8192) = 3',
+        "7 lseek(3, 123456, SEEK_SET)  = 123456",
+        '7 pwrite64(6, "data", 4, 0)   = 4',
+        "7 sendfile(6, 3, [0] => [100], 100) = 100",
+        "8 read(4,  <unfinished ...>",
+        "7 getppid()                  = 1",
+        '7 newfstatat(AT_FDCWD, "iomatrix-count-end-3", 0x7ffd, 0) = -1 ENOENT (No such file)',
+        '8 <... read resumed>"late", 8192) = 4',
+    ]
+    path = tmp_path / "strace.txt"
+    path.write_text("\n".join(lines) + "\n")
+    calls, moved = counttools.syscall_byte_windows(path)[3]
+    assert moved == {"read": 4096 + 3, "pwrite64": 4, "sendfile": 100}
+    assert calls == {"read": 4, "lseek": 1, "pwrite64": 1, "sendfile": 1}
+
+
+@needs_strace
+def test_a_real_count_stores_the_bytes_a_whole_file_read_moves(tmp_path, machine_interpreters,
+                                                               fixtures):
+    interp = need(machine_interpreters, "3.13")
+    run, _, entry = count(tmp_path, interp, [WHOLE_BIN], ("syscalls",), fixtures)
+    assert entry["status"] == "ok", entry
+    op = store.read_json(run.counters_file("3.13"), kind="counters")["ops"][WHOLE_BIN]
+    size = json.loads((fixtures / "fixtures.json").read_text())["files"]["large.bin"]["bytes"]
+    assert op["bytes_per_call"] == size
+    # the whole file comes through read(); the final empty read adds nothing
+    assert op["syscall_bytes"]["read"] >= size
+    rows = [r for r in counts.load_document_rows(run.counters_file("3.13"))
+            if r["counter"] in ("syscall_bytes", "syscall_bytes:read")]
+    assert {r["counter"]: r["per_call"] for r in rows} == {
+        "syscall_bytes": op["syscall_bytes"]["read"],
+        "syscall_bytes:read": op["syscall_bytes"]["read"]}
+    assert counts.moved_per_returned(rows, WHOLE_BIN, "3.13") == pytest.approx(
+        op["syscall_bytes"]["read"] / size)

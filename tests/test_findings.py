@@ -318,3 +318,82 @@ def test_estimated_cycles_and_functions_are_read_from_a_counters_file(tmp_path):
     assert [r["name"] for r in went][:2] == ["__tls_get_addr", "memcpy/memmove (libc)"]
     assert went[0]["a"] is None and went[1]["b"] is None   # one-sided, named, never dropped
     assert counts.where_instructions_went({}, "op", "3.11", "3.12") == []
+
+
+# -- the bytes the system calls move (issue 35 items 4 and 6) ----------------------------
+
+def write_counts(run_dir, read_bytes: dict):
+    """Counters files of 3.12 and 3.13 for SPLIT_OP with the same calls and instructions;
+    ``read_bytes``: {series: bytes read() moved}, a series left out has no syscall_bytes
+    (a file counted before they were)."""
+    from iomatrix.storing import countsfile
+    for path in run_dir.glob("*" + store.COUNTERS_SUFFIX):
+        path.unlink()
+    for series in ("3.12", "3.13"):
+        op = {"suite": "lutz2009", "calls": 1, "bytes_per_call": 80_000,
+              "syscalls": {"read": 1250, "lseek": 1251}, "instructions": 7_700_000}
+        if series in read_bytes:
+            op["syscall_bytes"] = {"read": read_bytes[series]}
+        (run_dir / f"{series}{store.COUNTERS_SUFFIX}").write_text(json.dumps({
+            "iomatrix_counters_version": countsfile.FORMAT_VERSION, "series": series,
+            "ops": {SPLIT_OP: op}}))
+
+
+STEADY_SLOWER = [0.95, 0.96, 0.94, 0.95, 0.97, 0.95, 0.96, 0.94, 0.95, 0.96]
+
+
+def test_the_same_reads_moving_16x_the_bytes_confirm_a_slowdown_and_show_both_throughputs(
+        tmp_path):
+    """mmapio_slices_seek_read 3.13 -> 3.14 (gh-117151): as many reads, the same
+    instructions, each read refilling a 16 times larger buffer. With the bytes counted, the
+    step is confirmed, its count cell names them and its throughput is shown both ways."""
+    from conftest import all_pages
+    from iomatrix.reporting import findings
+    run = make_lockstep_run(tmp_path, "B", STEADY_SLOWER)
+    write_counts(run.path, {"3.12": 1250 * 8192, "3.13": 1250 * 131072})
+    data = analysis.load_run(run)
+    an = comparisons.analyse(data, None, 0.05)
+    (finding,) = an.findings()
+    move = counts.count_move(an.counted, SPLIT_OP, "3.12", "3.13")
+    assert move["syscalls"] == [] and move["bytes"] == [("read", 1250 * 8192, 1250 * 131072)]
+    assert finding.evidence == "confirmed"
+    assert counts.change_of(an.counted, SPLIT_OP, "3.12", "3.13") == \
+        "`read` bytes per call 10 MB → 164 MB"
+    nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
+    cell = findings.time_cell(an, finding, nbytes_of).replace("\u00a0", " ")
+    # returned: 10^6 bytes in 0.25 ms = 4,000 MB/s; moved: 128 times that (10.24 MB for 80 KB)
+    assert "returned 4,000 → " in cell and "moved by system calls 512,000 → " in cell
+    text = all_pages(data)
+    assert "### Throughput of the system calls (MB/s)" in text
+    assert "`read` bytes per call 10 MB → 164 MB" in text
+    # data.csv states both throughputs per series and op, from the time_s rows
+    rows = {(r["series"], r["statistic"]): float(r["value"])
+            for r in csv.DictReader(io.StringIO(suite_pages.tidy_csv(an)))}
+    for series, moved_per_returned in (("3.12", 1250 * 8192 / 80_000),
+                                       ("3.13", 1250 * 131072 / 80_000)):
+        returned = 1_000_000 / rows[(series, "time_s")] / 1e6
+        assert rows[(series, "throughput_MBps")] == pytest.approx(returned)
+        assert rows[(series, "moved_throughput_MBps")] == pytest.approx(
+            returned * moved_per_returned)
+
+
+def test_a_counters_file_without_bytes_is_read_and_nothing_is_said_of_them(tmp_path):
+    from conftest import all_pages
+    run = make_lockstep_run(tmp_path, "O", STEADY_SLOWER)
+    write_counts(run.path, {"3.13": 1250 * 131072})       # 3.12's file predates the bytes
+    data = analysis.load_run(run)
+    an = comparisons.analyse(data, None, 0.05)
+    (finding,) = an.findings()
+    assert counts.count_move(an.counted, SPLIT_OP, "3.12", "3.13")["bytes"] is None
+    assert counts.moved_per_returned(an.counted, SPLIT_OP, "3.12") is None
+    # nothing guessed: the same calls and instructions, so the step stays time only
+    assert finding.evidence == "time only"
+    text = all_pages(data)
+    assert "bytes per call" not in text and "returned 4,000" not in text
+    # 3.13 alone has the bytes: its suite page shows what it has, 3.12's column "—"
+    assert "### Throughput of the system calls (MB/s)" in text
+    statistics = {(r["series"], r["statistic"])
+                  for r in csv.DictReader(io.StringIO(suite_pages.tidy_csv(an)))}
+    assert ("3.12", "throughput_MBps") in statistics
+    assert ("3.12", "moved_throughput_MBps") not in statistics
+    assert ("3.13", "moved_throughput_MBps") in statistics

@@ -62,6 +62,7 @@ def manifest(**fields) -> dict:
 
 @pytest.mark.parametrize("kind, document", [
     ("series", series()), ("counters", counters()), ("manifest", manifest()),
+    ("counters", counters(syscall_bytes={"read": 4096, "write": 0})),
     # shared interfaces of other work: accepted as they are written
     ("manifest", manifest(spec={"run_id": "R", "profile": "quick", "ops": None, "seed": 3,
                                 "budget_seconds": 0.0, "target": 0.015, "keep_fixtures": False,
@@ -92,6 +93,14 @@ def test_valid_documents_pass(kind, document):
     ("counters", counters(syscalls={"read": "lots"}), "syscalls.read"),
     ("counters", counters(instructions=-27216), "instructions"),
     ("counters", counters(bytes_per_call=-1), "bytes_per_call"),
+    # the bytes the system calls moved (issue 35): non-negative integers below 2**50, by the
+    # name of a call that moves bytes
+    ("counters", counters(syscall_bytes={"read": -1}), "syscall_bytes.read"),
+    ("counters", counters(syscall_bytes={"read": 2 ** 64}), "syscall_bytes.read"),
+    ("counters", counters(syscall_bytes={"read": "lots"}), "syscall_bytes.read"),
+    ("counters", counters(syscall_bytes={"read": 1.5}), "syscall_bytes.read"),
+    ("counters", counters(syscall_bytes={"<b>open</b>": 1}), "syscall_bytes"),
+    ("counters", counters(syscall_bytes=[1, 2]), "syscall_bytes"),
     ("manifest", manifest(interpreters={"3.13": {"version_info": "3.13"}}), "version_info"),
     ("manifest", manifest(cpu_count="many"), "cpu_count"),
     ("manifest", manifest(interpreters=[1]), "interpreters"),

@@ -433,6 +433,31 @@ def bytes_moved(rows, op: str, before: str, after: str) -> dict | None:
     return {"total": (ra["per_call"], rb["per_call"]), "changed": changed}
 
 
+# The throughput of the bytes the system calls move is shown beside that of the bytes the op
+# returns where the two differ by more than 10%: below that they say the same thing (a last
+# empty read, a buffer's tail), and a page that doubled every figure would hide the ops where
+# they really differ (3.14's 128 KiB buffer read for 64-byte records: 16 times).
+MOVED_DIFFERS = 0.10
+
+
+def moved_per_returned(rows, op: str, series: str) -> float | None:
+    """Bytes ``op``'s system calls moved per byte it returned (or wrote), in the counting
+    pass at its own sizes (``bytes_per_call`` of its fixtures); None without a byte count
+    or for an op that returns no bytes. Times it by a timing throughput for the bytes
+    moved at the timing pass's sizes: the ratio, not the bytes, carries over (the counting
+    fixtures are COUNT_DIVISOR times smaller)."""
+    row = lookup(rows).by_key.get((series, op, "syscall_bytes"))
+    if row is None or not row.get("bytes_per_call"):
+        return None
+    return row["per_call"] / row["bytes_per_call"]
+
+
+def moved_differs(ratios) -> bool:
+    """Whether any of these moved-per-returned ratios (None: not counted) is more than
+    MOVED_DIFFERS away from 1, so the page shows both throughputs."""
+    return any(r is not None and abs(r - 1) > MOVED_DIFFERS for r in ratios)
+
+
 def _moved_beyond(a: float, b: float, fraction: float) -> bool:
     return abs(b - a) > fraction * a if a else b > 0
 

@@ -21,7 +21,9 @@ from iomatrix.reporting.why import likely_causes, top_cell as why_cell
 
 
 def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
-    """Both sides' time per call and, for an op that moves bytes, its throughput."""
+    """Both sides' time per call and, for an op that moves bytes, its throughput; where the
+    bytes its system calls move differ from those it returns (``counts.moved_differs``),
+    both, labelled ("returned", "moved by system calls")."""
     ta = stats.location(an.means[(f.a, f.op)].values())
     tb = stats.location(an.means[(f.b, f.op)].values())
     a_text, b_text = fmt_time(ta), fmt_time(tb)
@@ -30,7 +32,18 @@ def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
     cell = nowrap(f"{a_text} → {b_text}")
     nbytes = nbytes_of.get(f.op)
     if finite(nbytes) and nbytes > 0:
-        cell += "<br>" + nowrap(f"{fmt_throughput(nbytes, ta)} → {fmt_throughput(nbytes, tb)} MB/s")
+        returned = f"{fmt_throughput(nbytes, ta)} → {fmt_throughput(nbytes, tb)} MB/s"
+        ratios = [counts.moved_per_returned(an.counted, f.op, s) for s in (f.a, f.b)] \
+            if an.counted else []
+        if None not in ratios and counts.moved_differs(ratios):
+            # The bytes the system calls moved per byte returned (counting pass) times the
+            # throughput timed: what a buffer that reads ahead really reads, labelled apart.
+            # A step needs both sides' bytes (a file counted before them has none).
+            moved = [fmt_throughput(nbytes * r, t) for r, t in zip(ratios, (ta, tb))]
+            cell += "<br>" + nowrap(f"returned {returned}") + "<br>" + nowrap(
+                f"moved by system calls {moved[0]} → {moved[1]} MB/s")
+        else:
+            cell += "<br>" + nowrap(returned)
     return cell
 
 

@@ -183,11 +183,39 @@ def section_times(an: Analysis, ops: list, rows: list, order: list,
         def mbps(op, s):
             t = time_of(op, s)
             return fmt_throughput(nbytes[op], t, ".0f")
-        lines += ["## Throughput (MB/s)", "", "Bytes the op reads or writes per second "
-                  "(10^6 bytes), from the times above.", ""]
+        lines += ["## Throughput (MB/s)", "", "Bytes the op returns (a read) or writes per "
+                  "second (10^6 bytes), from the times above.", ""]
         lines += wide_table(moving, [(column_title(an.data, s), lambda op, s=s: mbps(op, s))
                                      for s in order], max_columns=MAX_COLUMNS + 2)
+        lines += section_moved_throughput(an, moving, order, time_of, nbytes)
     return lines
+
+
+def section_moved_throughput(an: Analysis, moving: list, order: list, time_of,
+                             nbytes: dict) -> list[str]:
+    """The throughput of the bytes the ops' system calls move, for the ops where that differs
+    from the bytes they return (counts.moved_differs); [] without byte counts."""
+    if not an.counted:
+        return []
+    ratio = {(op, s): counts.moved_per_returned(an.counted, op, s)
+             for _, op in moving for s in order}
+    differing = [(title, op) for title, op in moving
+                 if counts.moved_differs(ratio[(op, s)] for s in order)]
+    if not differing:
+        return []
+
+    def moved(op, s):
+        r = ratio[(op, s)]
+        return fmt_throughput(nbytes[op] * r, time_of(op, s), ".0f") if r is not None else "—"
+    return ["### Throughput of the system calls (MB/s)", "",
+            "Bytes the op's system calls (read, write and their kin) move per second, for the "
+            f"ops where that differs from the bytes the op returns by more than "
+            f"{counts.MOVED_DIFFERS:.0%} (a buffer that reads ahead moves more than a record "
+            "it returns): the bytes the calls moved per byte returned, counted in the counting "
+            "pass on its own smaller fixtures (see COUNT_DIVISOR), times the throughput above. "
+            "—: not counted.", ""] + wide_table(
+        differing, [(column_title(an.data, s), lambda op, s=s: moved(op, s)) for s in order],
+        max_columns=MAX_COLUMNS + 2)
 
 
 def section_reference(an: Analysis, ops: list) -> list[str]:
@@ -226,6 +254,10 @@ def section_noise(an: Analysis, ops: list, rows: list, order: list) -> list[str]
 
 # -- the tidy CSV ------------------------------------------------------------------------
 
+# statistic: time_s (a call's time), throughput_MBps (bytes returned or written per second),
+# moved_throughput_MBps (bytes the op's system calls move per second, where the counting pass
+# summed them), ratio_to_oldest, ratio_to_previous_release, ratio_to_twin, ratio_to_baseline,
+# untouched_over_steady.
 CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "against", "value",
               "low", "high", "significant", "processes",
               # The paired rounds behind a ratio's interval (a lockstep run), blank when unpaired.
@@ -287,6 +319,28 @@ def class_columns(f: Finding | None, an: Analysis | None = None) -> list:
             *candidate]
 
 
+def throughput_rows(an: Analysis, writer, run_id: str) -> None:
+    """The pages' throughputs (MB/s, 10^6 bytes a second) as statistics: ``throughput_MBps``
+    of the bytes an op returns or writes, and, where the counting pass summed the bytes its
+    system calls moved, ``moved_throughput_MBps``: those bytes per byte returned (counting
+    sizes) times the first. Both from the ``time_s`` row of the same series and op."""
+    nbytes = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
+    for (s, op), by_process in sorted(an.means.items()):
+        size = nbytes.get(op)
+        seconds = stats.location(by_process.values())
+        if op not in an.suite_of or not (size and seconds and size > 0 and seconds > 0) \
+                or not (math.isfinite(size) and math.isfinite(seconds)):
+            continue
+        returned = size / seconds / 1e6
+        ratio = counts.moved_per_returned(an.counted, op, s) if an.counted else None
+        for statistic, value in (("throughput_MBps", returned), ("moved_throughput_MBps",
+                                 returned * ratio if ratio is not None else None)):
+            if value is not None:
+                writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
+                                 "", repr(value), "", "", "", len(by_process), "",
+                                 *class_columns(None)])
+
+
 def tidy_csv(an: Analysis) -> str:
     """One row per run, series, op and statistic; ratio rows carry their interval bounds, and
     release steps the classes of the report's findings (blank for a step that is neither a
@@ -311,6 +365,7 @@ def tidy_csv(an: Analysis) -> str:
                                  "", repr(stats.location(by_process.values())), "", "", "",
                                  len(by_process), "", *class_columns(None)])
     time_rows(an.means)
+    throughput_rows(an, writer, run_id)
     ratio_rows("ratio_to_oldest", an.oldest_cmp, lambda s: an.oldest)
     for (op, a, b), c in an.step_cmp.items():
         ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a,

@@ -96,12 +96,12 @@ def magnitude(ratios: list) -> str:
 
 
 def counts_phrase(counted: dict, ops: list, a: str, b: str, slower: bool) -> str:
-    """What the counts of a group of ops say between ``a`` and ``b``: the system calls when
-    they all moved one way by half or more, or the instructions when they all moved one way
-    by 5% or more (a count that moved with the time first), else that neither moved; ''
-    when the counting pass did not count both sides."""
+    """What the counts of a group of ops say between ``a`` and ``b``: the system calls or the
+    bytes they move when they all moved one way by half or more, or the instructions when
+    they all moved one way by 5% or more (a count that moved with the time first), else that
+    neither moved; '' when the counting pass did not count both sides."""
     moved = {}
-    for counter in ("syscalls", "instructions"):
+    for counter in ("syscalls", "instructions", "syscall_bytes"):
         found = [(counted.get((a, op, counter)), counted.get((b, op, counter)))
                  for op in sorted(set(ops))]
         if found and all(isinstance(x, (int, float)) and isinstance(y, (int, float))
@@ -109,7 +109,8 @@ def counts_phrase(counted: dict, ops: list, a: str, b: str, slower: bool) -> str
             moved[counter] = [y / x for x, y in found]
     phrases = []
     for counter, name, beyond in (("syscalls", "system calls", 1.5),
-                                  ("instructions", "instructions", 1.05)):
+                                  ("instructions", "instructions", 1.05),
+                                  ("syscall_bytes", "bytes moved by system calls", 1.5)):
         ratios = moved.get(counter)
         if ratios and (all(r <= 1 / beyond for r in ratios) or all(r >= beyond for r in ratios)):
             fewer = ratios[0] < 1
@@ -117,7 +118,8 @@ def counts_phrase(counted: dict, ops: list, a: str, b: str, slower: bool) -> str
                                              f"{'fewer' if fewer else 'more'} {name}"))
     if phrases:
         return sorted(phrases, key=lambda p: p[0])[0][1]     # False (moved with it) first
-    if len(moved) == 2 and all(abs(r - 1) < 0.05 for rs in moved.values() for r in rs):
+    if {"syscalls", "instructions"} <= set(moved) and \
+            all(abs(r - 1) < 0.05 for rs in moved.values() for r in rs):
         return "with the same system calls and instructions (within 5%)"
     return ""
 
