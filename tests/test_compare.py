@@ -271,6 +271,23 @@ def test_more_instructions_fail_the_gate_and_more_syscalls_are_listed(tmp_path, 
     assert compare.main([str(run.path / "3.0.json"), str(run.path / "3.1.json")]) == 0
 
 
+@pytest.mark.parametrize("hostile", [-1, 2 ** 64, "lots"])
+def test_a_hostile_syscall_bytes_value_is_bad_input_naming_the_field(tmp_path, capsys, hostile):
+    """The bytes the system calls moved (issue 35) are bounded like every count: a negative,
+    huge or non-number value stops compare with exit 2, one line naming the field."""
+    run = make_run(tmp_path, "R", {"3.0": {"read_byLines_textMode": processes(0.010)},
+                                   "3.1": {"read_byLines_textMode": processes(0.010)}})
+    _counters_file(run.path / "3.0.counters.json", 1_000_000, 4)
+    bad = run.path / "3.1.counters.json"
+    _counters_file(bad, 1_000_000, 4)
+    document = json.loads(bad.read_text())
+    document["ops"]["read_byLines_textMode"]["syscall_bytes"] = {"read": hostile}
+    bad.write_text(json.dumps(document))
+    status, out, err = run_main(capsys, run.path / "3.0.json", run.path / "3.1.json")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and str(bad) in err and "syscall_bytes.read" in err
+
+
 # -- differences of method are stated first, not gated (issue 24) -------------------------
 
 def runs_by_clock(tmp_path, clock_b: str, slower: float = 1.5, **b_manifest):

@@ -226,7 +226,8 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
                      order: list | None = None) -> list:
     """The report's counters section: markdown lines.
 
-    Tables of counts per call per op and series (system calls, instructions and
+    Tables of counts per call per op and series (system calls, the bytes they moved where
+    counted, instructions and
     instructions per MiB, minor page faults), how exact each counter is (A/A),
     then the biggest version steps, each naming the syscalls that changed.
     """
@@ -264,6 +265,8 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
                       "are counted at a time); they are shown for completeness, not compared.", ""]
     ops = sorted({(r["suite"], r["op"], r["bytes_per_call"]) for r in rows})
     for counter, title, field in (("syscalls", "System calls per call", "per_call"),
+                                  ("syscall_bytes", "Bytes the system calls moved per call "
+                                   "(read, write and their kin; –: not counted)", "per_call"),
                                   ("instructions", "Instructions per call (millions)",
                                    "per_call"),
                                   ("instructions", "Instructions per MiB (millions)", "per_MiB"),

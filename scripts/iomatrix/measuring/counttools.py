@@ -107,6 +107,8 @@ def methods(counters, environ=None) -> dict:
     path = dict(os.environ if environ is None else environ).get("PATH", "")
     found = {}
     if "syscalls" in counters and shutil.which("strace", path=path):
+        # "bytes moved": a file counted before the bytes were has the older string, so a
+        # resumed run counts its syscalls again, the bytes with them (counters.count_series).
         found["syscalls"] = (f"{_tool_version([shutil.which('strace', path=path), '-V'])}, "
                              "strace -f -qq: every call of every thread between the markers; bytes "
                              "moved from the return values of read/write-like calls")

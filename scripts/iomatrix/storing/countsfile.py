@@ -12,18 +12,14 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.storing import store
+# The byte-moving calls and their bound: a module of their own, which the schema reads too
+# (the schema is imported by store, so it cannot import this module).
+from iomatrix.storing.syscallbytes import BYTE_SYSCALLS, MAX_SYSCALL_BYTES  # noqa: F401
 
 FORMAT_VERSION = 1
 COUNTERS = ("syscalls", "rusage", "instructions")
 RUSAGE_FIELDS = ("minflt", "majflt", "nvcsw", "nivcsw")
 COUNT_CALLS = 1  # counted calls per op, after one warm-up call
-# The system calls whose non-negative return value is the number of bytes they moved: the
-# counting pass sums it per op as "syscall_bytes" (strace's output, measuring.counttools).
-BYTE_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
-                 "pwritev", "pwritev2", "sendfile", "sendfile64", "copy_file_range", "splice")
-# What the byte-moving calls of one op's counted calls moved at most: 1 PiB, far above any
-# fixture (the largest is some MiB), so a value above it is a damaged file, not a count.
-MAX_SYSCALL_BYTES = 2 ** 50
 
 
 def read_document(path: Path) -> dict | None:

@@ -40,7 +40,7 @@ error naming the field, and the report and history skip the file with that reaso
     page faults, context switches          0 to 10**8 per call (``PerCall``)
     instructions of one counted op         1 to 10**14 (0 would make every ratio infinite)
     syscalls of one kind, one op           0 to 10**9
-    bytes syscalls of one kind moved       0 to 2**50 (``countsfile.MAX_SYSCALL_BYTES``)
+    bytes syscalls of one kind moved       0 to 2**50 (``syscallbytes.MAX_SYSCALL_BYTES``)
     a load average                         0 to 10**5
     a phase probe's piece of work          1 us to 60 s (``PhaseSeconds``)
     sampling: target 0 to 1 (exclusive of 0), confidence 0 to 1 exclusive, rounds up to
@@ -68,7 +68,7 @@ from iomatrix.storing.fields import (  # noqa: F401
     MAX_SECONDS, MIN_SECONDS, RATIO_SLACK, Bytes, BytesPerCall, Count, Epoch, Fraction, Json,
     Label, LongSeconds, OpName, Open, Ours, PerValue, PhaseSeconds, ProcessBytes, Ratio, Round,
     RunId, Seconds, SeriesName, SuiteName, Text, VersionText)
-from iomatrix.storing.countsfile import BYTE_SYSCALLS, MAX_SYSCALL_BYTES
+from iomatrix.storing.syscallbytes import BYTE_SYSCALLS, MAX_SYSCALL_BYTES
 from iomatrix.storing.profiles import Profile
 
 MAX_ERROR_INPUT = 60   # characters of a bad value quoted in an error message
