@@ -38,8 +38,13 @@ def test_a_real_profile_has_every_event_and_self_costs_that_add_up(tmp_path, mac
     # Self costs exclude what a function called: they add up to the total, never past it.
     assert 0.99 * total <= self_costs <= total
     kept = callgrind.kept_functions(profile)
-    assert kept and all(ir >= callgrind.FUNCTION_SHARE * total for _, _, ir in kept)
-    assert [row[2] for row in kept] == sorted((row[2] for row in kept), reverse=True)
+    by_cost = [row for row in kept if row[2] >= callgrind.FUNCTION_SHARE * total]
+    assert by_cost and kept[:len(by_cost)] == by_cost
+    assert [row[2] for row in by_cost] == sorted((row[2] for row in by_cost), reverse=True)
+    # then the most-entered of the others, most entered first
+    rest = kept[len(by_cost):]
+    assert [row[3] for row in rest] == sorted((row[3] for row in rest), reverse=True)
+    assert all(len(row) == 4 and row[3] >= 0 for row in kept)
     cache = callgrind.cache_counts(profile)
     assert set(cache) == set(callgrind.EVENTS[1:])
     cycles = callgrind.estimated_cycles(total, cache)
@@ -63,9 +68,10 @@ def test_the_counting_pass_keeps_cache_counts_and_functions_per_op(tmp_path, mac
     op = counters.read_document(run.counters_file(series.series))["ops"][BLOCKS]
     assert op["instructions"] > 0
     assert set(op["cache"]) == set(callgrind.EVENTS[1:])
-    names = [name for name, _, _ in op["functions"]]
+    names = [name for name, _, _, _ in op["functions"]]
     assert names and len(names) == len(set(names))
-    assert sum(ir for _, _, ir in op["functions"]) <= op["instructions"]
+    assert sum(ir for _, _, ir, _ in op["functions"]) <= op["instructions"]
+    assert callgrind.entered_bound(op["functions"]) is not None
 
 
 def test_where_the_instructions_went_names_one_sided_functions():

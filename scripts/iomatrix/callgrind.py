@@ -83,6 +83,23 @@ RENAMED = {
 }
 
 
+# Functions only a shared libpython runs: the share of a step's instruction change that is
+# the build's linkage, not the release's code. Why these: code in a shared library reaches
+# its thread-local variables (3.12 on: the current thread state, ``_Py_tss_tstate``) through
+# the dynamic TLS models, a call to ``__tls_get_addr`` (and, the first time in a thread, its
+# slow path) on every access; an executable, libpython linked in, uses the local-exec model,
+# an offset from %fs and no call at all. The dynamic linker's lazy binding
+# (``_dl_runtime_resolve*``, ``_dl_fixup``) is not on the list: a python binary linked
+# statically against libpython still calls libc through its PLT, so both linkages run it.
+SHARED_LIBPYTHON_ONLY = ("__tls_get_addr", "__tls_get_addr_slow", "update_get_addr",
+                         "tls_get_addr_tail")
+
+
+def shared_libpython_only(name: str) -> bool:
+    """Whether only a shared libpython runs function ``name`` (SHARED_LIBPYTHON_ONLY)."""
+    return canonical_function(name) in SHARED_LIBPYTHON_ONLY
+
+
 def canonical_function(name: str) -> str:
     """The name a function is matched by across interpreters and builds.
 
@@ -337,3 +354,15 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
                    entered_one_side(a_functions, b_functions, calls_a, calls_b, limit=top + entered)
                    if one["name"] not in shown][:entered]
     return chosen
+
+
+def shared_only_change(a_functions: list, b_functions: list, calls_a: int, calls_b: int) \
+        -> tuple[float, list]:
+    """The change of self instructions per call, A to B, of the functions only a shared
+    libpython runs (shared_libpython_only), and their canonical names; a function below the
+    kept share on a side counts 0 there (its instructions are not known, and small)."""
+    a, b = _per_call(a_functions, calls_a), _per_call(b_functions, calls_b)
+    names = sorted(name for name in set(a) | set(b) if shared_libpython_only(name))
+    change = sum((b[name][1] if name in b else 0.0) - (a[name][1] if name in a else 0.0)
+                 for name in names)
+    return change, names
