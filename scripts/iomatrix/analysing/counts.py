@@ -470,6 +470,14 @@ def calls_known(functions: dict, op: str, series: str) -> bool:
     return bool(side) and callgrind.entered_bound(side[1]) is not None
 
 
+def entered_bound(functions: dict, op: str, series: str) -> float | None:
+    """At most how many times per call ``series`` entered a function of ``op`` that is not
+    among its kept functions (iomatrix.callgrind.entered_bound); None when unknown."""
+    side = functions.get((series, op))
+    bound = callgrind.entered_bound(side[1]) if side else None
+    return None if bound is None else bound / side[0]
+
+
 def entered_one_side(functions: dict, op: str, before: str, after: str,
                      limit: int = 20) -> list | None:
     """The functions entered on one side only (iomatrix.callgrind.entered_one_side); None

@@ -160,7 +160,18 @@ def fmt_count(value: float | None) -> str:
 def fmt_calls(value: float | None) -> str:
     """Times entered per call: whole numbers from 10 on, two decimals below (0.33: once in
     three calls)."""
+    if value == 0:
+        return "0"
     return fmt_value(value, ",.0f" if value is not None and value >= 10 else ",.2f")
+
+
+def calls_cell(value: float | None, bound: float | None) -> str:
+    """A function's calls per call on one side; where it is not among that side's kept
+    functions and the side's calls are known, the most it can have been entered (≤ N, 0:
+    never)."""
+    if value is None and bound is not None:
+        return "0" if bound == 0 else f"≤ {fmt_calls(bound)}"
+    return fmt_calls(value)
 
 
 def signed_count(value: float) -> str:
@@ -180,9 +191,9 @@ def entered_words(entered: list, a: str, b: str) -> list[str]:
         if not rows:
             continue
         bound = rows[0]["bound"]
-        never = "never" if bound == 0 else \
-            f"at most {fmt_calls(bound)} times a call (not among its " \
-            f"{callgrind.MAX_CALLED_FUNCTIONS} most-entered functions)"
+        never = f"never under {md(there)}" if bound == 0 else \
+            f"under {md(there)} at most {fmt_calls(bound)} times a call (none of them is " \
+            f"among {md(there)}'s {callgrind.MAX_CALLED_FUNCTIONS} most-entered functions)"
         groups = []
         for row in rows:
             if groups and row["calls"] >= 0.9 * groups[-1][0]["calls"]:
@@ -196,7 +207,7 @@ def entered_words(entered: list, a: str, b: str) -> list[str]:
             times = fmt_calls(high) if fmt_calls(low) == fmt_calls(high) else \
                 f"{fmt_calls(low)} to {fmt_calls(high)}"
             clauses.append(f"{names} ({times} times a call{' each' if len(group) > 1 else ''})")
-        lines.append(f"Entered under {md(here)}, {never} under {md(there)}: "
+        lines.append(f"Entered under {md(here)}, {never}: "
                      + "; ".join(clauses) + f": a path {md(there)} does not take "
                      "(or not as often).")
     return lines
@@ -260,8 +271,11 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
                                               entered=WHERE_ENTERED)
         if not rows:
             continue
+        bound_a, bound_b = (counts.entered_bound(functions, f.op, side) for side in (f.a, f.b))
         table_rows = [[code(r["name"]), md(short_file(r["file"])), fmt_count(r["a"]),
-                       fmt_count(r["b"]), fmt_calls(r["calls_a"]), fmt_calls(r["calls_b"]),
+                       fmt_count(r["b"]),
+                       calls_cell(r["calls_a"], bound_a if not r["names"]["a"] else None),
+                       calls_cell(r["calls_b"], bound_b if not r["names"]["b"] else None),
                        fmt_value(r["share"], "+.0%", signed=True)] for r in rows]
         lines += [f"### {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')}: instructions "
                   f"{fmt_value(move['instructions'], '+.1%', signed=True)}", "",
@@ -293,8 +307,10 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
             "side, or not there at all), then up to "
             f"{WHERE_ENTERED} functions entered on one side only; calls per call: the times "
             "a function was entered per counted call (the calls into it in callgrind's call "
-            "graph), kept for the functions above the share and the "
-            f"{callgrind.MAX_CALLED_FUNCTIONS} most-entered.", ""] + lines
+            "graph; 0 for one already running when the window began, such as the eval "
+            "loop), kept for the functions above the share and the "
+            f"{callgrind.MAX_CALLED_FUNCTIONS} most-entered; ≤ N: not among that side's kept "
+            "functions, so entered at most N times a call.", ""] + lines
 
 
 def section_times(an: Analysis, ops: list, rows: list, order: list,
