@@ -315,8 +315,9 @@ def entered_one_side(a_functions: list, b_functions: list, calls_a: int, calls_b
 
 
 def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, calls_b: int,
-                            top: int = 5, entered: int = 0) -> list:
-    """The ``top`` functions whose self instructions per call changed most from A to B, then
+                            top: int | None = 5, entered: int = 0) -> list:
+    """The ``top`` functions (None: all) whose self instructions per call changed most from A
+    to B, then
     up to ``entered`` functions entered on one side only (entered_one_side) not among them:
     a path one side takes shows even when its self cost is small.
 
@@ -351,7 +352,8 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
         shown = {row["name"] for row in chosen}
         by_name = {row["name"]: row for row in rows}
         chosen += [by_name[one["name"]] for one in
-                   entered_one_side(a_functions, b_functions, calls_a, calls_b, limit=top + entered)
+                   entered_one_side(a_functions, b_functions, calls_a, calls_b,
+                                    limit=len(chosen) + entered)
                    if one["name"] not in shown][:entered]
     return chosen
 

@@ -453,7 +453,7 @@ def count_move(rows, op: str, before: str, after: str,
 
 
 def where_instructions_went(functions: dict, op: str, before: str, after: str,
-                            top: int = 5, entered: int = 0) -> list:
+                            top: int | None = 5, entered: int = 0) -> list:
     """The ``top`` functions whose self instructions per call changed most from ``before``
     to ``after``, and up to ``entered`` functions entered on one side only
     (iomatrix.callgrind.where_instructions_went); [] without both sides."""

@@ -182,9 +182,12 @@ def signed_count(value: float) -> str:
     return ("+" if value >= 0 else "−") + text
 
 
-def entered_words(entered: list, a: str, b: str) -> list[str]:
+def entered_words(entered: list, a: str, b: str, changes: dict | None = None,
+                  total: float | None = None) -> list[str]:
     """The functions entered on one side only, in words: grouped by side, those entered
-    about equally often (within 10%) in one clause, since they are likely one path."""
+    about equally often (within 10%) in one clause, since they are likely one path; with
+    ``changes`` ({name: change of self instructions per call}) and ``total`` (the step's
+    change of instructions per call), what their own instructions add up to."""
     lines = []
     for side, here, there in (("b", b, a), ("a", a, b)):
         rows = [row for row in entered if row["side"] == side]
@@ -206,10 +209,20 @@ def entered_words(entered: list, a: str, b: str) -> list[str]:
             low, high = group[-1]["calls"], group[0]["calls"]
             times = fmt_calls(high) if fmt_calls(low) == fmt_calls(high) else \
                 f"{fmt_calls(low)} to {fmt_calls(high)}"
-            clauses.append(f"{names} ({times} times a call{' each' if len(group) > 1 else ''})")
+            own = "" if changes is None else "; own instructions " + signed_count(
+                sum(changes.get(row["name"], 0.0) for row in group)) + " a call" + \
+                (" together" if len(group) > 1 else "")
+            clauses.append(f"{names} ({times} times a call{' each' if len(group) > 1 else ''}"
+                           f"{own})")
+        own = ""
+        if changes is not None:
+            change = sum(changes.get(row["name"], 0.0) for row in rows)
+            share = f", {change / total:.0%} of the change" if total and change / total > 0 \
+                else ""
+            own = f" Their own instructions in all: {signed_count(change)} a call{share}."
         lines.append(f"Entered under {md(here)}, {never}: "
                      + "; ".join(clauses) + f": a path {md(there)} does not take "
-                     "(or not as often).")
+                     f"(or not as often).{own}")
     return lines
 
 
@@ -285,7 +298,12 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
                         ["left", "left", "right", "right", "right", "right", "right"]), ""]
         entered = counts.entered_one_side(functions, f.op, f.a, f.b)
         unknown = [side for side in (f.a, f.b) if not counts.calls_known(functions, f.op, side)]
-        notes = entered_words(entered, f.a, f.b) if entered else []
+        every = counts.where_instructions_went(functions, f.op, f.a, f.b, top=None)
+        before, after = (counts.instructions_per_call(an.counted, f.op, side)
+                         for side in (f.a, f.b))
+        notes = entered_words(entered, f.a, f.b, {r["name"]: r["change"] for r in every},
+                              after - before if None not in (before, after) else None) \
+            if entered else []
         if unknown:
             files = "its counters file was" if len(unknown) == 1 else \
                 "their counters files were"
