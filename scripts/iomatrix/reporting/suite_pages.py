@@ -99,6 +99,7 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
 
 
 WHERE_TOP = 5
+LATER_TOP = 2         # later entries looked at per finding (section_candidates)
 WHERE_ENTERED = 3     # rows for functions entered on one side only, after the top ones
 
 
@@ -112,8 +113,12 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
                       f"({f.comparison.ratio:.2f}):"]
             lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
             suite = an.suite_of.get(f.op, "")
-            lines += ["  " + later_line(fix, undoing_steps(an, f, fix))
-                      for fix in an.why.later_of(f.op, suite, f.b)]
+            # The best later entry; a second only where a later lineage step undoes the
+            # finding with it as its top candidate (a second by score alone is mostly noise).
+            for rank, fix in enumerate(an.why.later_of(f.op, suite, f.b, LATER_TOP)):
+                undoing = undoing_steps(an, f, fix)
+                if rank == 0 or undoing:
+                    lines.append("  " + later_line(fix, undoing))
     if not lines:
         return []
     return ["## Candidate upstream changes", "",
@@ -122,8 +127,9 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             "analysing/changelog.py): candidates to read, not proofs. \"later\": an entry of "
             "a release after the step's newer side (any branch, its own later patch releases "
             "included) that the same rule matches and that speaks of speed, from the newest "
-            "changelog at hand of each branch: a candidate for a change that undoes the step, "
-            "found by that rule, not a proof.", ""] + lines + [""]
+            "changelog at hand of each branch: the best, and the second where a later step of "
+            "the lineage moves the other way with it as its top candidate; a candidate for a "
+            "change that undoes the step, found by that rule, not a proof.", ""] + lines + [""]
 
 
 def undoing_steps(an: Analysis, f: Finding, fix) -> list[str]:
