@@ -68,7 +68,7 @@ def test_releases_between_spans_main_line_and_patch_levels():
     log313 = changelog.parse_news(TRIMMED_313)
     # 3.12.1 -> 3.13.15: 3.13's main line and its patch releases, not 3.12.0b1.
     assert [r.version for r in changelog.releases_between(log313, "3.12.1", "3.13.15")] == [
-        "3.13.15", "3.13.14", "3.13.0", "3.13.0a1"]
+        "3.13.15", "3.13.14", "3.13.12", "3.13.0", "3.13.0a1"]
     note = changelog.coverage_note(log, "3.7.16", "3.8.18")
     assert "3.8.0a1 to 3.8.0a3" in note and "only in a 3.8 tarball" in note
 
@@ -226,3 +226,103 @@ def test_compare_names_the_likely_change_of_a_regression_when_both_versions_are_
     assert status == 1
     assert "likely change" in text
     assert "[gh-117151](https://github.com/python/cpython/issues/117151)" in text
+
+
+# -- later changes that may undo a step (changelog.later_fixes) ----------------------------
+
+def test_a_later_change_is_found_in_every_branch_after_the_step_and_named_at_its_first():
+    log313, log314 = changelog.parse_news(TRIMMED_313), changelog.parse_news(TRIMMED)
+    fixes = changelog.later_fixes([log313, log314], "read_byLines_binaryMode", "lutz2009",
+                                  "3.12.1")
+    first = fixes[0]
+    assert first.candidate.entry.number == "gh-144380"
+    assert (first.candidate.entry.release, first.candidate.entry.date) == ("3.13.12",
+                                                                          "2026-02-03")
+    assert first.also == ("3.14.3",)
+    # A release that already had it, or a step past it: not later.
+    assert "gh-144380" not in [f.candidate.entry.number for f in changelog.later_fixes(
+        [log313, log314], "read_byLines_binaryMode", "lutz2009", "3.13.12")]
+    # Only entries that speak of speed: the same entry without its speed words is not one.
+    plain = changelog.parse_news(TRIMMED_313.replace("Improve performance of", "Change"))
+    assert "gh-144380" not in [f.candidate.entry.number for f in changelog.later_fixes(
+        [plain], "read_byLines_binaryMode", "lutz2009", "3.12.1")]
+    # An op the entry does not touch: no later fix from it.
+    assert "gh-144380" not in [f.candidate.entry.number for f in changelog.later_fixes(
+        [log313, log314], "copies_copyfile_default", "copies", "3.12.1")]
+
+
+def test_the_newest_changelog_of_each_branch_is_read(tmp_path):
+    for version, news in (("3.13.14", TRIMMED_313), ("3.13.15", TRIMMED_313),
+                          ("3.14.7", TRIMMED), ("3.11.7", TRIMMED)):
+        make_tarball(tmp_path / f"Python-{version}.tar.xz", version, news)
+    logs = changelog.newest_changelogs("3.12.1", tmp_path)
+    assert [log.version for log in logs] == ["3.13.15", "3.14.7"]
+    assert changelog.newest_changelogs("banana", tmp_path) == []
+
+
+def later_fix_run(tmp_path, monkeypatch, news_313, linkage=("shared", "shared")):
+    """3.11 -> 3.12 -> 3.13 of read_byLines_binaryMode: slower, then faster again, with the
+    changelogs of 3.13.15 (``news_313``) and 3.14.7 in the cache and counters files."""
+    from iomatrix.storing import countsfile, store
+    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
+    make_tarball(tmp_path / "cache" / "tarballs" / "Python-3.13.15.tar.xz", "3.13.15", news_313)
+    make_tarball(tmp_path / "cache" / "tarballs" / "Python-3.14.7.tar.xz", "3.14.7", TRIMMED)
+    op = "read_byLines_binaryMode"
+    versions = {"3.11": "3.11.7", "3.12": "3.12.1", "3.13": "3.13.15"}
+    interpreters = {label: {"version": version,
+                            "version_info": [int(p) for p in version.split(".")]}
+                    for label, version in versions.items()}
+    for label, kind in zip(("3.11", "3.12"), linkage):
+        if kind:
+            interpreters[label]["linkage"] = kind
+    run = make_run(tmp_path, {"3.11": {op: processes(0.010, 1.0)},
+                              "3.12": {op: processes(0.010, 1.7)},
+                              "3.13": {op: processes(0.010, 1.2)}}, interpreters=interpreters)
+    readline = ["_io__Buffered_readline", "Modules/_io/bufferedio.c", 300_000, 8_000]
+    functions = {
+        "3.11": [["_PyEval_EvalFrameDefault", "Python/ceval.c", 2_000_000, 0],
+                 ["_buffered_readline", "Modules/_io/bufferedio.c", 600_000, 8_000]]
+        + [[f"helper{i}", "x.c", 1000, 100] for i in range(40)],
+        "3.12": [["_PyEval_EvalFrameDefault", "Python/ceval.c", 2_300_000, 0],
+                 ["__tls_get_addr", "elf/tls_get_addr.S", 800_000, 74_000],
+                 ["_buffered_readline", "Modules/_io/bufferedio.c", 620_000, 8_000], readline]
+        + [[f"helper{i}", "x.c", 1000, 100] for i in range(40)],
+        "3.13": [["_PyEval_EvalFrameDefault", "Python/ceval.c", 2_300_000, 0], readline],
+    }
+    for series, kept in functions.items():
+        total = sum(entry[2] for entry in kept) + 1_000_000
+        (run.path / f"{series}{store.COUNTERS_SUFFIX}").write_text(json.dumps({
+            "iomatrix_counters_version": countsfile.FORMAT_VERSION, "series": series,
+            "ops": {op: {"suite": "lutz2009", "calls": 1, "bytes_per_call": 1000,
+                         "syscalls": {"read": 3}, "instructions": total,
+                         "functions": kept}}}))
+    return run
+
+
+def test_a_later_fix_and_the_lineage_step_it_undoes_reach_the_suite_page(tmp_path,
+                                                                         monkeypatch):
+    run = later_fix_run(tmp_path, monkeypatch, TRIMMED_313)
+    page = "\n".join(pages.build_pages(analysis.load_run(run)).suites.values())
+    line = next(line for line in page.splitlines() if "later: [gh-144380]" in line)
+    assert "(https://github.com/python/cpython/issues/144380) (3.13.12, 2026-02-03; " \
+        "also 3.14.3): Improve performance of io.BufferedReader line iteration" in line
+    assert "the lineage's 3.12 → 3.13 step is 0.71 with it as its top candidate" in line
+    assert "found by that rule, not a proof" in page
+
+
+def test_a_later_entry_with_markup_stays_text(tmp_path, monkeypatch):
+    hostile = TRIMMED_313.replace(
+        "- gh-144380: Improve performance of :class:`io.BufferedReader` line\n"
+        "  iteration by ~49%.",
+        "- gh-144380: Improve performance of line iteration <script>alert(1)</script>\n"
+        "  [click](javascript:alert(1)) **bold** | table | by ~49%.")
+    run = later_fix_run(tmp_path, monkeypatch, hostile)
+    page = "\n".join(pages.build_pages(analysis.load_run(run)).suites.values())
+    line = next(line for line in page.splitlines() if "later: [gh-144380]" in line)
+    for raw in ("<script>", "**bold**", "| table |"):
+        assert raw not in line, raw
+    assert not re.search(r"(?<!\\)\]\(javascript", line)
+    assert "&lt;script&gt;" in line
+    # the only link is the one built from the number
+    assert re.findall(r"(?<!\\)\]\(([^)]*)\)", line) == [
+        "https://github.com/python/cpython/issues/144380"]

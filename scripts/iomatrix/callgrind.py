@@ -10,11 +10,18 @@ and a fixed cache geometry (``CACHE_OPTIONS``), and keeps per op:
   those of what it called), for every function above ``FUNCTION_SHARE`` of the
   op's total, matched across interpreters by name.
 
+- how often each function was entered: the calls into it, summed over its callers
+  (callgrind's call edges, ``calls=N``), for the kept functions and for the most-entered
+  ones (``MAX_CALLED_FUNCTIONS``), so that a function entered on one side and not on the
+  other (a path one version takes and the other does not) is seen even when its self cost
+  is small.
+
 No library reads callgrind's format (``callgrind_annotate`` is a Perl script
 that prints text for people), so this module parses the part we need: name
 compression (``fn=(12) name`` defines id 12, ``fn=(12)`` reuses it), the
-position columns, and the cost line after ``calls=``, which is the inclusive cost
-of a call and belongs to the callee, not to the caller's self cost.
+position columns, and the call edges: ``cfn=`` names the callee, ``calls=N target``
+says it was called N times from there, and the cost line after it is the inclusive cost
+of those calls, which belongs to the callee, not to the caller's self cost.
 
 Estimated cycles: ``L1 hits + 5 x LL hits + 35 x RAM hits``, the weights of
 cachegrind's documentation (its "rough estimate" of cycles, which iai-callgrind
@@ -47,6 +54,12 @@ RAM_HIT_CYCLES = 35
 # at most MAX_FUNCTIONS of them. Enough to say where a change of a few percent went.
 FUNCTION_SHARE = 0.002
 MAX_FUNCTIONS = 40
+# Besides those, the functions entered most often in the window, however small their self
+# cost: a function entered once a line on one side and never on the other names a path the
+# other side does not take (3.12's buffered_iternext calling _io__Buffered_readline as a
+# method, issue 35). A side's list then holds every function entered more often than the
+# least-entered of these (``entered_bound``).
+MAX_CALLED_FUNCTIONS = 30
 # The file names callgrind uses for code without debug information.
 UNKNOWN_FILE = "???"
 
@@ -68,6 +81,23 @@ LIBC_FAMILIES = {"memcpy": "memcpy/memmove", "memmove": "memcpy/memmove"}
 RENAMED = {
     "PyEval_EvalFrameEx": "_PyEval_EvalFrameDefault",   # the eval loop: 2.7 -> 3.6 (PEP 523)
 }
+
+
+# Functions only a shared libpython runs: the share of a step's instruction change that is
+# the build's linkage, not the release's code. Why these: code in a shared library reaches
+# its thread-local variables (3.12 on: the current thread state, ``_Py_tss_tstate``) through
+# the dynamic TLS models, a call to ``__tls_get_addr`` (and, the first time in a thread, its
+# slow path) on every access; an executable, libpython linked in, uses the local-exec model,
+# an offset from %fs and no call at all. The dynamic linker's lazy binding
+# (``_dl_runtime_resolve*``, ``_dl_fixup``) is not on the list: a python binary linked
+# statically against libpython still calls libc through its PLT, so both linkages run it.
+SHARED_LIBPYTHON_ONLY = ("__tls_get_addr", "__tls_get_addr_slow", "update_get_addr",
+                         "tls_get_addr_tail")
+
+
+def shared_libpython_only(name: str) -> bool:
+    """Whether only a shared libpython runs function ``name`` (SHARED_LIBPYTHON_ONLY)."""
+    return canonical_function(name) in SHARED_LIBPYTHON_ONLY
 
 
 def canonical_function(name: str) -> str:
@@ -123,16 +153,21 @@ def _compressed(value: str, table: dict) -> str:
 
 
 def read_profile(path: Path) -> dict:
-    """{"events": {event: total}, "functions": {name: {"file": str, event: self cost}}}.
+    """{"events": {event: total}, "functions": {name: {"file": str, event: self cost,
+    "calls": times entered}}}.
 
     Self costs are summed over every object a function name appears in (two libraries
-    with a function of one name are one row: names are how functions are matched).
+    with a function of one name are one row: names are how functions are matched). A
+    function's calls are the ``calls=N`` of every call edge into it, summed over its
+    callers (a recursion's levels are one function, so its inner calls count too); a
+    function entered in the window but with no self cost there is a row with zero costs.
     """
     fn_names, file_names = {}, {}
     events, positions = None, 1
     summary = None
     functions = {}
-    current, current_file, after_calls = None, UNKNOWN_FILE, False
+    entered = {}                 # callee -> calls into it
+    current, current_file, callee, after_calls = None, UNKNOWN_FILE, None, False
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
@@ -163,9 +198,14 @@ def read_profile(path: Path) -> dict:
                 functions.setdefault(current, {"file": current_file,
                                                **{event: 0 for event in events or EVENTS}})
             elif key == "cfn":
-                _compressed(value, fn_names)
+                callee = RECURSION_LEVEL.sub("", _compressed(value, fn_names))
             elif key == "calls":
                 after_calls = True
+                count = value.split()
+                if callee is None or not count or not count[0].isdigit():
+                    raise CallgrindFormatError(f"{path}: a calls= line without its cfn= "
+                                               f"or count: {line.strip()[:80]!r}")
+                entered[callee] = entered.get(callee, 0) + int(count[0])
             elif line.startswith("events:"):
                 events = line.split()[1:]
             elif line.startswith("positions:"):
@@ -174,20 +214,44 @@ def read_profile(path: Path) -> dict:
                 summary = dict(zip(events, (int(v) for v in line.split()[1:])))
     if events is None or summary is None:
         raise CallgrindFormatError(f"{path}: no events or summary line")
+    for name, calls in entered.items():
+        functions.setdefault(name, {"file": UNKNOWN_FILE, **{event: 0 for event in events}})
+    for name, costs in functions.items():
+        costs["calls"] = entered.get(name, 0)
     return {"events": {e: summary.get(e, 0) for e in events}, "functions": functions}
 
 
 def kept_functions(profile: dict) -> list:
-    """[[name, file, self instructions]] of the functions above FUNCTION_SHARE of the total,
-    largest first: the compact form stored per op."""
+    """[[name, file, self instructions, calls]]: the functions above FUNCTION_SHARE of the
+    total (at most MAX_FUNCTIONS), largest first, then those of the MAX_CALLED_FUNCTIONS
+    most-entered functions that are not among them, most entered first: the compact form
+    stored per op. ``calls``: the times the function was entered in the window."""
     total = profile["events"].get("Ir", 0)
     if total <= 0:
         return []
-    rows = sorted(((name, costs["file"], costs.get("Ir", 0))
+    rows = sorted(((name, costs["file"], costs.get("Ir", 0), costs.get("calls", 0))
                    for name, costs in profile["functions"].items()),
-                  key=lambda row: -row[2])
-    return [[name, file, ir] for name, file, ir in rows[:MAX_FUNCTIONS]
-            if ir >= FUNCTION_SHARE * total]
+                  key=lambda row: (-row[2], row[0]))
+    kept = [list(row) for row in rows[:MAX_FUNCTIONS] if row[2] >= FUNCTION_SHARE * total]
+    names = {row[0] for row in kept}
+    most_entered = sorted((row for row in rows if row[3] > 0),
+                          key=lambda row: (-row[3], row[0]))[:MAX_CALLED_FUNCTIONS]
+    return kept + [list(row) for row in most_entered if row[0] not in names]
+
+
+def entered_bound(functions: list) -> int | None:
+    """At most how many times (in the window) a function missing from a side's kept
+    functions was entered; None when the entries carry no calls (a file of before they
+    were kept: nothing is known of what was not entered).
+
+    kept_functions keeps the MAX_CALLED_FUNCTIONS most-entered functions of the window, so
+    a function that is not there was entered at most as often as the MAX_CALLED_FUNCTIONS-th
+    most-entered entry; with fewer entered entries than that, every entered function is
+    there, and one that is not was never entered (0)."""
+    if not functions or any(len(entry) < 4 for entry in functions):
+        return None
+    by_calls = sorted((entry[3] for entry in functions if entry[3] > 0), reverse=True)
+    return by_calls[MAX_CALLED_FUNCTIONS - 1] if len(by_calls) >= MAX_CALLED_FUNCTIONS else 0
 
 
 def cache_counts(profile: dict) -> dict:
@@ -208,26 +272,64 @@ def estimated_cycles(instructions: int, cache: dict) -> int | None:
     return (accesses - l1_misses) + LL_HIT_CYCLES * (l1_misses - ram) + RAM_HIT_CYCLES * ram
 
 
+# A function entered on one side and not among the other side's kept functions is "entered
+# on one side only" when it was entered at least once a call there and more than
+# ENTERED_FACTOR times the other side's bound (entered_bound): so many more entries that the
+# other side cannot be taking the same path as often.
+ENTERED_FACTOR = 2
+
+
+def _per_call(functions: list, calls: int) -> dict:
+    """{canonical name: (file, self instructions per call, [names], entries per call or
+    None)}: calls are None when an entry carries none (a file of before they were kept)."""
+    found = {}
+    for entry in functions:
+        name, file, ir = entry[:3]
+        entered = entry[3] if len(entry) > 3 else None
+        key = canonical_function(name)
+        _, total, names, times = found.get(key, (file, 0.0, [], 0.0))
+        times = None if times is None or entered is None else times + entered / calls
+        found[key] = (file, total + ir / calls, names + [RECURSION_LEVEL.sub("", name)], times)
+    return found
+
+
+def entered_one_side(a_functions: list, b_functions: list, calls_a: int, calls_b: int,
+                     limit: int = 5) -> list:
+    """Functions entered on one side and (as good as) never on the other, most entered first:
+    {"name", "side" ("a" or "b": where it was entered), "calls" (entries per call there),
+    "bound" (at most this many entries per call on the other side; 0: never)}. Only where
+    both sides' entries carry calls (entered_bound); [] otherwise: nothing is guessed."""
+    bound_a, bound_b = entered_bound(a_functions), entered_bound(b_functions)
+    if bound_a is None or bound_b is None:
+        return []
+    a, b = _per_call(a_functions, calls_a), _per_call(b_functions, calls_b)
+    found = []
+    for side, here, there, bound in (("a", a, b, bound_b / calls_b),
+                                     ("b", b, a, bound_a / calls_a)):
+        for name, (_, _, _, times) in here.items():
+            if name in there or not times or times < 1 or times <= ENTERED_FACTOR * bound:
+                continue
+            found.append({"name": name, "side": side, "calls": times, "bound": bound})
+    found.sort(key=lambda row: (-row["calls"], row["name"]))
+    return found[:limit]
+
+
 def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, calls_b: int,
-                            top: int = 5) -> list:
-    """The ``top`` functions whose self instructions per call changed most from A to B.
+                            top: int | None = 5, entered: int = 0) -> list:
+    """The ``top`` functions (None: all) whose self instructions per call changed most from A
+    to B, then
+    up to ``entered`` functions entered on one side only (entered_one_side) not among them:
+    a path one side takes shows even when its self cost is small.
 
     Rows: {"name" (canonical_function's), "names" ({"a": [...], "b": [...]}: the names
     callgrind gave on each side), "file", "a", "b" (per call; None when the function is
     not among that side's kept functions: below FUNCTION_SHARE of its instructions, or
-    absent), "share" (of the whole change of the kept functions, signed)}. Functions are
-    matched by ``canonical_function``; one that is still two names after it (inlined into
-    another, new) shows as two one-sided rows, never dropped.
+    absent), "calls_a", "calls_b" (times entered per call; None when not kept on that side
+    or when its file has no calls), "share" (of the whole change of the kept functions,
+    signed)}. Functions are matched by ``canonical_function``; one that is still two names
+    after it (inlined into another, new) shows as two one-sided rows, never dropped.
     """
-    def per_call(functions, calls):
-        found = {}
-        for name, file, ir in functions:
-            key = canonical_function(name)
-            _, total, names = found.get(key, (file, 0.0, []))
-            found[key] = (file, total + ir / calls,
-                          names + [RECURSION_LEVEL.sub("", name)])
-        return found
-    a, b = per_call(a_functions, calls_a), per_call(b_functions, calls_b)
+    a, b = _per_call(a_functions, calls_a), _per_call(b_functions, calls_b)
     rows = []
     for name in set(a) | set(b):
         file = (b.get(name) or a.get(name))[0]
@@ -236,6 +338,8 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
         rows.append({"name": name, "file": file, "a": before, "b": after,
                      "names": {"a": sorted(set(a[name][2])) if name in a else [],
                                "b": sorted(set(b[name][2])) if name in b else []},
+                     "calls_a": a[name][3] if name in a else None,
+                     "calls_b": b[name][3] if name in b else None,
                      "change": (after or 0.0) - (before or 0.0)})
     total_change = sum(row["change"] for row in rows)
     # By name after the size of the change: the rows come from a set, and equal changes
@@ -243,4 +347,24 @@ def where_instructions_went(a_functions: list, b_functions: list, calls_a: int, 
     rows.sort(key=lambda row: (-abs(row["change"]), row["name"]))
     for row in rows:
         row["share"] = row["change"] / total_change if total_change else None
-    return rows[:top]
+    chosen = rows[:top]
+    if entered:
+        shown = {row["name"] for row in chosen}
+        by_name = {row["name"]: row for row in rows}
+        chosen += [by_name[one["name"]] for one in
+                   entered_one_side(a_functions, b_functions, calls_a, calls_b,
+                                    limit=len(chosen) + entered)
+                   if one["name"] not in shown][:entered]
+    return chosen
+
+
+def shared_only_change(a_functions: list, b_functions: list, calls_a: int, calls_b: int) \
+        -> tuple[float, list]:
+    """The change of self instructions per call, A to B, of the functions only a shared
+    libpython runs (shared_libpython_only), and their canonical names; a function below the
+    kept share on a side counts 0 there (its instructions are not known, and small)."""
+    a, b = _per_call(a_functions, calls_a), _per_call(b_functions, calls_b)
+    names = sorted(name for name in set(a) | set(b) if shared_libpython_only(name))
+    change = sum((b[name][1] if name in b else 0.0) - (a[name][1] if name in a else 0.0)
+                 for name in names)
+    return change, names

@@ -237,6 +237,88 @@ def candidates(changelog: Changelog, op: str, suite: str, old_version: str,
     return ranked[:limit]
 
 
+# -- a later change that may undo a step -------------------------------------------------
+
+# An entry after a step that may undo it speaks of speed in one of these words (PERF_WORDS
+# without "buffer" and "slower": a later entry about buffers, or one that reports a slowdown
+# it caused, is no sign of a step undone).
+LATER_FIX_WORDS = ("faster", "performance", "regression", "speed", "optimiz")
+
+
+@dataclass(frozen=True)
+class LaterFix:
+    """An entry of a release after a step that the ranking rule matches for the op and that
+    speaks of speed: ``candidate`` as it entered first (the earliest release), ``also`` the
+    other releases whose sections list the same number (its backports and forward ports)."""
+    candidate: Candidate
+    also: tuple
+
+
+def newest_changelogs(from_version: str, directory: Path | None = None,
+                      say: Say = lambda text: None) -> list:
+    """The changelog of the newest tarball at hand of every branch from ``from_version``'s
+    on (cache only): together they hold every later release section the cache knows of
+    (a branch's NEWS lists its own patch releases, not those of other branches)."""
+    key = version_key(from_version)
+    if key is None:
+        return []
+    newest = {}
+    for version, path in cached_tarballs(directory).items():
+        v = version_key(version)
+        if v is not None and v.release[:2] >= key.release[:2]:
+            if v.release[:2] not in newest or v > newest[v.release[:2]][0]:
+                newest[v.release[:2]] = (v, path)
+    logs = [load_tarball_changelog(path, say) for _, (_, path) in sorted(newest.items())]
+    return [log for log in logs if log is not None]
+
+
+def later_fixes(changelogs: list, op: str, suite: str, new_version: str, limit: int = 2) \
+        -> list[LaterFix]:
+    """The entries of releases after NEW (any branch, NEW's own later patch releases
+    included) that ``candidates``' rule scores above 0 for ``op`` and that say
+    LATER_FIX_WORDS, best first (score, then the earliest release): changes that may undo
+    the step, found by a stated rule, not a proof. Entries NEW already had (its own or an
+    earlier section of any of ``changelogs``) are left out."""
+    new = version_key(new_version)
+    if new is None:
+        return []
+    words = words_for(op, suite)
+    had = set()
+    for log in changelogs:
+        had |= _already_in(log, new_version)
+    best, releases = {}, {}
+    for log in changelogs:
+        for release in log.releases:
+            if version_key(release.version) <= new:
+                continue
+            for entry in release.entries:
+                if (entry.number, entry.text[:80]) in had:
+                    continue
+                text = _lower(entry.text)
+                if not any(_has(text, word) for word in LATER_FIX_WORDS):
+                    continue
+                score, matched = score_entry(entry, words)
+                if score <= 0:
+                    continue
+                releases.setdefault(entry.number, {})[version_key(release.version)] = release
+                kept = best.get(entry.number)
+                if kept is None or score > kept.score:
+                    best[entry.number] = Candidate(entry, score, matched)
+    found = []
+    for number, candidate in best.items():
+        ordered = [releases[number][v] for v in sorted(releases[number])]
+        first = ordered[0]
+        if version_key(candidate.entry.release) != version_key(first.version):
+            # the earliest release it entered: that section's own entry
+            entry = next(e for e in first.entries if e.number == number)
+            candidate = Candidate(entry, candidate.score, candidate.matched)
+        found.append(LaterFix(candidate, tuple(r.version for r in ordered[1:])))
+    found.sort(key=lambda fix: (-fix.candidate.score,
+                                version_key(fix.candidate.entry.release),
+                                fix.candidate.entry.number))
+    return found[:limit]
+
+
 # -- for the pages: the candidates of a run's release steps --------------------------------
 
 # A step from 2.x to 3.x crosses Python 3.0's new io stack (PEP 3116: open() returns io
@@ -273,6 +355,7 @@ class Why:
         self.limit = limit
         self._logs = {}
         self._steps = {}
+        self._newest = {}
 
     def changelog(self, version: str) -> Changelog | None:
         if version not in self._logs:
@@ -284,6 +367,19 @@ class Why:
             return None
         log = self.changelog(version)
         return log.release_date(version) if log else None
+
+    def later_of(self, op: str, suite: str, b: str, limit: int = 2) -> list[LaterFix]:
+        """The later changes that may undo a step to ``b`` (later_fixes), from the newest
+        changelog at hand of each branch from ``b``'s on; [] without ``b``'s exact version."""
+        new = self.versions.get(b)
+        if not new or version_key(new) is None:
+            return []
+        key = (tuple(sorted(words_for(op, suite).items())), "later", b, limit)
+        if key not in self._steps:
+            if new not in self._newest:
+                self._newest[new] = newest_changelogs(new, self.directory)
+            self._steps[key] = later_fixes(self._newest[new], op, suite, new, limit)
+        return self._steps[key]
 
     def of(self, op: str, suite: str, a: str, b: str) -> StepWhy:
         # Ops of the same families share their candidates on one step: computed once.

@@ -538,10 +538,52 @@ def count_move(rows, op: str, before: str, after: str,
 
 
 def where_instructions_went(functions: dict, op: str, before: str, after: str,
-                            top: int = 5) -> list:
+                            top: int | None = 5, entered: int = 0) -> list:
     """The ``top`` functions whose self instructions per call changed most from ``before``
-    to ``after`` (iomatrix.callgrind.where_instructions_went); [] without both sides."""
+    to ``after``, and up to ``entered`` functions entered on one side only
+    (iomatrix.callgrind.where_instructions_went); [] without both sides."""
     a, b = functions.get((before, op)), functions.get((after, op))
     if not a or not b:
         return []
-    return callgrind.where_instructions_went(a[1], b[1], a[0], b[0], top)
+    return callgrind.where_instructions_went(a[1], b[1], a[0], b[0], top, entered)
+
+
+def calls_known(functions: dict, op: str, series: str) -> bool:
+    """Whether ``series``' kept functions of ``op`` carry the times each was entered (files
+    counted before that have three-element entries: calls unknown)."""
+    side = functions.get((series, op))
+    return bool(side) and callgrind.entered_bound(side[1]) is not None
+
+
+def entered_bound(functions: dict, op: str, series: str) -> float | None:
+    """At most how many times per call ``series`` entered a function of ``op`` that is not
+    among its kept functions (iomatrix.callgrind.entered_bound); None when unknown."""
+    side = functions.get((series, op))
+    bound = callgrind.entered_bound(side[1]) if side else None
+    return None if bound is None else bound / side[0]
+
+
+def entered_one_side(functions: dict, op: str, before: str, after: str,
+                     limit: int = 20) -> list | None:
+    """The functions entered on one side only (iomatrix.callgrind.entered_one_side); None
+    when a side's calls are unknown (calls_known) or it kept no functions."""
+    if not (calls_known(functions, op, before) and calls_known(functions, op, after)):
+        return None
+    a, b = functions[(before, op)], functions[(after, op)]
+    return callgrind.entered_one_side(a[1], b[1], a[0], b[0], limit)
+
+
+def shared_only_change(functions: dict, op: str, before: str, after: str) \
+        -> tuple[float, list] | None:
+    """(change of self instructions per call, names) of the functions only a shared
+    libpython runs (iomatrix.callgrind.shared_only_change); None without both sides."""
+    a, b = functions.get((before, op)), functions.get((after, op))
+    if not a or not b:
+        return None
+    return callgrind.shared_only_change(a[1], b[1], a[0], b[0])
+
+
+def instructions_per_call(rows, op: str, series: str) -> float | None:
+    """``series``' instructions per call of ``op`` from the counting pass; None uncounted."""
+    row = lookup(rows).by_key.get((series, op, "instructions"))
+    return row["per_call"] if row else None

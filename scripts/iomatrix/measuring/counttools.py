@@ -205,8 +205,8 @@ def callgrind_dumps(attempt_dir: Path) -> list:
 
 def window_counts(dump: Path) -> dict | None:
     """What the counting pass keeps of one window's dump: {"instructions": Ir, "cache":
-    {event: total} (empty without cache simulation), "functions": [[name, file, self Ir]]};
-    None when the dump cannot be read."""
+    {event: total} (empty without cache simulation), "functions": [[name, file, self Ir,
+    calls]] (callgrind.kept_functions)}; None when the dump cannot be read."""
     try:
         profile = callgrind.read_profile(dump)
     except (OSError, callgrind.CallgrindFormatError):

@@ -11,7 +11,7 @@ import io
 import math
 import re
 
-from iomatrix import stats
+from iomatrix import callgrind, stats
 from iomatrix.analysing import counts
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import process_means, with_all_conditions
@@ -21,7 +21,7 @@ from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_
                                          table, url, wide_table)
 from iomatrix.reporting import allocator_section
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
-from iomatrix.reporting.why import candidate_lines
+from iomatrix.reporting.why import candidate_lines, later_line
 
 
 def step_title(a: str, b: str) -> str:
@@ -99,6 +99,8 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
 
 
 WHERE_TOP = 5
+LATER_TOP = 2         # later entries looked at per finding (section_candidates)
+WHERE_ENTERED = 3     # rows for functions entered on one side only, after the top ones
 
 
 def section_candidates(an: Analysis, ops: list) -> list[str]:
@@ -110,12 +112,42 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             lines += [f"- {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')} "
                       f"({f.comparison.ratio:.2f}):"]
             lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
+            suite = an.suite_of.get(f.op, "")
+            # The best later entry; a second only where a later lineage step undoes the
+            # finding with it as its top candidate (a second by score alone is mostly noise).
+            for rank, fix in enumerate(an.why.later_of(f.op, suite, f.b, LATER_TOP)):
+                undoing = undoing_steps(an, f, fix)
+                if rank == 0 or undoing:
+                    lines.append("  " + later_line(fix, undoing))
     if not lines:
         return []
     return ["## Candidate upstream changes", "",
             "For each finding, the entries of CPython's Misc/NEWS in the releases inside its "
             "step that name the op's machinery, best first (the ranking rule is in "
-            "analysing/changelog.py): candidates to read, not proofs.", ""] + lines + [""]
+            "analysing/changelog.py): candidates to read, not proofs. \"later\": an entry of "
+            "a release after the step's newer side (any branch, its own later patch releases "
+            "included) that the same rule matches and that speaks of speed, from the newest "
+            "changelog at hand of each branch: the best, and the second where a later step of "
+            "the lineage moves the other way with it as its top candidate; a candidate for a "
+            "change that undoes the step, found by that rule, not a proof.", ""] + lines + [""]
+
+
+def undoing_steps(an: Analysis, f: Finding, fix) -> list[str]:
+    """The lineage's later steps of ``f``'s op that move significantly the other way and
+    have ``fix`` as their top candidate, in words."""
+    said = []
+    if (f.a, f.b) not in an.steps:
+        return said
+    suite = an.suite_of.get(f.op, "")
+    for a, b in an.steps[an.steps.index((f.a, f.b)) + 1:]:
+        c = an.step_cmp.get((f.op, a, b))
+        if c is None or not c.significant or (c.ratio - 1) * (f.comparison.ratio - 1) >= 0:
+            continue
+        top = an.why.of(f.op, suite, a, b).top
+        if top is not None and top.entry.number == fix.candidate.entry.number:
+            said.append(f"the lineage's {md(a)} → {md(b)} step is {c.ratio:.2f} with it as "
+                        "its top candidate")
+    return said
 
 
 def short_file(path: str) -> str:
@@ -131,11 +163,118 @@ def fmt_count(value: float | None) -> str:
     return fmt_value(value, ",.0f")
 
 
+def fmt_calls(value: float | None) -> str:
+    """Times entered per call: whole numbers from 10 on, two decimals below (0.33: once in
+    three calls)."""
+    if value == 0:
+        return "0"
+    return fmt_value(value, ",.0f" if value is not None and value >= 10 else ",.2f")
+
+
+def calls_cell(value: float | None, bound: float | None) -> str:
+    """A function's calls per call on one side; where it is not among that side's kept
+    functions and the side's calls are known, the most it can have been entered (≤ N, 0:
+    never)."""
+    if value is None and bound is not None:
+        return "0" if bound == 0 else f"≤ {fmt_calls(bound)}"
+    return fmt_calls(value)
+
+
+def signed_count(value: float) -> str:
+    """+812K, −1.05M: a change of instructions per call in three digits."""
+    size = abs(value)
+    text = (f"{size / 1e6:.3g}M" if size >= 1e6 else f"{size / 1e3:.3g}K" if size >= 1e3
+            else f"{size:.0f}")
+    return ("+" if value >= 0 else "−") + text
+
+
+def entered_words(entered: list, a: str, b: str, changes: dict | None = None,
+                  total: float | None = None) -> list[str]:
+    """The functions entered on one side only, in words: grouped by side, those entered
+    about equally often (within 10%) in one clause, since they are likely one path; with
+    ``changes`` ({name: change of self instructions per call}) and ``total`` (the step's
+    change of instructions per call), what their own instructions add up to."""
+    lines = []
+    for side, here, there in (("b", b, a), ("a", a, b)):
+        rows = [row for row in entered if row["side"] == side]
+        if not rows:
+            continue
+        bound = rows[0]["bound"]
+        never = f"never under {md(there)}" if bound == 0 else \
+            f"under {md(there)} at most {fmt_calls(bound)} times a call (none of them is " \
+            f"among {md(there)}'s {callgrind.MAX_CALLED_FUNCTIONS} most-entered functions)"
+        groups = []
+        for row in rows:
+            if groups and row["calls"] >= 0.9 * groups[-1][0]["calls"]:
+                groups[-1].append(row)
+            else:
+                groups.append([row])
+        clauses = []
+        for group in groups:
+            names = ", ".join(code(row["name"]) for row in group)
+            low, high = group[-1]["calls"], group[0]["calls"]
+            times = fmt_calls(high) if fmt_calls(low) == fmt_calls(high) else \
+                f"{fmt_calls(low)} to {fmt_calls(high)}"
+            own = "" if changes is None else "; own instructions " + signed_count(
+                sum(changes.get(row["name"], 0.0) for row in group)) + " a call" + \
+                (" together" if len(group) > 1 else "")
+            clauses.append(f"{names} ({times} times a call{' each' if len(group) > 1 else ''}"
+                           f"{own})")
+        own = ""
+        if changes is not None:
+            change = sum(changes.get(row["name"], 0.0) for row in rows)
+            share = f", {change / total:.0%} of the change" if total and change / total > 0 \
+                else ""
+            own = f" Their own instructions in all: {signed_count(change)} a call{share}."
+        lines.append(f"Entered under {md(here)}, {never}: "
+                     + "; ".join(clauses) + f": a path {md(there)} does not take "
+                     f"(or not as often).{own}")
+    return lines
+
+
+def linkage_of(an: Analysis, series: str) -> str | None:
+    """"shared" or "static" as the run read it from the interpreter's binary (the probe's
+    ``linkage``); None when the run did not record it."""
+    found = (an.data.manifest.get("interpreters", {}).get(series) or {}).get("linkage")
+    return found if found in ("shared", "static") else None
+
+
+def shared_share_line(an: Analysis, op: str, a: str, b: str) -> str | None:
+    """The share of a step's instruction change in functions only a shared libpython runs
+    (callgrind.SHARED_LIBPYTHON_ONLY), with both sides' linkage as the run recorded it;
+    None when no such function was kept on either side."""
+    found = counts.shared_only_change(an.functions, op, a, b)
+    before = counts.instructions_per_call(an.counted, op, a) if an.counted else None
+    after = counts.instructions_per_call(an.counted, op, b) if an.counted else None
+    if not found or not found[1] or before is None or after is None:
+        return None
+    change, names = found
+    total = after - before
+    share = f" ({change / total:.0%})" if total and change / total > 0 else ""
+    linkage = {side: linkage_of(an, side) for side in (a, b)}
+    missing = [side for side, kind in linkage.items() if kind is None]
+    if missing:
+        said = ("the run did not record the linkage of "
+                + " and ".join(code(side) for side in missing)
+                + " (read from the binary since issue 35): whether they are shared builds "
+                "is not known")
+    elif linkage[a] == linkage[b] == "shared":
+        said = "both sides are shared builds (the linkage the run read from each binary)"
+    else:
+        said = (f"{code(a)} is {linkage[a]}, {code(b)} {linkage[b]} (the linkage the run "
+                "read from each binary)")
+    return (f"Of {signed_count(total)} instructions a call, {signed_count(change)}{share} are "
+            f"{', '.join(code(name) for name in names)}, which only a shared libpython runs; "
+            f"{said}.")
+
+
 def section_functions(an: Analysis, ops: list) -> list[str]:
     """Where the instructions went: for each finding of these ops whose instructions moved
     beyond the counts' threshold, the functions whose self instructions per call changed
-    most (callgrind, counting pass), matched by name; a function kept on one side only
-    shows "—" on the other (below the kept share there, renamed or inlined)."""
+    most (callgrind, counting pass), matched by name, and those entered on one side only;
+    a function kept on one side only shows "—" on the other (below the kept share there,
+    renamed or inlined). Under the table: the functions entered on one side only in words,
+    and the share in functions only a shared libpython runs."""
     functions = an.functions
     if not functions:
         return []
@@ -147,17 +286,41 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
         if not move or move["instructions"] is None or \
                 abs(move["instructions"]) <= counts.INSTRUCTIONS_MOVE:
             continue
-        rows = counts.where_instructions_went(functions, f.op, f.a, f.b, WHERE_TOP)
+        rows = counts.where_instructions_went(functions, f.op, f.a, f.b, WHERE_TOP,
+                                              entered=WHERE_ENTERED)
         if not rows:
             continue
+        bound_a, bound_b = (counts.entered_bound(functions, f.op, side) for side in (f.a, f.b))
         table_rows = [[code(r["name"]), md(short_file(r["file"])), fmt_count(r["a"]),
                        fmt_count(r["b"]),
+                       calls_cell(r["calls_a"], bound_a if not r["names"]["a"] else None),
+                       calls_cell(r["calls_b"], bound_b if not r["names"]["b"] else None),
                        fmt_value(r["share"], "+.0%", signed=True)] for r in rows]
         lines += [f"### {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')}: instructions "
                   f"{fmt_value(move['instructions'], '+.1%', signed=True)}", "",
                   table(table_rows, ["function", "file", f"{md(f.a)} per call",
-                                     f"{md(f.b)} per call", "share of the change"],
-                        ["left", "left", "right", "right", "right"]), ""]
+                                     f"{md(f.b)} per call", f"{md(f.a)} calls per call",
+                                     f"{md(f.b)} calls per call", "share of the change"],
+                        ["left", "left", "right", "right", "right", "right", "right"]), ""]
+        entered = counts.entered_one_side(functions, f.op, f.a, f.b)
+        unknown = [side for side in (f.a, f.b) if not counts.calls_known(functions, f.op, side)]
+        every = counts.where_instructions_went(functions, f.op, f.a, f.b, top=None)
+        before, after = (counts.instructions_per_call(an.counted, f.op, side)
+                         for side in (f.a, f.b))
+        notes = entered_words(entered, f.a, f.b, {r["name"]: r["change"] for r in every},
+                              after - before if None not in (before, after) else None) \
+            if entered else []
+        if unknown:
+            files = "its counters file was" if len(unknown) == 1 else \
+                "their counters files were"
+            notes.append("Calls per call unknown for " + " and ".join(code(s) for s in unknown)
+                         + f": {files} written before the counting pass kept them (counting "
+                         "the run again adds them); which functions a side did not enter is "
+                         "not said.")
+        shared = shared_share_line(an, f.op, f.a, f.b)
+        if shared:
+            notes.append(shared)
+        lines += [note for line in notes for note in (line, "")]
     if not lines:
         return []
     return ["## Where the instructions went", "",
@@ -165,7 +328,13 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
             f"{counts.INSTRUCTIONS_MOVE:.0%}: the {WHERE_TOP} functions whose own instructions "
             "per call changed most (callgrind's self counts in the counting pass, on its "
             "smaller fixtures; functions matched by name; —: below the kept share on that "
-            "side, or not there at all).", ""] + lines
+            "side, or not there at all), then up to "
+            f"{WHERE_ENTERED} functions entered on one side only; calls per call: the times "
+            "a function was entered per counted call (the calls into it in callgrind's call "
+            "graph; 0 for one already running when the window began, such as the eval "
+            "loop), kept for the functions above the share and the "
+            f"{callgrind.MAX_CALLED_FUNCTIONS} most-entered; ≤ N: not among that side's kept "
+            "functions, so entered at most N times a call.", ""] + lines
 
 
 def section_times(an: Analysis, ops: list, rows: list, order: list,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from iomatrix.analysing.changelog import Candidate, StepWhy
+from iomatrix.analysing.changelog import Candidate, LaterFix, StepWhy
 from iomatrix.reporting.markdown import md
 
 EXCERPT_CHARS = 110
@@ -97,3 +97,16 @@ def likely_causes(tops: list) -> list[str]:
         label = "rows" if len(rows) > 1 else "row"
         lines.append(f"- {label} {', '.join(map(str, rows))}: {md(note)}")
     return lines + [""]
+
+
+def later_line(fix: LaterFix, lineage: list[str]) -> str:
+    """A suite page's line for a later change that may undo a finding (changelog.later_fixes):
+    linked from its number, its first release and date, the other releases that list it, an
+    excerpt; then ``lineage``: the later lineage steps of the op that move the other way
+    with it as their top candidate, already in words."""
+    c = fix.candidate
+    also = f"; also {', '.join(md(version) for version in fix.also)}" if fix.also else ""
+    said = f"- later: {link(c)} ({release_of(c)}{also}): {excerpt(c.entry.text)}"
+    if lineage:
+        said += f" ({'; '.join(lineage)})"
+    return said

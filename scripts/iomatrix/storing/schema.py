@@ -433,7 +433,9 @@ class CountedOp(Ours):
     cache: Optional[dict[str, Count]] = Field(
         None, description="callgrind's simulated cache events (iomatrix.callgrind.EVENTS[1:])")
     functions: Optional[list[list[str | Count]]] = Field(
-        None, description="[name, file, self instructions] above a small share of the total")
+        None, description="[name, file, self instructions, calls] above a small share of "
+        "the total and the most-entered (iomatrix.callgrind.kept_functions); files of before "
+        "calls were kept have [name, file, self instructions]")
     failed: dict[str, str] = {}
 
 

@@ -1,0 +1,76 @@
+"""The suite page's "Where the instructions went" for a step (issue 35): calls per call on
+both sides, the functions entered on one side only in words, the share of the step in
+functions only a shared libpython runs with both sides' linkage, and counters files of before
+calls were kept (three-element entries) read as calls unknown."""
+from __future__ import annotations
+
+import json
+
+from iomatrix import callgrind
+from iomatrix.analysing import analysis, counts
+from iomatrix.reporting import pages
+from iomatrix.storing import store
+from test_changelog import TRIMMED_313, later_fix_run
+
+OP = "read_byLines_binaryMode"
+
+
+def section(run) -> list[str]:
+    page = "\n".join(pages.build_pages(analysis.load_run(run)).suites.values())
+    lines = page.replace("\u00a0", " ").splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith(f"### `{OP}`, 3.11 → 3.12: instructions +"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")),
+               len(lines))
+    return lines[start:end]
+
+
+def test_calls_per_call_the_path_entered_on_one_side_and_the_shared_share(tmp_path,
+                                                                          monkeypatch):
+    lines = section(later_fix_run(tmp_path, monkeypatch, TRIMMED_313))
+    text = "\n".join(lines)
+    assert "3.11 calls per call" in lines[2] and "3.12 calls per call" in lines[2]
+    tls = next(line for line in lines if line.startswith("| `__tls_get_addr`"))
+    assert "≤ 100" in tls and "74,000" in tls       # at most the 30th most-entered of 3.11
+    assert ("Entered under 3.12, under 3.11 at most 100 times a call (none of them is among "
+            "3.11's 30 most-entered functions): `__tls_get_addr` (74,000 times a call; own "
+            "instructions +800K a call); `_io__Buffered_readline` (8,000 times a call; own "
+            "instructions +300K a call): a path 3.11 does not take (or not as often). Their own "
+            "instructions in all: +1.1M a call, 77% of the change.") in text
+    assert ("Of +1.42M instructions a call, +800K (56%) are `__tls_get_addr`, which only a "
+            "shared libpython runs; both sides are shared builds") in text
+
+
+def test_a_side_without_its_linkage_is_named_and_nothing_guessed(tmp_path, monkeypatch):
+    text = "\n".join(section(later_fix_run(tmp_path, monkeypatch, TRIMMED_313,
+                                           linkage=(None, "shared"))))
+    assert "the run did not record the linkage of `3.11`" in text
+    assert "whether they are shared builds is not known" in text
+    assert "both sides are shared builds" not in text
+
+
+def test_old_counters_files_without_calls_read_as_calls_unknown(tmp_path, monkeypatch):
+    run = later_fix_run(tmp_path, monkeypatch, TRIMMED_313)
+    for series in ("3.11", "3.12"):
+        path = run.path / f"{series}{store.COUNTERS_SUFFIX}"
+        document = json.loads(path.read_text())
+        entry = document["ops"][OP]
+        entry["functions"] = [row[:3] for row in entry["functions"]]
+        path.write_text(json.dumps(document))
+    functions = counts.load_functions(run.path)
+    assert not counts.calls_known(functions, OP, "3.11")
+    assert counts.entered_one_side(functions, OP, "3.11", "3.12") is None
+    rows = counts.where_instructions_went(functions, OP, "3.11", "3.12", entered=3)
+    assert rows and all(r["calls_a"] is None and r["calls_b"] is None for r in rows)
+    text = "\n".join(section(run))
+    assert "Calls per call unknown for `3.11` and `3.12`: their counters files were" in text
+    assert "Entered under" not in text and "≤" not in text
+
+
+def test_one_side_with_calls_and_one_without_says_nothing_of_what_was_not_entered():
+    new = [["f", "f.c", 100, 5], ["g", "g.c", 50, 3000]]
+    old = [["f", "f.c", 100]]
+    assert callgrind.entered_bound(old) is None and callgrind.entered_bound(new) == 0
+    assert callgrind.entered_one_side(old, new, 1, 1) == []
+    assert callgrind.entered_one_side([["f", "f.c", 100, 5]], new, 1, 1) == [
+        {"name": "g", "side": "b", "calls": 3000.0, "bound": 0.0}]
