@@ -276,4 +276,8 @@ def tests(session: nox.Session) -> None:
     # core busy), so four finish in about half the time. worksteal balances the long tests;
     # a module-scoped fixture may then be built once per worker that runs its tests.
     session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "4",
-                                                 "--dist", "worksteal"]))
+                                                 "--dist", "worksteal"]),
+                # Python may keep the bytecode it compiles: uv installs no .pyc files, so with
+                # PYTHONDONTWRITEBYTECODE set each of the tests' hundred-odd processes that
+                # import pandas and scipy compiled them anew (4 s of a report's 6 s here).
+                env={"PYTHONDONTWRITEBYTECODE": None})

@@ -275,6 +275,15 @@ def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_p
     rows = store.load_series(run.series_file("3.13@default"))
     assert {r["allocator"] for r in rows} == {"default"} and len(rows) == 14
     assert {r["allocator"] for r in store.load_series(run.series_file("3.13"))} == {"steady"}
+    for label in ("2.7@default", "3.13@default"):
+        # The untouched allocator times one op per worker process: every run says no op was
+        # timed before it in its process (pyperf keeps a value all runs share in the
+        # benchmark's metadata).
+        series = json.loads(run.series_file(label).read_text())
+        earlier = {r.get("metadata", {}).get("iomatrix_earlier_ops",
+                                             b["metadata"].get("iomatrix_earlier_ops"))
+                   for b in series["benchmarks"] for r in b["runs"]}
+        assert earlier == {0}, (label, earlier)
     main = (tmp_path / "reports" / "latest.md").read_text()
     assert "## What an ordinary program sees" in main
     assert "today, glibc untouched" in main

@@ -28,6 +28,9 @@ from iomatrix.storing import store
 from test_counters import CONDITIONS, series_of
 
 SHARE_TOLERANCE = 0.05
+# Each case is valgrind runs of a real interpreter (10-30 s on 2 shared CPUs). 3.13 stands for
+# 3.11+ (one eval loop frame per call) in the default suite; 3.11 joins with -m slow.
+SLOW_3_11 = pytest.param("3.11", marks=pytest.mark.slow)
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None or shutil.which("setarch") is None
@@ -91,7 +94,7 @@ def window_profile(tmp_path, interp, how):
 
 
 @needs_valgrind
-@pytest.mark.parametrize("label", ["3.11", "3.13"])
+@pytest.mark.parametrize("label", [SLOW_3_11, "3.13"])
 def test_the_window_agrees_with_instrumentation_from_the_start(tmp_path, machine_interpreters,
                                                                label):
     interp = need(machine_interpreters, label)
@@ -123,7 +126,7 @@ def counted_functions(tmp_path, interp, op):
 
 
 @needs_valgrind
-@pytest.mark.parametrize("label", ["3.11", "3.13"])
+@pytest.mark.parametrize("label", [SLOW_3_11, "3.13"])
 def test_a_known_hot_c_function_is_named_first(tmp_path, machine_interpreters, label):
     """A whole-file text read of ASCII text is its decode: ``ascii_decode`` runs over every
     byte; and reading lines of a binary file is the eval loop's (3.11+: a loop in one

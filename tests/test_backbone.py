@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 
@@ -140,23 +139,9 @@ def test_unknown_label_lists_the_valid_ones(tmp_path):
     assert "unknown interpreter label(s) 9.9; valid labels:" in proc.stdout + proc.stderr
 
 
-def test_bad_declared_interpreters_fail_alone(tmp_path, machine_interpreters):
-    """A declared path that is missing or not Python is named; the others still run."""
-    need(machine_interpreters, "3.13")
-    env = {**os.environ, "IOMATRIX_PYTHONS": f"ghost={tmp_path}/no/python;notpy=/bin/true"}
-    proc = run_nox("-s", "matrix", "--", "--pythons", "3.13,ghost,notpy", "--profile", "smoke",
-                   "--suite", "lutz2009", "--counters", "off",   # what fails, not what is timed
-                   "--results-dir", str(tmp_path), "--run-id", "bad", "--no-report", env=env)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0  # the session says some interpreters failed
-    assert f"{tmp_path}/no/python: no such file" in output
-    assert "/bin/true: does not behave as Python" in output
-    manifest = json.loads((tmp_path / "bad" / "manifest.json").read_text())
-    assert manifest["interpreters"]["3.13"]["status"] == "ok"
-    assert manifest["interpreters"]["ghost"]["status"] == "failed"
-    assert "no such file" in manifest["interpreters"]["ghost"]["error_tail"]
-    assert manifest["interpreters"]["notpy"]["status"] == "failed"
-    assert (tmp_path / "bad" / "3.13.json").exists()
+# Interpreters that fail (a declared path that is missing, one that is not Python, one that
+# exits 1) and the report that names them: one matrix run in tests/test_exit_codes.py
+# (test_a_matrix_with_a_failed_interpreter_exits_3_and_still_reports).
 
 
 def test_discovery_finds_the_machines_pyenv_builds(machine_interpreters):
@@ -166,17 +151,3 @@ def test_discovery_finds_the_machines_pyenv_builds(machine_interpreters):
     for interp in pyenv:
         assert interp.label == ("pypy" if interp.implementation == "pypy" else "") + \
             ".".join(map(str, interp.version_info[:2])) + ("t" if interp.free_threaded else "")
-
-
-def test_the_main_job_reports_even_when_an_interpreter_fails(tmp_path, machine_interpreters):
-    need(machine_interpreters, "3.13")
-    env = {**os.environ, "IOMATRIX_PYTHONS": f"ghost={tmp_path}/no/python"}
-    out = tmp_path / "reports" / "report.md"
-    proc = run_nox("-s", "matrix", "--", "--pythons", "3.13,ghost", "--profile", "smoke",
-                   "--suite", "lutz2009", "--counters", "off",   # what fails, not what is timed
-                   "--results-dir", str(tmp_path / "results"), "--run-id", "M", "--out", str(out),
-                   env=env)
-    assert proc.returncode != 0  # the failure is not hidden...
-    text = out.read_text()       # ...and the report is still written, naming it
-    assert "## Failed interpreters and ops" in text and "`ghost`" in text
-    assert "no such file" in text

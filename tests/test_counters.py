@@ -37,6 +37,25 @@ def fixtures(tmp_path_factory):
     return directory
 
 
+@pytest.fixture(scope="module")
+def counted_two_ops(tmp_path_factory, fixtures):
+    """``counted(interp)``: (run, entry) of interp's every counter of WHOLE_TEXT and BLOCKS,
+    counted once per module (a worker's) into one shared run; the tests of every counter and
+    of the report and compare on real counts read the same files (valgrind runs of real
+    interpreters take seconds each)."""
+    root = tmp_path_factory.mktemp("counted")
+    done = {}
+
+    def counted(interp):
+        if interp.label not in done:
+            run, _, entry = count(root, interp, [WHOLE_TEXT, BLOCKS], counters.COUNTERS,
+                                  fixtures)
+            done[interp.label] = (run, entry)
+        return done[interp.label]
+    counted.labels = done
+    return counted
+
+
 def series_of(interp, ops, label=None):
     info = interp.as_manifest()
     return counters.Series(label or interp.label, info, "c", [("lutz2009", op) for op in ops])
@@ -74,9 +93,9 @@ def test_counting_fixtures_are_smaller_and_say_so(fixtures):
 @needs_strace
 @needs_valgrind
 @pytest.mark.parametrize("label", ["2.7", "3.13", "3.14t"])
-def test_every_counter_of_two_ops(tmp_path, machine_interpreters, fixtures, label):
+def test_every_counter_of_two_ops(machine_interpreters, fixtures, counted_two_ops, label):
     interp = need(machine_interpreters, label)
-    run, _, entry = count(tmp_path, interp, [WHOLE_TEXT, BLOCKS], counters.COUNTERS, fixtures)
+    run, entry = counted_two_ops(interp)
     assert entry["status"] == "ok", entry
     document = store.read_json(run.counters_file(label))
     assert document["iomatrix_counters_version"] == 1
@@ -91,8 +110,10 @@ def test_every_counter_of_two_ops(tmp_path, machine_interpreters, fixtures, labe
     assert set(whole["rusage"]) == set(counters.RUSAGE_FIELDS)
     # a 4 KiB block loop over 358 KiB reads in several calls, even with 3.14's 128 KiB buffer
     assert document["ops"][BLOCKS]["syscalls"]["read"] >= 3
-    # nothing was written outside the work and results directories' files we know
-    assert sorted(p.name for p in run.path.iterdir()) == [f"{label}.counters.json"]
+    # nothing was written outside the work and results directories' files we know (the run
+    # is shared with the other interpreters counted in this module)
+    assert sorted(p.name for p in run.path.iterdir()) == sorted(
+        f"{counted}.counters.json" for counted in counted_two_ops.labels)
 
 
 @needs_strace
@@ -205,12 +226,11 @@ def test_matrix_without_strace_skips_syscalls_and_times(tmp_path, machine_interp
 
 @needs_strace
 @needs_valgrind
-def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, fixtures):
+def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, counted_two_ops):
     old, new = need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")
-    ops = [WHOLE_TEXT, BLOCKS]
-    run, _, _ = count(tmp_path, old, ops, ("syscalls", "instructions"), fixtures)
-    count(tmp_path, new, ops, ("syscalls", "instructions"), fixtures, slot=1)
-    rows = counts.load_counts(run.path)
+    run, _ = counted_two_ops(old)
+    counted_two_ops(new)
+    rows = [r for r in counts.load_counts(run.path) if r["series"] in ("2.7", "3.13")]
     assert {r["series"] for r in rows} == {"2.7", "3.13"}
     assert all(r["per_MiB"] > 0 for r in rows if r["counter"] == "instructions")
     found = counts.steps(rows)

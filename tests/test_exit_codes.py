@@ -33,20 +33,31 @@ def newest_cpython(machine_interpreters) -> str:
 
 def test_a_matrix_with_a_failed_interpreter_exits_3_and_still_reports(tmp_path, broken_env,
                                                                         machine_interpreters):
+    """Three ways an interpreter fails, in one run: ``broken`` exits 1, ``ghost`` is a declared
+    path that is missing, ``notpy`` is not Python. Each is named; the others still run."""
     good = newest_cpython(machine_interpreters)
+    env = {**broken_env, "IOMATRIX_PYTHONS": broken_env["IOMATRIX_PYTHONS"]
+           + f";ghost={tmp_path}/no/python;notpy=/bin/true"}
     results, out = tmp_path / "results", tmp_path / "report.md"
-    proc = run_nox("-s", "matrix", "--", "--pythons", f"{good},broken", "--profile", "smoke",
-                   "--suite", "lutz2009", "--allocator", "steady", "--aa", "none",
+    proc = run_nox("-s", "matrix", "--", "--pythons", f"{good},broken,ghost,notpy", "--profile",
+                   "smoke", "--suite", "lutz2009", "--allocator", "steady", "--aa", "none",
+                   "--counters", "off",   # what fails, not what is timed
                    "--results-dir", str(results), "--run-id", "X", "--out", str(out),
-                   env=broken_env)
+                   env=env)
     output = proc.stdout + proc.stderr
     assert proc.returncode == cli.EXIT_INTERNAL_ERROR, output
     assert "not complete: broken (failed)" in output
+    assert f"{tmp_path}/no/python: no such file" in output
+    assert "/bin/true: does not behave as Python" in output
     manifest = json.loads((results / "X" / "manifest.json").read_text())
     assert manifest["interpreters"][good]["status"] == "ok"
-    assert manifest["interpreters"]["broken"]["status"] == "failed"
-    text = out.read_text()  # the report ran after the failed session, and names it
-    assert "## Failed interpreters and ops" in text and "`broken`" in text
+    assert (results / "X" / f"{good}.json").exists()
+    for label in ("broken", "ghost", "notpy"):
+        assert manifest["interpreters"][label]["status"] == "failed", label
+    assert "no such file" in manifest["interpreters"]["ghost"]["error_tail"]
+    text = out.read_text()  # the report ran after the failed session, and names them
+    assert "## Failed interpreters and ops" in text
+    assert "`broken`" in text and "`ghost`" in text and "no such file" in text
 
 
 def test_a_bench_session_of_a_failed_interpreter_exits_3(tmp_path, broken_env):

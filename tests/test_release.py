@@ -167,6 +167,10 @@ def test_the_release_session_exits_with_the_gates_code(tmp_path, machine_interpr
     assert "no earlier 2.7 release" in done.stderr + done.stdout
 
 
+# Slow (a second real release check, 15-40 s): the default base's choice is tested above on
+# described interpreters (test_old_*, test_the_previous_patch_release_is_built_*), and a real
+# release check runs in the default suite (test_a_release_check_runs_both_with_an_aa_twin_*).
+@pytest.mark.slow
 def test_release_day_compares_with_the_previous_patch_release_of_the_same_recipe(
         tmp_path, machine_interpreters):
     """On a machine with the lineage builds of 3.13.14 and 3.13.15 (nox -s provision --

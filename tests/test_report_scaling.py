@@ -57,12 +57,13 @@ def tally_of_report(run: store.Run, monkeypatch) -> tuple[dict, pages.Pages]:
 
 def test_the_reports_work_on_the_table_does_not_grow_with_its_ops(tmp_path, monkeypatch):
     few, few_pages = tally_of_report(generated_run(tmp_path, 20), monkeypatch)
-    many, many_pages = tally_of_report(generated_run(tmp_path, 600), monkeypatch)
+    many, many_pages = tally_of_report(generated_run(tmp_path, 200), monkeypatch)
     # Both reports are whole ones: every op on the suite page, counts and allocator read.
-    assert "write_n00599_binaryMode" in many_pages.suites["lutz2009"]
+    assert "write_n00199_binaryMode" in many_pages.suites["lutz2009"]
     assert "write_n00019_binaryMode" in few_pages.suites["lutz2009"]
     assert many["count lookups built"] >= 1
-    # 30 times the ops, the same work on the table and the counts: no per-op filtering.
+    # 10 times the ops, the same work on the table and the counts: no per-op filtering
+    # (one filter per op would add 180 comparisons; 200 ops, not 600, keep it quick).
     assert many == few, (few, many)
 
 

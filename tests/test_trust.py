@@ -28,11 +28,14 @@ def smoke(interpreters, tmp_path, run_id="T", **options):
 
 
 def test_cold_cache_is_recorded_and_shown(tmp_path, machine_interpreters):
-    interp = need(machine_interpreters, "3.13")
-    manifest, _ = smoke([interp], tmp_path, cache="cold")
+    """Under 3.13 (os.posix_fadvise) and 2.7 (through ctypes), in one run."""
+    interps = [need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")]
+    manifest, _ = smoke(interps, tmp_path, cache="cold")
     assert manifest["cache"] == "cold"
+    assert manifest["interpreters"]["2.7"]["status"] == "ok"
     rows = store.load_series(tmp_path / "T" / "3.13.json")
     assert {row["cache"] for row in rows} == {"cold"}
+    assert {row["cache"] for row in store.load_series(tmp_path / "T" / "2.7.json")} == {"cold"}
     text = pages.build_report(analysis.load_run(store.Run(tmp_path, "T")))
     assert "page cache **cold**" in text
 
@@ -44,19 +47,23 @@ def test_cold_cache_where_eviction_is_impossible_is_an_error(monkeypatch):
         _fixtures.cold_cache_evictor()
 
 
-def test_cold_cache_works_on_python_2_7_through_ctypes(tmp_path, machine_interpreters):
-    interp = need(machine_interpreters, "2.7")
-    manifest, _ = smoke([interp], tmp_path, cache="cold")
-    assert manifest["interpreters"]["2.7"]["status"] == "ok"
+@pytest.fixture(scope="module")
+def both_stacks(tmp_path_factory, machine_interpreters):
+    """One smoke run of 2.7 and 3.13 under both io stacks (c, pyio): (results directory,
+    manifest, log lines), read by the tests of the pyio axis and of the native ceiling (each
+    made a run of its own)."""
+    interps = [need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")]
+    results = tmp_path_factory.mktemp("both-stacks")
+    manifest, lines = smoke(interps, results, run_id="P", io_stacks=("c", "pyio"))
+    return results, manifest, lines
 
 
-def test_the_native_ceiling_is_measured_and_shown(tmp_path, machine_interpreters):
-    interp = need(machine_interpreters, "3.13")
-    manifest, _ = smoke([interp], tmp_path)
+def test_the_native_ceiling_is_measured_and_shown(both_stacks):
+    results, manifest, _ = both_stacks
     assert manifest["native"]["status"] == "ok"
-    rows = store.load_series(tmp_path / "T" / "native.json")
+    rows = store.load_series(results / "P" / "native.json")
     assert {r["op"] for r in rows} >= {"read_byBlocks_binaryMode", "write_byBlocks_binaryMode"}
-    text = all_pages(analysis.load_run(store.Run(tmp_path, "T")))
+    text = all_pages(analysis.load_run(store.Run(results, "P")))
     assert "## Against the C program with the same call pattern" in text
     assert "share of the native ceiling" not in text
     best = manifest["native"]["best"]
@@ -132,14 +139,12 @@ def test_aa_section_reports_the_share_flagged_and_the_geometric_mean(tmp_path):
     assert "0 of 1 (0.0%)" in text and re.search(r"\|\s*meets\s*\|", text)
 
 
-def test_the_pyio_axis_is_a_series_of_its_own(tmp_path, machine_interpreters):
-    interps = [need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")]
-    manifest = runner.run_matrix(interps, suites=["lutz2009"], profile=SMOKE, results_dir=tmp_path,
-                                 run_id="P", io_stacks=("c", "pyio"), log=lambda *a: None)
+def test_the_pyio_axis_is_a_series_of_its_own(both_stacks):
+    results, manifest, _ = both_stacks
     for series in ("2.7", "2.7+pyio", "3.13", "3.13+pyio"):
         assert manifest["interpreters"][series]["status"] == "ok", series
-    assert {r["io"] for r in store.load_series(tmp_path / "P" / "3.13+pyio.json")} == {"pyio"}
-    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "P")))
+    assert {r["io"] for r in store.load_series(results / "P" / "3.13+pyio.json")} == {"pyio"}
+    text = pages.build_report(analysis.load_run(store.Run(results, "P")))
     assert "today, pure-Python io: `3.13+pyio` / `2.7`" in text
 
 
