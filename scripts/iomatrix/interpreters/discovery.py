@@ -16,9 +16,9 @@ first: with 3.14.4 .. 3.14.7 in the cache, ``3.14`` is 3.14.7, and the other pat
 releases of a minor version already labelled get their release as label (``3.14.4``,
 and pyenv's 3.13.0 keeps ``3.13`` beside the cache's ``3.13.15``). A second build of a
 label already taken gets the source as a suffix: ``3.11-debian``, ``3.13-uv``,
-``3.12-path``. A build that ``nox -s provision`` made with another recipe than the lineage's is named by its
-release and that recipe: ``3.13.15-pgo``, ``3.13.15-static``. Two paths
-to one binary (symlinks) are one interpreter. Every candidate is run once with a
+``3.12-path``. A build that ``nox -s provision`` made with another recipe than the
+lineage's is named by its release and that recipe: ``3.13.15-pgo``, ``3.13.15-static``.
+Two paths to one binary (symlinks) are one interpreter. Every candidate is run once with a
 small probe script; one that does not run is reported and skipped, except a
 declared one, which stays in the list with its error so the run records it.
 
