@@ -257,6 +257,20 @@ def test_series_conditions_come_from_the_manifest_then_the_name():
     assert condition_of(data, "3.13") == ("3.13", "steady")   # a plain name: the run's own
 
 
+def test_an_analysis_compares_the_untouched_steps_once_for_every_page():
+    from iomatrix.analysing import comparisons, conditions
+    both = constructed_run()
+    twins = both.frame["series"].str.contains("@")
+    data = RunData(None, both.manifest, both.frame[~twins].reset_index(drop=True), [],
+                   all_conditions=both.frame)
+    an = comparisons.analyse(data, None, 0.05)
+    steps = an.untouched_steps
+    assert steps is an.untouched_steps                 # cached: the findings and data.csv share it
+    assert set(steps) == {(OP, "2.7", "3.13"), ("read_allAtOnce_binaryMode", "2.7", "3.13")}
+    assert steps[(OP, "2.7", "3.13")].ratio == pytest.approx(4.0 / 0.14, rel=0.05)
+    assert steps.keys() == conditions.untouched_steps(data).keys()
+
+
 # -- the main command: both conditions in one run ----------------------------------------------
 
 def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_path):

@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from iomatrix.commands import bisect
+from iomatrix.commands import bisect, bisect_points
 from conftest import need
 
 QUIET = dict(log=lambda *a: None)
@@ -15,7 +15,7 @@ QUIET = dict(log=lambda *a: None)
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
     # python.org is not asked: the tests say what this offline machine can have
-    monkeypatch.setattr(bisect, "python_org_reachable", lambda: False)
+    monkeypatch.setattr(bisect_points, "python_org_reachable", lambda: False)
 
 
 def tree(directory):

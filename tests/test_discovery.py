@@ -281,6 +281,53 @@ def test_patch_releases_of_one_minor_version_get_labels_that_say_which(machine):
     assert found["3.15"].version == "3.15.0rc2"  # the only 3.15 keeps the short label
 
 
+def test_the_newest_patch_release_of_a_minor_version_gets_its_label(machine):
+    """3.14.4 .. 3.14.7 built in that order: "3.14" is 3.14.7 (what "3.14" means on a release
+    day and in the lineage), not the first one built; the others say which they are."""
+    for version in ("3.14.4", "3.14.5", "3.14.6", "3.14.7"):
+        machine.provisioned(version, version)
+    machine.provisioned("3.14.4t", "3.14.4", free_threaded=True)
+    machine.provisioned("3.14.7t", "3.14.7", free_threaded=True)
+    machine.provisioned("3.15.0rc1", "3.15.0rc1")
+    machine.provisioned("3.15.0rc2", "3.15.0rc2")
+    found = machine.labels()
+    assert {label: i.version for label, i in found.items()} == {
+        "3.14": "3.14.7", "3.14.4": "3.14.4", "3.14.5": "3.14.5", "3.14.6": "3.14.6",
+        "3.14t": "3.14.7", "3.14.4t": "3.14.4", "3.15": "3.15.0rc2", "3.15.0rc1": "3.15.0rc1"}
+    # Discovery's order is kept: only the labels are claimed newest first.
+    assert [i.version for i in machine.discover()][:4] == ["3.14.4", "3.14.4", "3.14.5",
+                                                          "3.14.6"]
+
+
+def test_an_earlier_source_keeps_the_minor_label_beside_newer_builds_in_the_cache(machine):
+    # As in every run so far: pyenv's 3.13.0 is "3.13", the cache's newer ones say which.
+    machine.pyenv_python("3.13.0", "3.13.0")
+    machine.provisioned("3.13.14", "3.13.14")
+    machine.provisioned("3.13.15", "3.13.15")
+    found = machine.labels()
+    assert {label: i.version for label, i in found.items()} == {
+        "3.13": "3.13.0", "3.13.14": "3.13.14", "3.13.15": "3.13.15"}
+
+
+def test_real_builds_label_the_newest_3_14_and_the_lineage_takes_it(machine_interpreters):
+    """This machine's cache (3.14.4 .. 3.14.7 when built): "3.14" is the newest, and the
+    lineage, the allocator twins' choice (planning.lineage_labels), takes that label."""
+    from iomatrix.measuring import bench, planning
+    built = [i for i in machine_interpreters.values() if i.ok and i.source == "provisioned"
+             and i.version_info[:2] == (3, 14) and not i.free_threaded
+             and re.fullmatch(r"3\.14(\.\d+)?", i.label)]
+    if len(built) < 2:
+        pytest.skip("fewer than two 3.14 patch releases in ~/.cache/iomatrix/pythons")
+    newest = max(built, key=lambda i: i.version_info)
+    assert newest.label == "3.14"
+    assert all(i.label == i.version for i in built if i is not newest)
+    lineage = planning.lineage_labels(list(machine_interpreters.values()))
+    assert "3.14" in lineage and not any(i.label in lineage for i in built if i is not newest)
+    # An A/A twin of "the newest" among 3.14's builds: 3.14.7, now labelled "3.14".
+    labels = [i.label for i in built]
+    assert bench.resolve_aa("newest", labels, list(machine_interpreters.values())) == "3.14"
+
+
 def test_a_provisioned_build_that_no_longer_runs_is_reported_and_skipped(machine):
     machine.provisioned("3.14.7t", "3.14.7", free_threaded=True)
     broken = machine.cache / "pythons" / "3.14.7" / "bin" / "python3"

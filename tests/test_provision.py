@@ -29,7 +29,7 @@ BUILD_INFO_KEYS = {
 }
 OFFLINE_URL = "http://127.0.0.1:9/x.tar.xz"  # nothing listens on the discard port
 
-from iomatrix.interpreters import provision, sources
+from iomatrix.interpreters import build_stages, provision, sources
 
 
 @pytest.fixture
@@ -342,7 +342,7 @@ def test_failed_stage_leaves_only_the_log(cache, fake_tarball, monkeypatch, caps
 
 
 def test_heartbeat_during_make(cache, fake_tarball, monkeypatch):
-    monkeypatch.setattr(provision, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(build_stages, "HEARTBEAT_SECONDS", 0.1)
     monkeypatch.setenv("FAKE_CPYTHON_MAKE_SLEEP", "0.5")
     lines = []
     provision.build("9.9.9", tarball=fake_tarball, say=lines.append)
@@ -351,7 +351,7 @@ def test_heartbeat_during_make(cache, fake_tarball, monkeypatch):
 
 
 def test_interrupt_during_make(cache, fake_tarball, monkeypatch):
-    monkeypatch.setattr(provision, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(build_stages, "HEARTBEAT_SECONDS", 0.1)
     monkeypatch.setenv("FAKE_CPYTHON_MAKE_SLEEP", "30")
     lines = []
 

@@ -24,7 +24,7 @@ import functools
 import math
 
 from iomatrix import cli, stats
-from iomatrix.analysing import changelog, counts
+from iomatrix.analysing import changelog, conditions, counts
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import (Lineage, RunData, compare_all, default_baseline, lineage,
                                          ordered_ops, ordered_series, process_means, python_ops,
@@ -197,6 +197,12 @@ class Analysis:
         """The candidate upstream changes of release steps (analysing.changelog), from the
         changelogs in the cache only: a report never downloads."""
         return changelog.Why({s: series_info(self.data, s).get("version") for s in self.order})
+
+    @functools.cached_property
+    def untouched_steps(self) -> dict:
+        """The lineage steps timed under glibc's untouched allocator too
+        (conditions.untouched_steps), compared once for the findings' notes and data.csv."""
+        return conditions.untouched_steps(self.data)
 
     def candidates_of(self, f: Finding) -> changelog.StepWhy:
         return self.why.of(f.op, self.suite_of.get(f.op, ""), f.a, f.b)

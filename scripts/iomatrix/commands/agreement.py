@@ -171,7 +171,7 @@ def load(run: store.Run, name: str, threshold: float) -> RunView:
         classified[cell] = finding
     # A further allocator condition's lineage steps (<series>@default) are cells of their own,
     # compared only with the same condition's cells of other runs.
-    for (op, a, b), c in allocator_section.untouched_steps(data).items():
+    for (op, a, b), c in an.untouched_steps.items():
         cell = Cell(op, a, b, allocator_section.UNTOUCHED)
         cells[cell] = c
         verdicts[cell] = ("slower" if c.ratio > 1 else "faster") \

@@ -11,11 +11,14 @@ Sources, in priority order (the first one to claim a label keeps the plain label
 6. Debian's ``/usr/bin/python3.X``.
 
 Labels: ``X.Y`` for CPython, ``X.Yt`` for a free-threaded build, ``pypyX.Y``
-for PyPy (its language version). A second build of a label already taken gets
-the source as a suffix: ``3.11-debian``, ``3.13-uv``, ``3.12-path``. A build that
-``nox -s provision`` made with another recipe than the lineage's is named by its
-release and that recipe: ``3.13.15-pgo``, ``3.13.15-static``. Two paths
-to one binary (symlinks) are one interpreter. Every candidate is run once with a
+for PyPy (its language version). Within a source the newest release claims its label
+first: with 3.14.4 .. 3.14.7 in the cache, ``3.14`` is 3.14.7, and the other patch
+releases of a minor version already labelled get their release as label (``3.14.4``,
+and pyenv's 3.13.0 keeps ``3.13`` beside the cache's ``3.13.15``). A second build of a
+label already taken gets the source as a suffix: ``3.11-debian``, ``3.13-uv``,
+``3.12-path``. A build that ``nox -s provision`` made with another recipe than the
+lineage's is named by its release and that recipe: ``3.13.15-pgo``, ``3.13.15-static``.
+Two paths to one binary (symlinks) are one interpreter. Every candidate is run once with a
 small probe script; one that does not run is reported and skipped, except a
 declared one, which stays in the list with its error so the run records it.
 
@@ -332,6 +335,7 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
 
     seen_binaries: set[str] = set()
     provisioned = provisioned_recipes()
+    found: list[tuple[str, str, dict]] = []     # (path, source, info), in discovery order
     for path in automatic_paths:
         real = os.path.realpath(path)
         if real in seen_binaries:
@@ -347,7 +351,12 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
             continue
         seen_binaries.add(identity)
         source = classify(path)
-        info = with_build_facts(info, source)
+        found.append((path, source, with_build_facts(info, source)))
+    labels = {}
+    versions_by_label: dict[str, str] = {}
+    for n in label_claim_order(found):
+        path, source, info = found[n]
+        real = os.path.realpath(path)
         label = natural_label(info)
         if provisioned.get(real):
             # Another recipe than the lineage's: the release and the recipe say which.
@@ -367,8 +376,41 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
             suffix_number += 1
         taken.add(label)
         versions_by_label.setdefault(natural_label(info), info.get("version"))
-        interpreters.append(Interpreter(label, path, source, info))
+        labels[n] = label
+    interpreters += [Interpreter(labels[n], path, source, info)
+                     for n, (path, source, info) in enumerate(found)]
     return interpreters
+
+
+def label_claim_order(found: list[tuple[str, str, dict]]) -> list[int]:
+    """The order in which the candidates ``found`` ((path, source, info), in discovery order)
+    claim their labels: discovery order, except that among consecutive builds of one
+    release source (pyenv's, the cache's, uv's) the newest release comes first. So with
+    3.14.4 .. 3.14.7 in the cache, "3.14" is 3.14.7 and the others are labelled 3.14.4 ..
+    3.14.6, whichever was built first: the newest release is what "3.14" means on a
+    release day and in the lineage. The sources keep their priority (pyenv's 3.13.0 keeps
+    "3.13" beside the cache's 3.13.15, as in every run so far), and PATH's and a
+    distribution's interpreters their PATH order."""
+    runs, previous = [], None
+    for _, source, _ in found:
+        runs.append(len(runs) if source != previous else runs[-1])
+        previous = source
+
+    def claim_key(n: int) -> tuple:
+        _, source, info = found[n]
+        newest_first = tuple(-part for part in release_order(info)) \
+            if source in RELEASE_SOURCES else ()
+        return runs[n], newest_first, n
+    return sorted(range(len(found)), key=claim_key)
+
+
+def release_order(info: dict) -> tuple:
+    """A probe answer's release as numbers that sort as releases do: 3.15.0rc1 < 3.15.0rc2 <
+    3.15.0 < 3.15.1 (the probe's version_info has no pre-release: it is read from the
+    version text)."""
+    pre = re.fullmatch(r"[0-9.]+(?:(a|b|rc)([0-9]+))?\+?", str(info.get("version", "")))
+    level = ({"a": 0, "b": 1, "rc": 2}[pre[1]], int(pre[2])) if pre and pre[1] else (3, 0)
+    return (*(int(part) for part in info.get("version_info", (0, 0, 0))[:3]), *level)
 
 
 def sort_key(interp: Interpreter):

@@ -6,7 +6,8 @@
 
 VERSION is X.Y.Z with an optional pre-release (3.15.0rc2) and an optional trailing
 "t" for a free-threaded build (configured --disable-gil). The tarball is found,
-fetched and checked by ``iomatrix.interpreters.sources``; this module builds it.
+fetched and checked by ``iomatrix.interpreters.sources``; this module builds it (its
+stages, their log and the new interpreter's checks: ``iomatrix.interpreters.build_stages``).
 
 A recipe is how a version is built, and so part of what a benchmark of it measures
 (RECIPES below). ``lineage``, the default, is the recipe of the interpreters already
@@ -46,7 +47,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 from iomatrix import cli, procs
 from iomatrix.interpreters import sources
@@ -58,153 +58,16 @@ from iomatrix.interpreters.cache import (BUILD_DIR_RE, BUILD_INFO, DEFAULT_RECIP
                                          recipe_named, recipe_of_build, recipe_reading_as)
 from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Version, brief,
                                         parse_version, resolve_tarball)
+# One build's stages, its log and its checks are run by interpreters.build_stages; its
+# public names (the stage error, the module lists, the timeouts) stay importable from here.
+from iomatrix.interpreters.build_stages import (  # noqa: F401
+    HEARTBEAT_SECONDS, MODULE_LIST_HEADINGS, PROBE, PROBE_TIMEOUT, STOP_GRACE_SECONDS, Builder,
+    StageError, check_in_place, clean_env, elapsed, missing_modules, new_log,
+    probe_interpreter, remove_stale_partials)
 
 UV_TIMEOUT = 15  # uv's own HTTP timeout; an offline uv fails within it
 UV_INSTALL_TIMEOUT = 600
-PROBE_TIMEOUT = 120
-HEARTBEAT_SECONDS = 30.0
-STOP_GRACE_SECONDS = 10  # for make and its compilers to exit on SIGTERM before SIGKILL
 FREE_THREADED_ARGS = ["--disable-gil"]
-
-
-# Run by the new interpreter before it is moved into place: the build must be
-# the version and the kind (free-threaded or not) that was asked for.
-# A shared build also says which libpython it loaded (Linux: /proc/self/maps), so that a
-# build which would run on another installation's library is caught.
-PROBE = ("import json, os, platform, sys, sysconfig\n"
-         "maps = '/proc/self/maps'\n"
-         "libs = sorted(set(line.split()[-1] for line in open(maps) if 'libpython' in line)) "
-         "if os.path.exists(maps) else []\n"
-         "print(json.dumps({"
-         "'python_version': platform.python_version(), "
-         "'free_threaded': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), "
-         "'sys_version': sys.version, 'libpython': libs}))")
-
-# Headings of the lists that CPython's make prints of stdlib extension modules
-# it did not build; an interpreter without _decimal or _zstd measures something
-# else, so the build info records them.
-MODULE_LIST_HEADINGS = (
-    "The necessary bits to build these optional modules were not found:",
-    "Failed to build these modules:",
-    "Following modules built successfully but were removed because they could not be imported:",
-)
-
-
-class StageError(ProvisionError):
-    def __init__(self, stage: str, log: Path, detail: str):
-        super().__init__(f"{stage} failed: {detail}; see the log: {log}")
-        self.stage = stage
-        self.log = log
-
-
-# -- building --------------------------------------------------------------------------
-
-def missing_modules(log_text: str) -> list[str]:
-    """The stdlib extension modules that make reported as not built."""
-    missing: dict[str, None] = {}
-    in_list = False
-    for line in log_text.splitlines():
-        if line.strip() in MODULE_LIST_HEADINGS:
-            in_list = True
-        elif in_list and line.strip() and not line.startswith("To find"):
-            missing.update(dict.fromkeys(line.split()))
-        else:
-            in_list = False
-    return list(missing)
-
-
-def _elapsed(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes}:{secs:02d}"
-
-
-def _new_log(logs: Path, name: str) -> Path:
-    logs.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    for n in range(1, 1000):
-        log = logs / (f"{name}-{stamp}.log" if n == 1 else f"{name}-{stamp}-{n}.log")
-        try:
-            with open(log, "x"):
-                return log
-        except FileExistsError:
-            continue
-    raise ProvisionError(f"cannot create a log file in {logs}")
-
-
-def _clean_env() -> dict[str, str]:
-    # Settings meant for the host's interpreter would leak into the new one
-    # that make install runs (ensurepip, compileall).
-    env = dict(os.environ)
-    for name in ("PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONNOUSERSITE"):
-        env.pop(name, None)
-    return env
-
-
-def _remove_stale_partials(pythons: Path, name: str, say: Say) -> None:
-    for partial in pythons.glob(f".{name}.partial-*"):
-        pid = partial.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and procs.pid_alive(int(pid)):
-            say(f"leaving {partial}: its build (pid {pid}) is still running")
-            continue
-        say(f"removing {partial}, left by an earlier build that was killed")
-        shutil.rmtree(partial, ignore_errors=True)
-
-
-class _Builder:
-    """The stages of one build, each logged to one file."""
-
-    def __init__(self, version: Version, log: Path, say: Say):
-        self.version = version
-        self.log = log
-        self.say = say
-        self.start = time.monotonic()
-        self.stage_seconds: dict[str, float] = {}
-
-    def write(self, text: str) -> None:
-        with open(self.log, "a") as f:
-            f.write(text)
-
-    def stage(self, name: str, func: Callable[[], None]) -> None:
-        begun = time.monotonic()
-        self.say(f"{name} ... (total {_elapsed(begun - self.start)})")
-        self.write(f"\n=== {name} ===\n")
-        try:
-            func()
-        except StageError:
-            raise
-        except (OSError, ValueError, KeyError, subprocess.SubprocessError, ProvisionError) as exc:
-            self.write(f"{exc}\n")
-            raise StageError(name, self.log, str(exc)) from exc
-        self.stage_seconds[name] = round(time.monotonic() - begun, 3)
-        self.say(f"{name} done in {_elapsed(self.stage_seconds[name])}")
-
-    def run(self, name: str, cmd: list[str], cwd: Path) -> None:
-        self.stage(name, lambda: self._command(name, cmd, cwd))
-
-    def _command(self, name: str, cmd: list[str], cwd: Path) -> None:
-        """Run cmd into the log, saying every HEARTBEAT_SECONDS that it is still running."""
-        self.write(f"$ cd {cwd} && {' '.join(cmd)}\n")
-        begun = time.monotonic()
-        with open(self.log, "ab") as out:
-            # A process group of its own, so that an interrupt can stop make and every
-            # compiler it started.
-            proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, env=_clean_env(),
-                                    **procs.new_group_kwargs())
-        try:
-            while True:
-                try:
-                    code = proc.wait(timeout=HEARTBEAT_SECONDS)
-                    break
-                except subprocess.TimeoutExpired:
-                    now = time.monotonic()
-                    self.say(f"{name}: still running, {_elapsed(now - begun)} in this stage, "
-                             f"{_elapsed(now - self.start)} in all (log: {self.log})")
-        finally:
-            if proc.poll() is None:  # interrupted: do not leave make running
-                procs.kill_group(proc, grace=STOP_GRACE_SECONDS)
-        if code != 0:
-            raise StageError(name, self.log, f"{cmd[0]} exited with status {code}")
 
 
 def build(version: Version | str, *, root: Path | None = None, tarball: Path | str | None = None,
@@ -245,8 +108,8 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
     say(f"tarball {source.path} (sha256 {source.sha256})")
 
     pythons.mkdir(parents=True, exist_ok=True)
-    _remove_stale_partials(pythons, name, say)
-    log = _new_log(pythons / "logs", name)
+    remove_stale_partials(pythons, name, say)
+    log = new_log(pythons / "logs", name)
     say(f"building with the {chosen.name} recipe; log: {log}")
     configure_args = [f"--prefix={final}"]
     configure_args += FREE_THREADED_ARGS if version.free_threaded else []
@@ -257,7 +120,7 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
     partial = pythons / f".{name}.partial-{os.getpid()}"
     stage_dir = partial / "stage"
     staged = stage_dir / str(final).lstrip(os.sep)
-    builder = _Builder(version, log, say)
+    builder = Builder(version, log, say)
     builder.write(f"iomatrix provision {version}, recipe {chosen.name}\ntarball: {source.path}\n"
                   f"sha256: {source.sha256}\nconfigure: {configure_args}\njobs: {jobs}\n")
     src: list[Path] = []
@@ -278,10 +141,10 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
                     break
             else:
                 raise ProvisionError(f"make install left no python3 in {bin_dir}")
-        env = _clean_env()
+        env = clean_env()
         if chosen.shared:  # its rpath names the final place, which does not exist yet
             env["LD_LIBRARY_PATH"] = str(staged / "lib")
-        probe.update(_probe(builder, python3, env))
+        probe.update(probe_interpreter(builder, python3, env))
         if probe["python_version"] != version.python_version:
             raise ProvisionError(f"the tarball built Python {probe['python_version']}, not "
                                  f"{version.python_version}")
@@ -323,7 +186,7 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
             raise ProvisionError(f"{final} appeared while building (another provision run?)")
         os.rename(staged, final)
         try:
-            builder.stage("check in place", lambda: _check_in_place(builder, final, chosen))
+            builder.stage("check in place", lambda: check_in_place(builder, final, chosen))
         except BaseException:
             os.rename(final, staged)  # not half-installed: out again, removed below
             raise
@@ -338,29 +201,9 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
                 raise ProvisionError(f"{exc}; see the log: {log}") from exc
         raise
     shutil.rmtree(partial, ignore_errors=True)
-    say(f"built {name} ({chosen.name} recipe) in {_elapsed(info['build_seconds'])} at {final}: "
+    say(f"built {name} ({chosen.name} recipe) in {elapsed(info['build_seconds'])} at {final}: "
         f"{probe['sys_version']}")
     return final
-
-
-def _probe(builder: _Builder, python3: Path, env: dict) -> dict:
-    proc = procs.run([str(python3), "-c", PROBE], timeout=PROBE_TIMEOUT, env=env)
-    builder.write(f"$ {python3} -c PROBE\n{proc.stdout}{proc.stderr}")
-    if proc.returncode != 0:
-        raise ProvisionError(f"the new interpreter does not start: {brief(proc.stderr)}")
-    return json.loads(proc.stdout)
-
-
-def _check_in_place(builder: _Builder, final: Path, recipe: Recipe) -> None:
-    """The installed interpreter starts from its final place, on its own libpython."""
-    env = _clean_env()
-    env.pop("LD_LIBRARY_PATH", None)  # it must find its library by itself
-    found = _probe(builder, final / "bin" / "python3", env)
-    foreign = [lib for lib in found.get("libpython", [])
-               if not os.path.realpath(lib).startswith(str(final) + os.sep)]
-    if recipe.shared and foreign:
-        raise ProvisionError(f"the new interpreter loads {foreign[0]}, not its own libpython "
-                             f"in {final / 'lib'} (rpath?)")
 
 
 def uv_install(versions: list[Version], http_timeout: float = UV_TIMEOUT,
@@ -370,7 +213,7 @@ def uv_install(versions: list[Version], http_timeout: float = UV_TIMEOUT,
     if uv is None:
         raise ProvisionError("--uv: uv is not installed (pip install uv); offline, build from "
                              "source instead (drop --uv)")
-    env = _clean_env()
+    env = clean_env()
     # Without these an offline uv retries for a long while before it gives up.
     env.setdefault("UV_HTTP_TIMEOUT", str(int(http_timeout)))
     env.setdefault("UV_HTTP_RETRIES", "0")

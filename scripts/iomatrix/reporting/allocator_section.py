@@ -6,7 +6,8 @@ interpreter: one timed under ``steady`` (thresholds pinned high) and one under
 series was timed under is read from the manifest's entry of the series
 (``manifest["interpreters"][series]["allocator"]``); without that field, from the
 series' name, ``<label>@<allocator>`` (``3.13@default``); a name without ``@``
-is the run's own condition (``manifest["allocator"]``, ``steady`` in older runs).
+is the run's own condition (``manifest["allocator"]``, ``steady`` in older runs):
+analysing.conditions.
 
 ``allocator_section(data)`` returns the section as markdown: first the lineage
 steps whose ratio the condition changes by more than 25%, then default against
@@ -21,30 +22,16 @@ import math
 from iomatrix import stats
 from iomatrix.analysing.analysis import (RunData, cell_values, lineage, ordered_ops, ordered_series,
                                          process_means, series_info, with_all_conditions)
+# Which condition a series was timed under lives in analysing (Analysis.untouched_steps uses
+# it); its names are re-exported here, where the report's pages and tests have used them.
+from iomatrix.analysing.conditions import (CONDITION_SEPARATOR, PINNED, UNTOUCHED,  # noqa: F401
+                                           condition_of, condition_series_name, pair_series,
+                                           untouched_steps)
 from iomatrix.reporting.markdown import code, finite, fmt_ratio, fmt_time, md, nowrap, table
 
-CONDITION_SEPARATOR = "@"
-UNTOUCHED = "default"
-PINNED = "steady"
 # A lineage step listed first: the condition moves its ratio by more than this, either way.
 STEP_CHANGE = 0.25
 TITLE = "## What the allocator costs: glibc untouched (`default`) against pinned (`steady`)"
-
-
-def condition_of(data: RunData, series: str) -> tuple[str, str | None]:
-    """(the interpreter's series name without the condition, the allocator condition)."""
-    base, separator, suffix = series.partition(CONDITION_SEPARATOR)
-    recorded = series_info(data, series).get("allocator")
-    if isinstance(recorded, str) and recorded:
-        return base, recorded
-    if separator:
-        return base, suffix
-    return base, data.manifest.get("allocator") or PINNED
-
-
-def condition_series_name(label: str, allocator: str) -> str:
-    """The name a two-condition run gives the series of ``label`` under ``allocator``."""
-    return f"{label}{CONDITION_SEPARATOR}{allocator}"
 
 
 @dataclasses.dataclass
@@ -70,15 +57,6 @@ class StepChange:
     @property
     def factor(self) -> float:
         return self.untouched.ratio / self.pinned.ratio
-
-
-def pair_series(data: RunData) -> dict:
-    """{interpreter: {allocator: series}} for the interpreters' series of the run."""
-    pairs: dict = {}
-    for series in ordered_series(data):
-        base, allocator = condition_of(data, series)
-        pairs.setdefault(base, {})[allocator] = series
-    return pairs
 
 
 def faults_per_call(data: RunData, series: str, op: str,
@@ -234,24 +212,6 @@ def op_time(means: dict, series: str, op: str) -> str:
 # -- what the main page says of the untouched allocator ---------------------------------------
 
 MAIN_TITLE = "## What an ordinary program sees: glibc's allocator untouched"
-
-
-def untouched_steps(data: RunData) -> dict:
-    """{(op, older, newer): default comparison} for the lineage steps (named by the run's own
-    condition's series) that were timed under ``default`` too."""
-    full = with_all_conditions(data)
-    means = process_means(full.frame)
-    pairs = pair_series(full)
-    releases = [r for r in lineage(data, ordered_series(data)).releases
-                if UNTOUCHED in pairs.get(r, {})]
-    found = {}
-    for op in ordered_ops(full):
-        for older, newer in zip(releases, releases[1:]):
-            a, b = pairs[older][UNTOUCHED], pairs[newer][UNTOUCHED]
-            if (a, op) in means and (b, op) in means:
-                found[(op, older, newer)] = stats.compare(means[(a, op)], means[(b, op)],
-                                                          paired=full.paired)
-    return found
 
 
 def finding_note(untouched: dict, op: str, older: str, newer: str,

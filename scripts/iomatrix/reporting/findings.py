@@ -192,8 +192,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                         f"than {an.threshold:.0%}.", ""]
     slower, faster = an.listed()
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
-    untouched = allocator_section.untouched_steps(an.data) \
-        if an.data.all_conditions is not None else {}
+    untouched = an.untouched_steps if an.data.all_conditions is not None else {}
     functions = an.functions
     with_notes = bool(counted) or bool(untouched) or any(
         bytes_on_2x_note(an, f.op, f.a) or an.recipe_check(f) for f in slower + faster) or any(

@@ -557,7 +557,7 @@ def tidy_csv(an: Analysis) -> str:
             ratio_rows("untouched_over_steady",
                        {(cell.op, by[allocator_section.UNTOUCHED]): cell.comparison},
                        lambda s, pinned=by[allocator_section.PINNED]: pinned)
-        for (op, older, newer), c in allocator_section.untouched_steps(an.data).items():
+        for (op, older, newer), c in an.untouched_steps.items():
             a, b = (pairs[x][allocator_section.UNTOUCHED] for x in (older, newer))
             ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
     return out.getvalue()
