@@ -86,7 +86,8 @@ FIRM_EVIDENCE = ("confirmed", "memory")
 def firmness_of(comparison: stats.Comparison, threshold: float, next_run: tuple | None,
                 split: bool, floor: float = 0.0, evidence: str | None = None,
                 counted: bool = False) -> str | None:
-    """A finding is "firm" when the next run's interval lies wholly beyond the threshold on
+    """A finding is "firm" when its resampled interval (``stats.next_run_interval``; the
+    argument keeps its historical name) lies wholly beyond the threshold on
     its side by at least ``floor`` (on the log scale: ``Analysis.firm_floor``), neither
     series splits into modes and, in a run that counted (``counted``), its counts back it
     (``FIRM_EVIDENCE``); "borderline" otherwise; None when it is no finding or there is no
@@ -144,14 +145,15 @@ class Analysis:
                 for r in sorted(pa) if r in pb and pa[r] > 0 and pb[r] > 0]
 
     def firm_floor(self, op: str, a: str, b: str) -> float:
-        """How far beyond the threshold (log scale) a step's next-run interval must lie to be
+        """How far beyond the threshold (log scale) a step's resampled interval must lie to be
         firm: how far the A/A twin's 95% interval on the same op reaches from 1 in this run
         (the largest, with several twins); in a run without an A/A interval on the op, half
         the width of the step's own 95% interval.
 
         Why: a firm finding should be a finding again in the next run, and that asks for the
         next run's own interval to clear 1, not only for its estimate to land beyond the
-        threshold, which is all the next-run interval predicts. With 8 rounds (a main command
+        threshold, which is all the resampled interval was meant to predict (and it does
+        not quite: stats.next_run_interval). With 8 rounds (a main command
         of every interpreter here) one round of the next run that goes the other way takes
         the significance of a 10-20% step (its signed-rank interval then crosses 1), and the
         step's own 8 rounds need not show such a round. The A/A twin times the same op in the
