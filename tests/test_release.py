@@ -185,3 +185,17 @@ def test_release_day_compares_with_the_previous_patch_release_of_the_same_recipe
     assert comment.startswith("## Release check: `3.13.15` (3.13.15) against `3.13.14` (3.13.14)")
     assert f"| recipe | {new.recipe} | {new.recipe} |" in comment
     assert "The builds differ" not in comment
+
+
+def test_a_release_comment_is_named_by_the_release_where_the_label_is_only_the_minor():
+    # discovery gives "3.14" to the newest 3.14 build: two release days of 3.14 (3.14.6, then
+    # 3.14.7) must not write the same comment file or run id.
+    from iomatrix.commands.release import release_name
+    from iomatrix.interpreters.discovery import Interpreter
+    newest = Interpreter("3.14", "/x/3.14.7/bin/python3", "cache", {"version": "3.14.7"})
+    older = Interpreter("3.14.6", "/x/3.14.6/bin/python3", "cache", {"version": "3.14.6"})
+    pgo = Interpreter("3.13.15-pgo", "/x/pgo/bin/python3", "cache", {"version": "3.13.15"})
+    free = Interpreter("3.14t", "/x/t/bin/python3", "cache", {"version": "3.14.7", "free_threaded": True})
+    unknown = Interpreter("3.14", "/x/bin/python3", "cache", {})
+    assert [release_name(i) for i in (newest, older, pgo, free, unknown)] == \
+        ["3.14.7", "3.14.6", "3.13.15-pgo", "3.14t", "3.14"]

@@ -311,6 +311,15 @@ def context_lines(args, manifest: dict, new, old) -> list[str]:
     return lines
 
 
+def release_name(interp) -> str:
+    """The name a release's comment and run carry: the release (3.14.7) where the label is
+    only its minor version (discovery gives "3.14" to the newest 3.14 build), so that two
+    release days of one minor never share a file; any other label (3.13.15-pgo, 3.14t) as it
+    is. Versions are held to platform.python_version()'s form by the probe: never a path."""
+    minor = ".".join(str(interp.version).split(".")[:2])
+    return str(interp.version) if interp.label == minor else interp.label
+
+
 def comment_path(args, new_label: str, old_label: str) -> Path:
     if args.out is not None:
         return args.out
@@ -354,7 +363,8 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
         print(f"release: error: {exc}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     if args.run_id is None:
-        args.run_id = f"release-{new.label}-vs-{old.label}-{bench.DEFAULT_RUN_ID}"[:cli.MAX_NAME_LENGTH]
+        args.run_id = (f"release-{release_name(new)}-vs-{release_name(old)}-"
+                       f"{bench.DEFAULT_RUN_ID}")[:cli.MAX_NAME_LENGTH]
     if args.allow_recipe_change:  # compare then gates the recipe change it states
         args.allow_condition_change = True
     log(f"release: {new.label} ({new.version}, {new.executable}) against {old.label} "
@@ -391,7 +401,7 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
             f"<code>{html.escape(visible(old.label))}</code> against itself in the same run (how often the harness "
             "flags a difference that is not there)</summary>\n\n" + aa_comment.strip()
             + "\n\n</details>\n")
-    out = comment_path(args, new.label, old.label)
+    out = comment_path(args, release_name(new), release_name(old))
     store.write_output(out, text, "--out")
     print(cli.terminal_text(text))
     log(f"release: wrote {out}; exit {gate}")
