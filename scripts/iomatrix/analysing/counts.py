@@ -424,14 +424,8 @@ def bytes_moved(rows, op: str, before: str, after: str) -> dict | None:
     ra, rb = index.get((before, op, "syscall_bytes")), index.get((after, op, "syscall_bytes"))
     if ra is None or rb is None:
         return None
-    names = sorted(found.byte_syscall_names.get((before, op), set())
-                   | found.byte_syscall_names.get((after, op), set()))
-    changed = []
-    for name in names:
-        a = index.get((before, op, "syscall_bytes:" + name), {}).get("per_call", 0)
-        b = index.get((after, op, "syscall_bytes:" + name), {}).get("per_call", 0)
-        if _moved_beyond(a, b, BYTES_MOVE):
-            changed.append((name, a, b))
+    changed = _changed_per_name(found, op, before, after, found.byte_syscall_names,
+                                "syscall_bytes:", lambda a, b: _moved_beyond(a, b, BYTES_MOVE))
     changed.sort(key=lambda c: (-abs(c[2] - c[1]), c[0]))
     return {"total": (ra["per_call"], rb["per_call"]), "changed": changed}
 
@@ -475,6 +469,22 @@ def fmt_bytes(value) -> str:
     return f"{value:,.0f} B"
 
 
+
+def _changed_per_name(found, op: str, before: str, after: str, names_of: dict, prefix: str,
+                      changed) -> list:
+    """[(name, a, b)] per call for every system call either side made (``names_of``: the
+    lookup's names per (series, op)) whose rows ``prefix + name`` ``changed(a, b)``; a side
+    without the call counts 0."""
+    names = sorted(names_of.get((before, op), set()) | names_of.get((after, op), set()))
+    found_rows = []
+    for name in names:
+        a = found.by_key.get((before, op, prefix + name), {}).get("per_call", 0)
+        b = found.by_key.get((after, op, prefix + name), {}).get("per_call", 0)
+        if changed(a, b):
+            found_rows.append((name, a, b))
+    return found_rows
+
+
 def count_move(rows, op: str, before: str, after: str,
                instructions_move: float = INSTRUCTIONS_MOVE) -> dict | None:
     """How ``op``'s counts moved from series ``before`` to ``after``; None when a side has no
@@ -496,14 +506,8 @@ def count_move(rows, op: str, before: str, after: str,
     ops = [index.get((series, op, "syscalls")) for series in (before, after)]
     if None in ops:
         return None
-    names = sorted(found.syscall_names.get((before, op), set())
-                   | found.syscall_names.get((after, op), set()))
-    changed = []
-    for name in names:
-        a = index.get((before, op, "syscall:" + name), {}).get("per_call", 0)
-        b = index.get((after, op, "syscall:" + name), {}).get("per_call", 0)
-        if a != b:
-            changed.append((name, a, b))
+    changed = _changed_per_name(found, op, before, after, found.syscall_names, "syscall:",
+                                lambda a, b: a != b)
     total_a, total_b = ops[0]["per_call"], ops[1]["per_call"]
     up, down = total_b > total_a, total_b < total_a
     if changed and total_a == total_b:
