@@ -422,10 +422,11 @@ def settle(timer, rusage_totals):
 def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     """Warm-ups and values of one op, as a pyperf Benchmark with one Run.
 
-    ``before_value(i)`` is called before each value after the first (lockstep: the
-    host lets every interpreter take its value i before any takes value i + 1). In
-    lockstep every value of short calls, the first too, is preceded by one settling
-    call (``settle``)."""
+    ``before_value(i)`` is called before each value, the first too (lockstep: the host
+    lets every interpreter take its warm-ups before any takes its first value, and its
+    value i before any takes value i + 1, so the values of one op follow each other
+    closely). In lockstep every value of short calls is preceded by one settling call
+    (``settle``)."""
     import datetime
     import platform
     import time
@@ -448,8 +449,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
         values = []
         for index in range(args.values):
             if before_value is not None:
-                if index:
-                    before_value(index)
+                before_value(index)
                 if loops > 1:
                     settle(timer, rusage_totals)
             values.append(timer(loops) / (loops * inner))
@@ -502,8 +502,8 @@ def run_batch(argv):
     op that hangs or crashes. An op that raises (a verification failure, a
     missing API) is recorded in the --errors file and the batch goes on.
 
-    With --lockstep the worker prints "WAIT <op>" before each op (its setup,
-    warm-ups and first value) and "WAIT <op>#<i>" before each further value i,
+    With --lockstep the worker prints "WAIT <op>" before each op (its setup and
+    warm-ups) and "WAIT <op>#<i>" before each value i (from 0),
     and goes on only when the host sends "go" on stdin: the host
     (iomatrix.measuring.lockstep) runs every interpreter's worker of a round side by side
     and lets them take each step in turn, one at a time, so the two sides of

@@ -49,8 +49,16 @@ def test_each_op_is_timed_by_every_series_one_after_the_other(tmp_path, machine_
     assert manifest["order"]["method"] == store.LOCKSTEP_ORDER
     assert {e["status"] for e in manifest["interpreters"].values()} == {"ok"}
     rows = sorted(windows(tmp_path / "L", "2.7") + windows(tmp_path / "L", "3.13"))
-    for before, after in zip(rows, rows[1:]):
-        assert before[1] <= after[0], f"{before} overlaps {after}"  # one worker at a time
+    by_op = {}
+    for row in rows:
+        by_op.setdefault((row[2], row[4]), []).append(row)
+    spans = sorted((min(r[0] for r in rs), max(r[1] for r in rs)) for rs in by_op.values())
+    for before, after in zip(spans, spans[1:]):
+        assert before[1] <= after[0], f"{before} overlaps {after}"  # one op at a time
+    for (round_index, op), (first, second) in by_op.items():
+        # Both series' warm-ups come before either series' value: each window, from the
+        # op's setup to its last value, holds the other's start.
+        assert first[0] <= second[0] <= first[1], (round_index, op, first, second)
     for round_index in (0, 1):
         # Op-major: once an op has started in a round, every series does it before any
         # series starts the next op.
@@ -95,6 +103,22 @@ def test_a_worker_that_crashes_mid_round_costs_its_op_and_not_the_round(tmp_path
     kept = {b["metadata"]["name"] for p in parts for b in store.read_json(p)["benchmarks"]}
     assert kept and not kept & set(failed)
     assert not [p for p in (tmp_path / "results").rglob("*") if ".partial" in p.name]
+
+
+def test_workers_take_their_turns_in_version_order_either_way():
+    """Neighbours in version order take their values one right after the other; the
+    direction is drawn per step, so each side goes first in about half the steps."""
+    import random
+    from iomatrix.measuring import lockstep
+    workers = ["3.15", "2.7", "3.15-aa", "3.14", "3.6"]
+    versions = {"2.7": (2, 7, 18), "3.6": (3, 6, 15), "3.14": (3, 14, 7), "3.15": (3, 15, 0),
+                "3.15-aa": (3, 15, 0)}
+    position = lambda label: (versions[label], label)
+    rng = random.Random(1)
+    seen = [lockstep.in_version_order(workers, position, rng) for _ in range(200)]
+    ascending = ["2.7", "3.6", "3.14", "3.15", "3.15-aa"]
+    assert all(order in (ascending, ascending[::-1]) for order in seen)
+    assert 60 < seen.count(ascending) < 140
 
 
 def test_every_subset_of_a_rounds_ops_is_in_the_rounds_order():

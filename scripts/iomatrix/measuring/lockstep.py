@@ -5,10 +5,23 @@ seconds (docs/methodology.md). When interpreter A's worker times an op and B's
 worker times it tens of seconds later, the ratio B/A carries the drift between
 the two moments, and so does every ratio of the next run, differently. In a
 lockstep round the workers of all interpreters are started together and each
-op is timed by one worker after the other, one at a time, value by value, in an
-order shuffled per value: A's and B's values of one op in one round are taken
-within moments of each other, on the same CPU (``cpus``), and the ratio of
-the two (paired by round, ``stats.compare(paired=True)``) cancels the phase.
+op is timed by one worker after the other, one at a time: first every worker's
+setup and warm-ups of the op, then every worker's first value, then its second,
+and so on. A's and B's values of one op in one round are thus taken within
+moments of each other, on the same CPU (``cpus``), and the ratio of the two
+(paired by round, ``stats.compare(paired=True)``) cancels the phase.
+
+The workers take each step in version order (``in_version_order``), ascending or
+descending at random per step: the two sides of a release step, and a twin and
+its interpreter, are next to each other, one value apart. Why: a vCPU's speed
+here also moves in bursts of a few tenths of a second, and the two vCPUs do so
+independently (2026-11-26: a fixed Python loop of ~100 ms, timed back to back,
+ran 59 to 108 ms, 5th to 95th percentile; the spread of the log ratio of two of
+its values grew from 0.047 one value apart to 0.10 eight values apart, as
+interquartile range / 1.35; docs/experiments/adjacent_values.py). In a shuffled
+order the two sides of a step were on average several values apart. The random
+direction takes turns on which side goes first, so that what one worker leaves
+behind for the next (dirty pages of a write, the caches) falls on both sides.
 
 Only one worker runs at any time; the others are blocked reading their stdin
 (``harness.py --batch --lockstep``), so they cost no CPU. Each op of each
@@ -129,17 +142,28 @@ class LockstepWorker:
 
 
 def op_of(step: str | None) -> str | None:
-    """The op of a worker's step: "read_x" (setup, warm-ups, first value) or "read_x#2"."""
+    """The op of a worker's step: "read_x" (setup, warm-ups) or "read_x#0" (its first value)."""
     return step.split("#", 1)[0] if step is not None else None
 
 
+def in_version_order(workers: list[LockstepWorker], position, rng: random.Random) -> list:
+    """``workers`` sorted by ``position`` (their interpreter's version, then label), reversed
+    for half of the calls at random (the module docstring says why)."""
+    ordered = sorted(workers, key=position)
+    if rng.random() < 0.5:
+        ordered.reverse()
+    return ordered
+
+
 def run_round(workers: list[LockstepWorker], order: list[str], timeout: float,
-              rng: random.Random) -> None:
+              rng: random.Random, position=None) -> None:
     """Step ``workers`` through the ops of ``order``. For each op, every worker whose next
-    op it is takes its first step (setup, warm-ups, first value), one after the other in
-    a shuffled order; then each takes its second value in a new shuffled order, and so on
-    until none has a step of the op left. Failures are recorded in each worker's
-    ``failure``; the caller closes the workers."""
+    op it is takes its first step (setup and warm-ups), one after the other in version
+    order (``in_version_order``; ``position(worker)`` is its sort key, by default its
+    key's text), ascending or descending at random; then each takes its first value, in
+    a direction drawn anew, and so on until none has a step of the op left. Failures are
+    recorded in each worker's ``failure``; the caller closes the workers."""
+    position = position or (lambda worker: str(worker.key))
     for worker in workers:  # started together: each announces its first op, or fails
         _step(worker, timeout, start=False)
     for op in order:
@@ -147,8 +171,7 @@ def run_round(workers: list[LockstepWorker], order: list[str], timeout: float,
             turn = [w for w in workers if w.alive and op_of(w.waiting_for) == op]
             if not turn:
                 break
-            rng.shuffle(turn)
-            for worker in turn:
+            for worker in in_version_order(turn, position, rng):
                 _step(worker, timeout, start=True)
     for worker in workers:
         if worker.alive:  # it waits for an op the round does not have: a protocol error

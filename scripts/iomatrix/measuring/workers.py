@@ -190,7 +190,8 @@ def _run_lockstep(session: Session, stepped: list[Batch], started: list) -> None
         order = planning.round_order((op for b in stepped for op in b.ops), spec.seed,
                                      task.round_index, task.suite)
         lockstep.run_round(workers, order, spec.timeout_seconds,
-                           random.Random(f"{spec.seed}-{task.round_index}-{task.suite}-turns"))
+                           random.Random(f"{spec.seed}-{task.round_index}-{task.suite}-turns"),
+                           position=version_position)
     finally:
         for worker in workers:
             worker.close()
@@ -205,6 +206,14 @@ def _run_lockstep(session: Session, stepped: list[Batch], started: list) -> None
         rest = [op for op in batch.ops if op != culprit]
         if rest and batch.plan.error is None:
             run_task(session, batch, rest)
+
+
+def version_position(worker: lockstep.LockstepWorker) -> tuple:
+    """Where a worker takes its turn in a lockstep step: by its interpreter's version, then
+    its series label, so that a release step's two sides, and a twin ("3.15-aa",
+    "3.14@default") and its interpreter, take their values one right after the other."""
+    plan = worker.key.plan
+    return tuple(plan.interp.version_info[:3]), plan.series
 
 
 def run_task(session: Session, batch: Batch, ops: list[str]) -> None:

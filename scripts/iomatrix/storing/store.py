@@ -46,8 +46,14 @@ MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 # The manifest's order.method of a run made in lockstep rounds (iomatrix.measuring.lockstep): its
 # series are compared round by round (stats.compare(paired=True)). Runs made before say
 # "interleaved rounds, ..." and are compared unpaired.
-LOCKSTEP_ORDER = ("lockstep rounds: per round and suite one worker per series, each op "
-                  "timed by every series one after the other in a shuffled order")
+LOCKSTEP_ORDER = ("lockstep rounds: per round and suite one worker per series; each op's "
+                  "warm-ups, then each of its values, taken by every series one after the "
+                  "other in version order, ascending or descending at random")
+# Lockstep runs made before 2026-11-26: the same pairing by round, each worker's warm-ups and
+# first value in one step, in a shuffled order.
+LOCKSTEP_ORDER_SHUFFLED = ("lockstep rounds: per round and suite one worker per series, each "
+                           "op timed by every series one after the other in a shuffled order")
+LOCKSTEP_ORDERS = (LOCKSTEP_ORDER, LOCKSTEP_ORDER_SHUFFLED)
 
 
 # The manifest's "values" of a run whose lockstep values of short calls each begin right after
@@ -58,7 +64,7 @@ SETTLED_VALUES = "settled"
 def paired_rounds(manifest: dict) -> bool:
     """Whether a run's rounds pair its series (a lockstep run)."""
     order = manifest.get("order") if isinstance(manifest, dict) else None
-    return isinstance(order, dict) and order.get("method") == LOCKSTEP_ORDER
+    return isinstance(order, dict) and order.get("method") in LOCKSTEP_ORDERS
 
 
 class RunInUseError(RuntimeError):
