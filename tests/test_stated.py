@@ -67,6 +67,23 @@ def test_replication_counts_held_contradicted_and_the_intervals_cover_by_boot():
     assert agree.replication(one, unknown, 0.05).same_boot is None
 
 
+def test_the_firm_findings_not_held_are_listed_with_whether_the_other_run_could_tell():
+    wide, flipped = agree.Cell("a", "3.13", "3.14"), agree.Cell("b", "3.13", "3.14")
+    one = view("one", "boot-1", {wide: (1.3, 1.2, 1.4), flipped: (1.5, 1.4, 1.6)},
+               firm=[wide, flipped])
+    other = view("other", "boot-2", {wide: (1.1, 0.8, 1.5), flipped: (0.7, 0.6, 0.8)})
+    r = agree.replication(one, other, 0.05)
+    assert [(m["op"], m["unresolved"]) for m in r.not_held] == [("a", True), ("b", False)]
+    assert r.unresolved == 1
+    text = "\n".join(agree.not_held_lines([r]))
+    assert "2 in all; in 1 the other run's 95% interval holds both 1" in text
+    assert "1.30 [1.20, 1.40]" in text and "1.10 [0.80, 1.50]" in text
+    # an interval the other run does not have (an unpaired old run): never "could not tell"
+    other.cells[wide] = stats.Comparison(1.1, None, None, False, 10, 10, paired=False)
+    assert agree.replication(one, other, 0.05).not_held[0]["unresolved"] is False
+    assert agree.not_held_lines([agree.replication(one, one, 0.05)]) == []
+
+
 def test_a_distributions_build_says_how_it_links():
     from iomatrix.reporting.sections import build_text
     assert build_text({"recipe": "debian-O2", "linkage": "static", "shared": False}) == \

@@ -80,7 +80,34 @@ def replication_lines(found: list[Replication]) -> list[str]:
                      f"contradicted {sum(r.contradicted for r in group)}; resampled intervals "
                      f"hold the other run's estimate in {cov} of {nxt}"
                      + (f" ({cov / nxt:.0%})" if nxt else "") + ".")
-    return lines + [""]
+    return lines + [""] + not_held_lines(found)
+
+
+def not_held_lines(found: list[Replication]) -> list[str]:
+    """Each firm finding the other run does not have, with both runs' intervals: where the
+    other run's interval holds both 1 and the estimate, that run could not tell (its noise),
+    which is not the same as a finding gone."""
+    rows = [[code(r.source), code(r.other), code(m["op"]),
+             f"{m['a']} → {m['b']}" + (f" ({m['condition']})" if m["condition"] else ""),
+             interval_text(m["ratio"], m["low"], m["high"]),
+             interval_text(m["other_ratio"], m["other_low"], m["other_high"]),
+             "yes" if m["unresolved"] else "no"]
+            for r in found for m in r.not_held]
+    if not rows:
+        return []
+    unresolved = sum(r.unresolved for r in found)
+    return ["#### Firm findings the other run does not have", "",
+            f"{len(rows)} in all; in {unresolved} the other run's 95% interval holds both 1 "
+            "and the first run's estimate (too wide to tell either way).", "",
+            table(rows, ["run", "other run", "op", "step", "ratio [95%]", "other run's",
+                         "other run could not tell"],
+                  ["left", "left", "left", "left", "right", "right", "left"]), ""]
+
+
+def interval_text(ratio, low, high) -> str:
+    if low is None or high is None:
+        return f"{ratio:.2f}"
+    return f"{ratio:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def render(result: Agreement) -> str:

@@ -307,10 +307,19 @@ class Replication:
     next_run: int             # firm or borderline findings with a resampled interval
     covered: int              # ... whose interval holds ``other``'s estimate
     same_boot: bool | None    # None: a side did not record its boot
+    # The firm findings not held, each {"op", "a", "b", "condition", "ratio", "low", "high",
+    # "other_ratio", "other_low", "other_high", "unresolved"}: ``unresolved`` when the other
+    # run's 95% interval holds both 1 and this run's estimate (too wide to tell either way).
+    not_held: list = dataclasses.field(default_factory=list)
+
+    @property
+    def unresolved(self) -> int:
+        return sum(1 for miss in self.not_held if miss["unresolved"])
 
 
 def replication(source: RunView, other: RunView, threshold: float) -> Replication:
     firm = held = contradicted = next_run = covered = 0
+    not_held = []
     margin = math.log1p(threshold)
     for cell, finding in source.classified.items():
         theirs = other.cells.get(cell)
@@ -322,14 +331,24 @@ def replication(source: RunView, other: RunView, threshold: float) -> Replicatio
         if finding.firmness != "firm":
             continue
         firm += 1
-        held += other.verdicts.get(cell) == source.verdicts[cell]
+        if other.verdicts.get(cell) == source.verdicts[cell]:
+            held += 1
+        else:
+            ours = finding.comparison
+            known = theirs.low is not None and theirs.high is not None
+            not_held.append({
+                "op": cell.op, "a": cell.a, "b": cell.b, "condition": cell.condition or None,
+                "ratio": ours.ratio, "low": ours.low, "high": ours.high,
+                "other_ratio": theirs.ratio, "other_low": theirs.low, "other_high": theirs.high,
+                "unresolved": known and theirs.low <= 1 <= theirs.high
+                and theirs.low <= ours.ratio <= theirs.high})
         other_way = bool(theirs.significant) and (theirs.ratio > 1) != (finding.comparison.ratio > 1)
         within = theirs.low is not None and theirs.high is not None and \
             abs(math.log(theirs.low)) < margin and abs(math.log(theirs.high)) < margin
         contradicted += other_way or within
     boots = (source.boot, other.boot)
     return Replication(source.name, other.name, firm, held, contradicted, next_run, covered,
-                       None if None in boots else boots[0] == boots[1])
+                       None if None in boots else boots[0] == boots[1], not_held)
 
 
 def replications(runs: list[RunView], threshold: float) -> list[Replication]:
