@@ -268,12 +268,19 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     return lines
 
 
+MAIN_PAGE_EXCERPT = 60    # characters of a later entry's text on the main page (the suite
+                          # page gives why.EXCERPT_CHARS)
+
+
 def later_and_shared(an: Analysis, f: Finding) -> str:
-    """What the suite page says of finding ``f`` beyond its candidates, in its words: the
-    later entries it shows (suite_pages.later_shown) and the shared build's share of its
-    instruction change (suite_pages.shared_share_line); "" without changelogs or counts."""
-    said = "; ".join(later_text(fix, undoing) for fix, undoing in later_shown(an, f))
-    shared = shared_share_line(an, f.op, f.a, f.b) if instructions_moved(an, f) else None
+    """What the suite page says of finding ``f`` beyond its candidates, in its words and a
+    little shorter (a shorter excerpt; not where the linkage was read): the later entries it
+    shows (suite_pages.later_shown) and the shared build's share of its instruction change
+    (suite_pages.shared_share_line); "" without changelogs or counts."""
+    said = "; ".join(later_text(fix, undoing, MAIN_PAGE_EXCERPT)
+                     for fix, undoing in later_shown(an, f))
+    shared = shared_share_line(an, f.op, f.a, f.b, brief=True) \
+        if instructions_moved(an, f) else None
     if shared:    # a sentence of its own, after an excerpt that may end in "." or "…"
         said = f"{said}{'' if said.endswith(('.', '…')) else '.'} {shared}" if said else shared
     return said

@@ -277,10 +277,11 @@ def instructions_moved(an: Analysis, f: Finding) -> bool:
                                                entered=WHERE_ENTERED))
 
 
-def shared_share_line(an: Analysis, op: str, a: str, b: str) -> str | None:
+def shared_share_line(an: Analysis, op: str, a: str, b: str, brief: bool = False) -> str | None:
     """The share of a step's instruction change in functions only a shared libpython runs
     (shared_share), with both sides' linkage as the run recorded it; None when no such
-    function was kept on either side."""
+    function was kept on either side. ``brief`` (the main page): without saying where the
+    linkage was read."""
     found = shared_share(an, op, a, b)
     if found is None:
         return None
@@ -293,11 +294,11 @@ def shared_share_line(an: Analysis, op: str, a: str, b: str) -> str | None:
                 + " and ".join(code(side) for side in missing)
                 + " (read from the binary since issue 35): whether they are shared builds "
                 "is not known")
-    elif linkage[a] == linkage[b] == "shared":
-        said = "both sides are shared builds (the linkage the run read from each binary)"
     else:
-        said = (f"{code(a)} is {linkage[a]}, {code(b)} {linkage[b]} (the linkage the run "
-                "read from each binary)")
+        said = "both sides are shared builds" if linkage[a] == linkage[b] == "shared" else \
+            f"{code(a)} is {linkage[a]}, {code(b)} {linkage[b]}"
+        if not brief:
+            said += " (the linkage the run read from each binary)"
     return (f"Of {signed_count(total)} instructions a call, {signed_count(change)}{share} are "
             f"{', '.join(code(name) for name in names)}, which only a shared libpython runs; "
             f"{said}.")
