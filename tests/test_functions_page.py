@@ -156,3 +156,13 @@ def test_a_run_without_counts_or_changelogs_gets_no_such_line_and_no_row(tmp_pat
     assert ("only a shared libpython runs" in line) == bool(shared) == (without == "changelogs")
     if without == "both":
         assert "### Later changes and the shared build" not in main
+
+
+def test_the_main_page_says_the_linkage_of_each_side_or_that_it_is_not_known(tmp_path,
+                                                                              monkeypatch):
+    for kinds, said in ((("static", "shared"), "`3.11` is static, `3.12` shared."),
+                        ((None, "shared"), "the run did not record the linkage of `3.11`")):
+        run = later_fix_run(tmp_path / str(kinds[0]), monkeypatch, TRIMMED_313, linkage=kinds)
+        main = pages.build_pages(analysis.load_run(run)).main.replace("\u00a0", " ")
+        line = next(line for line in main.splitlines() if line.startswith(STEP_311_312))
+        assert said in line and "both sides are shared builds" not in line

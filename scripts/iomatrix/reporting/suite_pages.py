@@ -112,7 +112,6 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             lines += [f"- {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')} "
                       f"({f.comparison.ratio:.2f}):"]
             lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
-            suite = an.suite_of.get(f.op, "")
             lines += ["  " + later_line(fix, undoing) for fix, undoing in later_shown(an, f)]
     if not lines:
         return []
