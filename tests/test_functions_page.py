@@ -4,7 +4,12 @@ functions only a shared libpython runs with both sides' linkage, and counters fi
 calls were kept (three-element entries) read as calls unknown."""
 from __future__ import annotations
 
+import csv
+import io
 import json
+import shutil
+
+import pytest
 
 from iomatrix import callgrind
 from iomatrix.analysing import analysis, counts
@@ -74,3 +79,90 @@ def test_one_side_with_calls_and_one_without_says_nothing_of_what_was_not_entere
     assert callgrind.entered_one_side(old, new, 1, 1) == []
     assert callgrind.entered_one_side([["f", "f.c", 100, 5]], new, 1, 1) == [
         {"name": "g", "side": "b", "calls": 3000.0, "bound": 0.0}]
+
+
+# -- the main page and data.csv carry what the suite page says (issue 35, item 5) ----------
+
+STEP_311_312 = f"- #1 `{OP}`, 3.11 → 3.12: "
+
+
+def csv_rows(text: str, statistic: str) -> list[dict]:
+    return [row for row in csv.DictReader(io.StringIO(text)) if row["statistic"] == statistic]
+
+
+def test_the_main_page_and_data_csv_carry_the_later_change_and_the_shared_share(tmp_path,
+                                                                                 monkeypatch):
+    built = pages.build_pages(analysis.load_run(later_fix_run(tmp_path, monkeypatch,
+                                                              TRIMMED_313)))
+    main = built.main.replace("\u00a0", " ")
+    assert "### Later changes and the shared build" in main
+    line = next(line for line in main.splitlines() if line.startswith(STEP_311_312))
+    # In the suite page's words (a shorter excerpt): its later line, its shared-build sentence.
+    suite = "\n".join(built.suites.values()).replace("\u00a0", " ")
+    later = next(line for line in suite.splitlines() if "later: [gh-144380]" in line)
+    said = "later: [gh-144380](https://github.com/python/cpython/issues/144380) (3.13.12, " \
+        "2026-02-03; also 3.14.3): Improve performance of io.BufferedReader line iteration by"
+    assert said in later and said + " …" in line
+    lineage = "(the lineage's 3.12 → 3.13 step is 0.71 with it as its top candidate)"
+    assert lineage in later and lineage in line
+    shared = ("Of +1.42M instructions a call, +800K (56%) are `__tls_get_addr`, which only a "
+              "shared libpython runs; both sides are shared builds")
+    assert shared in suite and line.endswith(f"{lineage}. {shared}.")
+    # data.csv: the later change, one row per release that lists it, and the share's numbers.
+    later_rows = [row for row in csv_rows(built.csv, "later_change") if row["series"] == "3.12"]
+    assert [(row["against"], row["value"], row["candidate"], row["candidate_release"])
+            for row in later_rows] == [("3.11", "1", "gh-144380", "3.13.12"),
+                                       ("3.11", "1", "gh-144380", "3.14.3")]
+    numbers = {statistic: [float(row["value"]) for row in csv_rows(built.csv, statistic)
+                           if (row["series"], row["against"], row["op"]) == ("3.12", "3.11", OP)]
+               for statistic in ("instructions_change_per_call", "shared_only_change_per_call",
+                                 "shared_only_share")}
+    assert numbers["instructions_change_per_call"] == [1_420_000]
+    assert numbers["shared_only_change_per_call"] == [800_000]
+    assert numbers["shared_only_share"] == [pytest.approx(800_000 / 1_420_000)]
+
+
+def test_a_later_entry_with_markup_stays_text_on_the_main_page(tmp_path, monkeypatch):
+    hostile = TRIMMED_313.replace(
+        "- gh-144380: Improve performance of :class:`io.BufferedReader` line\n"
+        "  iteration by ~49%.",
+        "- gh-144380: Improve performance of line iteration <script>alert(1)</script>\n"
+        "  [click](javascript:alert(1)) **bold** | table | by ~49%.")
+    main = pages.build_pages(analysis.load_run(later_fix_run(tmp_path, monkeypatch,
+                                                             hostile))).main
+    line = next(line for line in main.splitlines() if "later: [gh-144380]" in line)
+    for raw in ("<script>", "**bold**", "| table |", "[click](javascript"):
+        assert raw not in line, raw
+
+
+@pytest.mark.parametrize("without", ["changelogs", "counts", "both"])
+def test_a_run_without_counts_or_changelogs_gets_no_such_line_and_no_row(tmp_path, monkeypatch,
+                                                                         without):
+    run = later_fix_run(tmp_path, monkeypatch, TRIMMED_313)
+    if without in ("changelogs", "both"):
+        shutil.rmtree(tmp_path / "cache" / "tarballs")
+    if without in ("counts", "both"):
+        for path in run.path.glob(f"*{store.COUNTERS_SUFFIX}"):
+            path.unlink()
+    built = pages.build_pages(analysis.load_run(run))
+    main = built.main.replace("\u00a0", " ")
+    line = next((line for line in main.splitlines() if line.startswith(STEP_311_312)), "")
+    later = [row for row in csv.DictReader(io.StringIO(built.csv))
+             if row["statistic"] == "later_change"]
+    shared = [row for row in csv.DictReader(io.StringIO(built.csv))
+              if row["statistic"].startswith("shared_only")
+              or row["statistic"] == "instructions_change_per_call"]
+    assert ("later:" in line) == bool(later) == (without == "counts")
+    assert ("only a shared libpython runs" in line) == bool(shared) == (without == "changelogs")
+    if without == "both":
+        assert "### Later changes and the shared build" not in main
+
+
+def test_the_main_page_says_the_linkage_of_each_side_or_that_it_is_not_known(tmp_path,
+                                                                              monkeypatch):
+    for kinds, said in ((("static", "shared"), "`3.11` is static, `3.12` shared."),
+                        ((None, "shared"), "the run did not record the linkage of `3.11`")):
+        run = later_fix_run(tmp_path / str(kinds[0]), monkeypatch, TRIMMED_313, linkage=kinds)
+        main = pages.build_pages(analysis.load_run(run)).main.replace("\u00a0", " ")
+        line = next(line for line in main.splitlines() if line.startswith(STEP_311_312))
+        assert said in line and "both sides are shared builds" not in line

@@ -16,8 +16,9 @@ from iomatrix.reporting import allocator_section
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, details, finite, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, names,
                                          nowrap, row_id, table, url)
+from iomatrix.reporting.suite_pages import instructions_moved, later_shown, shared_share_line
 from iomatrix.reporting.summary import Labeller, bytes_on_2x_note
-from iomatrix.reporting.why import likely_causes, top_cell as why_cell
+from iomatrix.reporting.why import later_text, likely_causes, top_cell as why_cell
 
 
 def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
@@ -245,6 +246,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                   "(significant and beyond the threshold the same way), "
                   f"{len(checked) - held} do not. Their rows say which.", ""]
     lines += likely_causes([(numbers[id(f)], why[id(f)]) for f in slower + faster])
+    lines += section_later_and_shared(an, [(numbers[id(f)], f) for f in slower + faster])
     more = len(findings) - len(slower) - len(faster)
     if more:
         lines += [f"{more} more findings are on the suite pages (the largest "
@@ -264,6 +266,43 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                          + [f"![per-process values of findings]({path})"
                             for path in strip_figures] + [""])
     return lines
+
+
+MAIN_PAGE_EXCERPT = 60    # characters of a later entry's text on the main page (the suite
+                          # page gives why.EXCERPT_CHARS)
+
+
+def later_and_shared(an: Analysis, f: Finding) -> str:
+    """What the suite page says of finding ``f`` beyond its candidates, in its words and a
+    little shorter (a shorter excerpt; not where the linkage was read): the later entries it
+    shows (suite_pages.later_shown) and the shared build's share of its instruction change
+    (suite_pages.shared_share_line); "" without changelogs or counts."""
+    said = "; ".join(later_text(fix, undoing, MAIN_PAGE_EXCERPT)
+                     for fix, undoing in later_shown(an, f))
+    shared = shared_share_line(an, f.op, f.a, f.b, brief=True) \
+        if instructions_moved(an, f) else None
+    if shared:    # a sentence of its own, after an excerpt that may end in "." or "…"
+        said = f"{said}{'' if said.endswith(('.', '…')) else '.'} {shared}" if said else shared
+    return said
+
+
+def section_later_and_shared(an: Analysis, numbered: list) -> list[str]:
+    """``numbered``: (row number, Finding) of the listed findings. One line per row whose
+    suite page names a later change or a shared build's share, as the suite page words them."""
+    lines = []
+    for number, f in numbered:
+        said = later_and_shared(an, f)
+        if said:
+            lines.append(f"- #{number} {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')}: "
+                         + said)
+    if not lines:
+        return []
+    return ["### Later changes and the shared build", "",
+            "For the listed rows, as their suite pages say it: \"later\", a change of a release "
+            "after the step's newer side that the ranking rule matches and that speaks of "
+            "speed (a candidate for undoing the step, not a proof; with the later step of the "
+            "lineage it explains, if any); and the share of the step's instruction change in "
+            "functions only a shared libpython runs.", ""] + lines + [""]
 
 
 def section_counts_only(an: Analysis, link: str) -> list[str]:

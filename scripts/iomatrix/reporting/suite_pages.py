@@ -112,13 +112,7 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             lines += [f"- {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')} "
                       f"({f.comparison.ratio:.2f}):"]
             lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
-            suite = an.suite_of.get(f.op, "")
-            # The best later entry; a second only where a later lineage step undoes the
-            # finding with it as its top candidate (a second by score alone is mostly noise).
-            for rank, fix in enumerate(an.why.later_of(f.op, suite, f.b, LATER_TOP)):
-                undoing = undoing_steps(an, f, fix)
-                if rank == 0 or undoing:
-                    lines.append("  " + later_line(fix, undoing))
+            lines += ["  " + later_line(fix, undoing) for fix, undoing in later_shown(an, f)]
     if not lines:
         return []
     return ["## Candidate upstream changes", "",
@@ -130,6 +124,20 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             "changelog at hand of each branch: the best, and the second where a later step of "
             "the lineage moves the other way with it as its top candidate; a candidate for a "
             "change that undoes the step, found by that rule, not a proof.", ""] + lines + [""]
+
+
+def later_shown(an: Analysis, f: Finding) -> list:
+    """The later entries the pages show for finding ``f``, as (LaterFix, the lineage's later
+    steps it undoes in words): the best, and the second only where a later lineage step
+    undoes the finding with it as its top candidate (a second by score alone is mostly
+    noise); [] without the changelogs."""
+    shown = []
+    for rank, fix in enumerate(an.why.later_of(f.op, an.suite_of.get(f.op, ""), f.b,
+                                               LATER_TOP)):
+        undoing = undoing_steps(an, f, fix)
+        if rank == 0 or undoing:
+            shown.append((fix, undoing))
+    return shown
 
 
 def undoing_steps(an: Analysis, f: Finding, fix) -> list[str]:
@@ -239,10 +247,12 @@ def linkage_of(an: Analysis, series: str) -> str | None:
     return found if found in ("shared", "static") else None
 
 
-def shared_share_line(an: Analysis, op: str, a: str, b: str) -> str | None:
-    """The share of a step's instruction change in functions only a shared libpython runs
-    (callgrind.SHARED_LIBPYTHON_ONLY), with both sides' linkage as the run recorded it;
-    None when no such function was kept on either side."""
+def shared_share(an: Analysis, op: str, a: str, b: str) -> dict | None:
+    """The numbers of a step's shared-build share: ``total``, the change of instructions per
+    call (counting pass); ``change``, that of the functions only a shared libpython runs
+    (callgrind.SHARED_LIBPYTHON_ONLY), and their ``names``; ``share``, change over total
+    where that is above 0 (else None: the pages state no share). None when no such function
+    was kept on either side, or a side was not counted."""
     found = counts.shared_only_change(an.functions, op, a, b)
     before = counts.instructions_per_call(an.counted, op, a) if an.counted else None
     after = counts.instructions_per_call(an.counted, op, b) if an.counted else None
@@ -250,7 +260,32 @@ def shared_share_line(an: Analysis, op: str, a: str, b: str) -> str | None:
         return None
     change, names = found
     total = after - before
-    share = f" ({change / total:.0%})" if total and change / total > 0 else ""
+    return {"total": total, "change": change, "names": names,
+            "share": change / total if total and change / total > 0 else None}
+
+
+def instructions_moved(an: Analysis, f: Finding) -> bool:
+    """Whether finding ``f``'s instructions moved beyond the counts' threshold and some
+    function's own count is kept for it: the findings "Where the instructions went" shows
+    (and whose shared-build share the pages state)."""
+    move = counts.count_move(an.counted, f.op, f.a, f.b) if an.counted else None
+    if not an.functions or not move or move["instructions"] is None or \
+            abs(move["instructions"]) <= counts.INSTRUCTIONS_MOVE:
+        return False
+    return bool(counts.where_instructions_went(an.functions, f.op, f.a, f.b, WHERE_TOP,
+                                               entered=WHERE_ENTERED))
+
+
+def shared_share_line(an: Analysis, op: str, a: str, b: str, brief: bool = False) -> str | None:
+    """The share of a step's instruction change in functions only a shared libpython runs
+    (shared_share), with both sides' linkage as the run recorded it; None when no such
+    function was kept on either side. ``brief`` (the main page): without saying where the
+    linkage was read."""
+    found = shared_share(an, op, a, b)
+    if found is None:
+        return None
+    total, change, names = found["total"], found["change"], found["names"]
+    share = f" ({found['share']:.0%})" if found["share"] is not None else ""
     linkage = {side: linkage_of(an, side) for side in (a, b)}
     missing = [side for side, kind in linkage.items() if kind is None]
     if missing:
@@ -258,11 +293,11 @@ def shared_share_line(an: Analysis, op: str, a: str, b: str) -> str | None:
                 + " and ".join(code(side) for side in missing)
                 + " (read from the binary since issue 35): whether they are shared builds "
                 "is not known")
-    elif linkage[a] == linkage[b] == "shared":
-        said = "both sides are shared builds (the linkage the run read from each binary)"
     else:
-        said = (f"{code(a)} is {linkage[a]}, {code(b)} {linkage[b]} (the linkage the run "
-                "read from each binary)")
+        said = "both sides are shared builds" if linkage[a] == linkage[b] == "shared" else \
+            f"{code(a)} is {linkage[a]}, {code(b)} {linkage[b]}"
+        if not brief:
+            said += " (the linkage the run read from each binary)"
     return (f"Of {signed_count(total)} instructions a call, {signed_count(change)}{share} are "
             f"{', '.join(code(name) for name in names)}, which only a shared libpython runs; "
             f"{said}.")
@@ -426,7 +461,11 @@ def section_noise(an: Analysis, ops: list, rows: list, order: list) -> list[str]
 # statistic: time_s (a call's time), throughput_MBps (bytes returned or written per second),
 # moved_throughput_MBps (bytes the op's system calls move per second, where the counting pass
 # summed them), ratio_to_oldest, ratio_to_previous_release, ratio_to_twin, ratio_to_baseline,
-# untouched_over_steady.
+# untouched_over_steady; and for a finding (series its newer side, against its older) what
+# its suite page says beyond its candidates (later_and_shared_rows): later_change (value: its
+# rank among the later entries shown, 1 the best; candidate and candidate_release: its
+# number and a release that lists it, one row per release), instructions_change_per_call,
+# shared_only_change_per_call and shared_only_share (the shared build's share).
 CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "against", "value",
               "low", "high", "significant", "processes",
               # The paired rounds behind a ratio's interval (a lockstep run), blank when unpaired.
@@ -510,6 +549,34 @@ def throughput_rows(an: Analysis, writer, run_id: str) -> None:
                                  *class_columns(None)])
 
 
+def later_and_shared_rows(an: Analysis, writer, run_id: str) -> None:
+    """For each finding, the numbers its suite page states beyond its candidates: a row
+    ``later_change`` per release that lists a later entry shown (later_shown; value its rank,
+    1 the best; candidate its number; candidate_release the release: the first, then the
+    others the page names after "also"), and where the page states the shared build's share
+    (shared_share): ``instructions_change_per_call`` (newer minus older, counting pass),
+    ``shared_only_change_per_call`` (of that, in functions only a shared libpython runs) and,
+    where the pages state it (above 0), ``shared_only_share`` (the second over the first).
+    Nothing without changelogs or per-function counts."""
+    for f in an.findings():
+        start = [run_id, f.b, f.op, an.suite_of[f.op], an.category_of[f.op]]
+        blank_classes = [""] * 5
+        for rank, (fix, _) in enumerate(later_shown(an, f), 1):
+            entry = fix.candidate.entry
+            for release in (entry.release, *fix.also):
+                writer.writerow(start + ["later_change", f.a, str(rank), "", "", "", "", "",
+                                         *blank_classes, entry.number, release])
+        found = shared_share(an, f.op, f.a, f.b) if instructions_moved(an, f) else None
+        if found is None:
+            continue
+        for statistic, value in (("instructions_change_per_call", found["total"]),
+                                 ("shared_only_change_per_call", found["change"]),
+                                 ("shared_only_share", found["share"])):
+            if value is not None:
+                writer.writerow(start + [statistic, f.a, repr(value), "", "", "", "", "",
+                                         *class_columns(None)])
+
+
 def tidy_csv(an: Analysis) -> str:
     """One row per run, series, op and statistic; ratio rows carry their interval bounds, and
     release steps the classes of the report's findings (blank for a step that is neither a
@@ -560,4 +627,5 @@ def tidy_csv(an: Analysis) -> str:
         for (op, older, newer), c in an.untouched_steps.items():
             a, b = (pairs[x][allocator_section.UNTOUCHED] for x in (older, newer))
             ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
+    later_and_shared_rows(an, writer, run_id)
     return out.getvalue()

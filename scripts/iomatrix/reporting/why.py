@@ -99,14 +99,19 @@ def likely_causes(tops: list) -> list[str]:
     return lines + [""]
 
 
-def later_line(fix: LaterFix, lineage: list[str]) -> str:
-    """A suite page's line for a later change that may undo a finding (changelog.later_fixes):
-    linked from its number, its first release and date, the other releases that list it, an
-    excerpt; then ``lineage``: the later lineage steps of the op that move the other way
-    with it as their top candidate, already in words."""
+def later_text(fix: LaterFix, lineage: list[str], limit: int = EXCERPT_CHARS) -> str:
+    """A later change that may undo a finding (changelog.later_fixes), in the words of the
+    pages: linked from its number, its first release and date, the other releases that list
+    it, an excerpt of up to ``limit`` characters; then ``lineage``: the later lineage steps of
+    the op that move the other way with it as their top candidate, already in words."""
     c = fix.candidate
     also = f"; also {', '.join(md(version) for version in fix.also)}" if fix.also else ""
-    said = f"- later: {link(c)} ({release_of(c)}{also}): {excerpt(c.entry.text)}"
+    said = f"later: {link(c)} ({release_of(c)}{also}): {excerpt(c.entry.text, limit)}"
     if lineage:
         said += f" ({'; '.join(lineage)})"
     return said
+
+
+def later_line(fix: LaterFix, lineage: list[str]) -> str:
+    """A suite page's list line for a later change (later_text)."""
+    return "- " + later_text(fix, lineage)
