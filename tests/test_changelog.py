@@ -260,9 +260,10 @@ def test_the_newest_changelog_of_each_branch_is_read(tmp_path):
     assert changelog.newest_changelogs("banana", tmp_path) == []
 
 
-def later_fix_run(tmp_path, monkeypatch, news_313, linkage=("shared", "shared")):
-    """3.11 -> 3.12 -> 3.13 of read_byLines_binaryMode: slower, then faster again, with the
-    changelogs of 3.13.15 (``news_313``) and 3.14.7 in the cache and counters files."""
+def later_fix_run(tmp_path, monkeypatch, news_313, linkage=("shared", "shared"), newest=1.2):
+    """3.11 -> 3.12 -> 3.13 of read_byLines_binaryMode: slower, then faster again (3.13's
+    time ``newest``, 3.12's 1.7), with the changelogs of 3.13.15 (``news_313``) and 3.14.7 in
+    the cache and counters files."""
     from iomatrix.storing import countsfile, store
     monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
     make_tarball(tmp_path / "cache" / "tarballs" / "Python-3.13.15.tar.xz", "3.13.15", news_313)
@@ -277,7 +278,7 @@ def later_fix_run(tmp_path, monkeypatch, news_313, linkage=("shared", "shared"))
             interpreters[label]["linkage"] = kind
     run = make_run(tmp_path, {"3.11": {op: processes(0.010, 1.0)},
                               "3.12": {op: processes(0.010, 1.7)},
-                              "3.13": {op: processes(0.010, 1.2)}}, interpreters=interpreters)
+                              "3.13": {op: processes(0.010, newest)}}, interpreters=interpreters)
     readline = ["_io__Buffered_readline", "Modules/_io/bufferedio.c", 300_000, 8_000]
     functions = {
         "3.11": [["_PyEval_EvalFrameDefault", "Python/ceval.c", 2_000_000, 0],

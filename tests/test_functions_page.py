@@ -122,6 +122,16 @@ def test_the_main_page_and_data_csv_carry_the_later_change_and_the_shared_share(
     assert numbers["shared_only_share"] == [pytest.approx(800_000 / 1_420_000)]
 
 
+def test_a_later_entry_no_later_step_undoes_is_not_shown(tmp_path, monkeypatch):
+    """3.12 -> 3.13 as slow as 3.12: the changelog's later entry matches the op, but no later
+    step of the lineage moves back with it as its top candidate, so no page names it."""
+    built = pages.build_pages(analysis.load_run(later_fix_run(tmp_path, monkeypatch,
+                                                              TRIMMED_313, newest=1.7)))
+    assert "gh-144380" not in built.main
+    assert all("later: " not in page for page in built.suites.values())
+    assert not csv_rows(built.csv, "later_change")
+
+
 def test_a_later_entry_with_markup_stays_text_on_the_main_page(tmp_path, monkeypatch):
     hostile = TRIMMED_313.replace(
         "- gh-144380: Improve performance of :class:`io.BufferedReader` line\n"

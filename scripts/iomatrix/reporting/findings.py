@@ -300,9 +300,10 @@ def section_later_and_shared(an: Analysis, numbered: list) -> list[str]:
     return ["### Later changes and the shared build", "",
             "For the listed rows, as their suite pages say it: \"later\", a change of a release "
             "after the step's newer side that the ranking rule matches and that speaks of "
-            "speed (a candidate for undoing the step, not a proof; with the later step of the "
-            "lineage it explains, if any); and the share of the step's instruction change in "
-            "functions only a shared libpython runs.", ""] + lines + [""]
+            "speed, shown only where a later step of the lineage moves back with it as its "
+            "top candidate (named beside it; a candidate for undoing the step, not a proof); "
+            "and the share of the step's instruction change in functions only a shared "
+            "libpython runs, where it is 5% or more.", ""] + lines + [""]
 
 
 def section_counts_only(an: Analysis, link: str) -> list[str]:

@@ -121,21 +121,25 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             "analysing/changelog.py): candidates to read, not proofs. \"later\": an entry of "
             "a release after the step's newer side (any branch, its own later patch releases "
             "included) that the same rule matches and that speaks of speed, from the newest "
-            "changelog at hand of each branch: the best, and the second where a later step of "
-            "the lineage moves the other way with it as its top candidate; a candidate for a "
+            "changelog at hand of each branch, shown (of the best two) only where a later step "
+            "of the lineage moves the other way with it as its top candidate; a candidate for a "
             "change that undoes the step, found by that rule, not a proof.", ""] + lines + [""]
 
 
 def later_shown(an: Analysis, f: Finding) -> list:
     """The later entries the pages show for finding ``f``, as (LaterFix, the lineage's later
-    steps it undoes in words): the best, and the second only where a later lineage step
-    undoes the finding with it as its top candidate (a second by score alone is mostly
-    noise); [] without the changelogs."""
+    steps it undoes in words): those of the best ``LATER_TOP`` where a later lineage step
+    moves the other way with the entry as its top candidate; [] without the changelogs.
+
+    Why only those: by score alone the best later entry was mostly not about the op (on the
+    reference run's 20 listed findings, a readall() speed-up beside block writes, a write-
+    buffering change beside 2.7 -> 3.6 reads, an asyncio change beside file reads); a later
+    step that undoes the finding with the entry as its own top candidate is evidence the
+    run itself gives."""
     shown = []
-    for rank, fix in enumerate(an.why.later_of(f.op, an.suite_of.get(f.op, ""), f.b,
-                                               LATER_TOP)):
+    for fix in an.why.later_of(f.op, an.suite_of.get(f.op, ""), f.b, LATER_TOP):
         undoing = undoing_steps(an, f, fix)
-        if rank == 0 or undoing:
+        if undoing:
             shown.append((fix, undoing))
     return shown
 
@@ -250,9 +254,9 @@ def linkage_of(an: Analysis, series: str) -> str | None:
 def shared_share(an: Analysis, op: str, a: str, b: str) -> dict | None:
     """The numbers of a step's shared-build share: ``total``, the change of instructions per
     call (counting pass); ``change``, that of the functions only a shared libpython runs
-    (callgrind.SHARED_LIBPYTHON_ONLY), and their ``names``; ``share``, change over total
-    where that is above 0 (else None: the pages state no share). None when no such function
-    was kept on either side, or a side was not counted."""
+    (callgrind.SHARED_LIBPYTHON_ONLY), and their ``names``; ``share``, change over total.
+    None when no such function was kept on either side, a side was not counted, or the share
+    is below ``SHARED_SHARE_STATED`` (the other way included)."""
     found = counts.shared_only_change(an.functions, op, a, b)
     before = counts.instructions_per_call(an.counted, op, a) if an.counted else None
     after = counts.instructions_per_call(an.counted, op, b) if an.counted else None
@@ -260,8 +264,16 @@ def shared_share(an: Analysis, op: str, a: str, b: str) -> dict | None:
         return None
     change, names = found
     total = after - before
-    return {"total": total, "change": change, "names": names,
-            "share": change / total if total and change / total > 0 else None}
+    share = change / total if total else None
+    if share is None or share < SHARED_SHARE_STATED:
+        return None
+    return {"total": total, "change": change, "names": names, "share": share}
+
+
+# The least share of a step's instruction change in the shared-only functions that the pages
+# state: below it (or the other way) the shared build does not bear on the finding, and "+121
+# (0%) are __tls_get_addr" beside a change of +229K only distracts.
+SHARED_SHARE_STATED = 0.05
 
 
 def instructions_moved(an: Analysis, f: Finding) -> bool:
@@ -285,7 +297,7 @@ def shared_share_line(an: Analysis, op: str, a: str, b: str, brief: bool = False
     if found is None:
         return None
     total, change, names = found["total"], found["change"], found["names"]
-    share = f" ({found['share']:.0%})" if found["share"] is not None else ""
+    share = f" ({found['share']:.0%})"
     linkage = {side: linkage_of(an, side) for side in (a, b)}
     missing = [side for side, kind in linkage.items() if kind is None]
     if missing:
@@ -555,8 +567,8 @@ def later_and_shared_rows(an: Analysis, writer, run_id: str) -> None:
     1 the best; candidate its number; candidate_release the release: the first, then the
     others the page names after "also"), and where the page states the shared build's share
     (shared_share): ``instructions_change_per_call`` (newer minus older, counting pass),
-    ``shared_only_change_per_call`` (of that, in functions only a shared libpython runs) and,
-    where the pages state it (above 0), ``shared_only_share`` (the second over the first).
+    ``shared_only_change_per_call`` (of that, in functions only a shared libpython runs) and
+    ``shared_only_share`` (the second over the first).
     Nothing without changelogs or per-function counts."""
     for f in an.findings():
         start = [run_id, f.b, f.op, an.suite_of[f.op], an.category_of[f.op]]
