@@ -14,6 +14,10 @@ import pytest
 from conftest import ROOT, need, run_nox, write_pyperf_file
 from iomatrix.commands import crosscheck
 
+# Its tests share module-scoped fixtures that are costly to build: with --dist loadgroup
+# (noxfile.py's tests session) they run on one pytest-xdist worker, which builds them once.
+pytestmark = pytest.mark.xdist_group("crosscheck")
+
 SUITES = ROOT / "suites"
 
 

@@ -17,6 +17,10 @@ from iomatrix.storing import store
 from iomatrix.storing.profiles import PROFILES
 from conftest import need
 
+# Its tests share module-scoped fixtures that are costly to build: with --dist loadgroup
+# (noxfile.py's tests session) they run on one pytest-xdist worker, which builds them once.
+pytestmark = pytest.mark.xdist_group("trust")
+
 SMOKE = PROFILES["smoke"]
 
 
