@@ -273,11 +273,10 @@ def tests(session: nox.Session) -> None:
     session.install(*EXTRAS["test"])
     # Four pytest-xdist workers on this 2-core kind of machine: most tests wait on real
     # interpreters, pyperf workers and timeouts (with two workers the suite kept about one
-    # core busy), so four finish in about half the time. loadgroup keeps the tests of a
-    # module marked xdist_group on one worker, so its costly module-scoped fixture (a real
-    # run) is built once, not once per worker that runs its tests (as worksteal did).
+    # core busy), so four finish in about half the time. worksteal balances the long tests;
+    # a module-scoped fixture may then be built once per worker that runs its tests.
     session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "4",
-                                                 "--dist", "loadgroup"]),
+                                                 "--dist", "worksteal"]),
                 # Python may keep the bytecode it compiles: uv installs no .pyc files, so with
                 # PYTHONDONTWRITEBYTECODE set each of the tests' hundred-odd processes that
                 # import pandas and scipy compiled them anew (4 s of a report's 6 s here).

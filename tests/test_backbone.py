@@ -11,10 +11,6 @@ import pytest
 from conftest import need, run_nox
 from iomatrix.measuring import selection
 
-# Its tests share module-scoped fixtures that are costly to build: with --dist loadgroup
-# (noxfile.py's tests session) they run on one pytest-xdist worker, which builds them once.
-pytestmark = pytest.mark.xdist_group("backbone")
-
 STUDY_OPS = ["read_byLines_textMode", "read_byLines_binaryMode", "read_byBlocks_textMode",
              "read_byBlocks_binaryMode", "read_allAtOnce_textMode", "read_allAtOnce_binaryMode",
              "read_byBlocks_binaryMode[large.bin]", "read_allAtOnce_binaryMode[large.bin]",

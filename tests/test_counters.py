@@ -19,10 +19,6 @@ from iomatrix.measuring import counters, counttools, runner
 from iomatrix.storing import contract, store
 from iomatrix.storing.profiles import PROFILES
 
-# Its tests share module-scoped fixtures that are costly to build: with --dist loadgroup
-# (noxfile.py's tests session) they run on one pytest-xdist worker, which builds them once.
-pytestmark = pytest.mark.xdist_group("counters")
-
 WHOLE_TEXT = "read_allAtOnce_textMode"
 WHOLE_BIN = "read_allAtOnce_binaryMode[large.bin]"
 BLOCKS = "read_byBlocks_binaryMode"

@@ -18,10 +18,6 @@ from iomatrix.reporting import suite_pages
 from iomatrix.storing import store
 from conftest import ROOT, write_pyperf_file
 
-# Its tests share module-scoped fixtures that are costly to build: with --dist loadgroup
-# (noxfile.py's tests session) they run on one pytest-xdist worker, which builds them once.
-pytestmark = pytest.mark.xdist_group("findings")
-
 RESULTS = ROOT / "results"
 TRIO = ["20261123T165527Z-vm", "20261123T170327Z-vm", "20261123T171157Z-vm"]
 FIRM_FINDINGS = ROOT / "docs" / "experiments" / "firm_findings.py"

@@ -19,10 +19,6 @@ from iomatrix.reporting import markdown, pages, preview
 from iomatrix.storing import store
 from test_pages import READ, WRITE, lineage_run
 
-# Its tests share module-scoped fixtures that are costly to build: with --dist loadgroup
-# (noxfile.py's tests session) they run on one pytest-xdist worker, which builds them once.
-pytestmark = pytest.mark.xdist_group("preview")
-
 # A conservative width of a character of GitHub's 16 px font, and a cell's padding and border.
 CHAR_PX, CELL_PX, COLUMN_PX = 8.5, 27, 1012
 LINEAGE = ["3.12", "3.13", "3.14"]
