@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import fcntl
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,7 @@ def shared_between_workers(tmp_path_factory, name: str, build):
     with open(root / f"shared-{name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)   # what a failed build left
             directory.mkdir()
             done.write_text(json.dumps(build(directory)))
     return directory, json.loads(done.read_text())
