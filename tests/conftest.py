@@ -1,6 +1,10 @@
 """Shared fixtures: the real interpreters of this machine, and small pyperf-format files."""
 from __future__ import annotations
 
+import os
+import fcntl
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +27,28 @@ def need(interpreters, label):
     if label not in interpreters:
         pytest.skip(f"no {label} interpreter on this machine")
     return interpreters[label]
+
+
+def shared_between_workers(tmp_path_factory, name: str, build):
+    """``(directory, value)`` of ``build(directory)``, built once for the whole test run.
+
+    A module-scoped fixture is built once per pytest-xdist worker that runs one of its tests
+    (with worksteal, up to once per worker); a real run that several tests only read is built
+    here once: the first worker to ask builds it under a lock in the run's shared temporary
+    directory, the others wait and read ``value`` (JSON) from it. Without xdist it is built
+    in this process's temporary directory, as a fixture would be. Only for what the tests
+    read and never change."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent   # popen-gwN's parent: one directory for every worker of this run
+    directory, done = root / f"shared-{name}", root / f"shared-{name}.json"
+    with open(root / f"shared-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)   # what a failed build left
+            directory.mkdir()
+            done.write_text(json.dumps(build(directory)))
+    return directory, json.loads(done.read_text())
 
 
 def run_nox(*args, cwd=ROOT, env=None, timeout=600):

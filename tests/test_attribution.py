@@ -81,7 +81,9 @@ def window_profile(tmp_path, interp, how):
     mode = ["--instr-atstart=no"] if how == "switch" else ["--collect-atstart=no"]
     subprocess.run(["setarch", platform.machine(), "-R", "valgrind", "--tool=callgrind",
                     "--vgdb=no", f"--callgrind-out-file={out}/callgrind.%p", "--dump-before=getppid",
-                    *mode, interp.executable, str(script), str(SUITES_DIR), str(lines), how],
+                    # -S: no site module; the script needs only the standard library and
+                    # suites/, and "toggle" simulates the interpreter's start-up in full
+                    *mode, interp.executable, "-S", str(script), str(SUITES_DIR), str(lines), how],
                    check=True, capture_output=True, timeout=300)
     dumps = counttools.callgrind_dumps(out)
     assert len(dumps) == 2, dumps                 # the begin marker's dump, then the window's

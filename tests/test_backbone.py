@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import need, run_nox
+from conftest import need, run_nox, shared_between_workers
 from iomatrix.measuring import selection
 
 STUDY_OPS = ["read_byLines_textMode", "read_byLines_binaryMode", "read_byBlocks_textMode",
@@ -26,11 +28,22 @@ def smoke_run(tmp_path_factory, machine_interpreters):
     newest = "3.13" if "3.13" in machine_interpreters else sorted(
         (l for l, i in machine_interpreters.items() if i.implementation == "cpython"),
         key=lambda l: machine_interpreters[l].version_info)[-1]
-    results = tmp_path_factory.mktemp("results")
-    proc = run_nox("-s", "bench-2.7", f"bench-{newest}", "--", "--profile", "smoke",
-                   "--results-dir", str(results), "--run-id", "R")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    def build(results):
+        proc = run_nox("-s", "bench-2.7", f"bench-{newest}", "--", "--profile", "smoke",
+                       "--results-dir", str(results), "--run-id", "R")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Read by every test that takes it; the tests that run a session on it again take a copy
+    # (own_copy).
+    results, _ = shared_between_workers(tmp_path_factory, f"backbone-{newest}", build)
     return results, newest
+
+
+def own_copy(results: Path, tmp_path: Path) -> Path:
+    """A copy of the shared smoke run's results directory, for a test that adds to it."""
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy, symlinks=True)
+    return copy
 
 
 def test_nox_lists_a_bench_session_per_interpreter(machine_interpreters):
@@ -72,9 +85,9 @@ def test_smoke_run_writes_pyperf_files_and_a_manifest(smoke_run):
     assert manifest["spec"]["selection"] == "core" and "mmapio" in manifest["suites"]
 
 
-def test_report_has_every_op_ratio_and_sentence(smoke_run):
+def test_report_has_every_op_ratio_and_sentence(smoke_run, tmp_path):
     results, newest = smoke_run
-    out = results.parent / "backbone-report" / "r.md"  # a report is never among the runs
+    out = tmp_path / "backbone-report" / "r.md"  # a report is never among the runs
     proc = run_nox("-s", "report", "--", "--results-dir", str(results), "--run-id", "R",
                    "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -90,8 +103,8 @@ def test_report_has_every_op_ratio_and_sentence(smoke_run):
     assert "times slower than 2.7" in text or "times faster than 2.7" in text
 
 
-def test_a_finished_result_is_never_overwritten(smoke_run):
-    results, newest = smoke_run
+def test_a_finished_result_is_never_overwritten(smoke_run, tmp_path):
+    results = own_copy(smoke_run[0], tmp_path)
     path = results / "R" / "2.7.json"
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     proc = run_nox("-s", "bench-2.7", "--", "--profile", "smoke", "--results-dir", str(results),
@@ -101,8 +114,8 @@ def test_a_finished_result_is_never_overwritten(smoke_run):
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-def test_a_run_refuses_another_profile(smoke_run):
-    results, _ = smoke_run
+def test_a_run_refuses_another_profile(smoke_run, tmp_path):
+    results = own_copy(smoke_run[0], tmp_path)
     proc = run_nox("-s", "bench-2.7", "--", "--profile", "quick", "--results-dir", str(results),
                    "--run-id", "R")
     assert proc.returncode == 2

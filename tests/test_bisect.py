@@ -32,8 +32,14 @@ def test_releases_between_one_minor_and_across_minors():
     assert "3.10.13" in middle and "3.11.7" in middle and "3.9.19" not in middle
 
 
+@pytest.mark.slow
 def test_mmap_find_is_bisected_to_3_11(tmp_path, capsys, machine_interpreters):
-    """mmap.find moved to fastsearch in 3.11 (bpo-46848): 3.10 -> 3.11 is the step."""
+    """mmap.find moved to fastsearch in 3.11 (bpo-46848): 3.10 -> 3.11 is the step.
+
+    Slow: test_many_points_are_bisected finds the same step with the same statements (the
+    step's row, "Not narrowed further", the answer file, a series per point and the A/A
+    twin), and test_a_release_that_can_be_built_but_is_not_is_named and
+    test_a_failed_build_is_exit_3_* time every point in one run as this one does."""
     for label in ("3.9", "3.10", "3.11", "3.12"):
         need(machine_interpreters, label)
     status = bisect.main(["mmapio_find_mmap", "--between", "3.9", "3.12", "--profile", "smoke",
@@ -122,5 +128,12 @@ def test_many_points_are_bisected(tmp_path, capsys, machine_interpreters):
     out = capsys.readouterr().out
     assert "between 3.10.13 and 3.11.7" in out.split("\n\n")[1]
     assert "8 points could be had: bisected in 3 lockstep runs" in out
-    assert (tmp_path / "results" / "b4-1" / "bisect.md").is_file()
+    # mmap.find moved to fastsearch in 3.11 (bpo-46848)
+    assert "| 3.10.13 -> 3.11.7 |" in out
+    assert "Not narrowed further: between 3.10.13 and 3.11.7 no build of 3.10.14 .. 3.11.6" in out
+    answer = tmp_path / "results" / "b4-1" / "bisect.md"
+    assert answer.read_text().startswith("## Bisect: `mmapio_find_mmap`")
     assert not (tmp_path / "results" / "b4-4").exists()
+    # each run is a run like any other: its manifest, one series per point and the twin
+    assert {p.name for p in (tmp_path / "results" / "b4-1").glob("*.json")} >= {
+        "manifest.json", "3.6.json", "3.6-aa.json", "3.13.json"}

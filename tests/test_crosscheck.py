@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, need, run_nox, write_pyperf_file
+from conftest import ROOT, need, run_nox, shared_between_workers, write_pyperf_file
 from iomatrix.commands import crosscheck
 
 SUITES = ROOT / "suites"
@@ -27,12 +27,14 @@ def pair(machine_interpreters):
 @pytest.fixture(scope="module")
 def smoke_run(pair, tmp_path_factory):
     """One crosscheck with a smoke run of the harness: (exit status, JSON, run dir)."""
-    tmp = tmp_path_factory.mktemp("crosscheck")
-    out = tmp / "crosscheck.json"
-    status = crosscheck.main(["--pythons", pair, "--profile", "smoke", "--calls", "2",
-                              "--processes", "1", "--results-dir", str(tmp / "results"),
-                              "--seed", "1", "--json", str(out)])
-    return status, json.loads(out.read_text())
+    def build(tmp):
+        out = tmp / "crosscheck.json"
+        status = crosscheck.main(["--pythons", pair, "--profile", "smoke", "--calls", "2",
+                                  "--processes", "1", "--results-dir", str(tmp / "results"),
+                                  "--seed", "1", "--json", str(out)])
+        return status, json.loads(out.read_text())
+    _, (status, result) = shared_between_workers(tmp_path_factory, "crosscheck", build)
+    return status, result
 
 
 def test_every_lutz2009_op_gets_both_ratios(smoke_run):

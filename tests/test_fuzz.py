@@ -21,7 +21,10 @@ under a 2 GiB address-space limit (the exit codes as CI sees them, bounded memor
 
 Profiles: ``ci`` (the default; CI_EXAMPLES examples a property, derandomized, the
 file well under a minute) and ``long`` (IOMATRIX_FUZZ_PROFILE=long, with
-IOMATRIX_FUZZ_EXAMPLES examples, new ones each time). As root (CI containers) the
+IOMATRIX_FUZZ_EXAMPLES examples, new ones each time). The damaged-documents property runs
+in the default suite with KNOWN_DAMAGES (one explicit example of each kind of damage that
+found a bug or that a reader must name) plus FAST_EXAMPLES generated ones; its ``slow``
+twin generates CI_EXAMPLES (`nox -s tests -- -m slow`). As root (CI containers) the
 "unreadable" damage reads fine (root reads anything) and is kept as a plain case.
 """
 from __future__ import annotations
@@ -37,7 +40,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from iomatrix import cli
 from iomatrix.commands import crosscheck
@@ -49,6 +52,10 @@ import history
 import report
 
 CI_EXAMPLES = 25
+# The damaged-documents property reports, compares and reads a whole store per example (about
+# a second each on an idle 2-CPU machine): the default suite generates FAST_EXAMPLES beside
+# the known damages below; the slow twin generates CI_EXAMPLES.
+FAST_EXAMPLES = 6
 # No shrinking in CI: a failure is shown as found, in bounded time (shrinking a damaged
 # store can take minutes); the long profile shrinks.
 settings.register_profile("ci", max_examples=CI_EXAMPLES, derandomize=True, deadline=None,
@@ -57,7 +64,8 @@ settings.register_profile("ci", max_examples=CI_EXAMPLES, derandomize=True, dead
 settings.register_profile("long", max_examples=int(os.environ.get("IOMATRIX_FUZZ_EXAMPLES",
                                                                   "1000")),
                           deadline=None, database=None, suppress_health_check=list(HealthCheck))
-PROFILE = settings.get_profile(os.environ.get("IOMATRIX_FUZZ_PROFILE", "ci"))
+PROFILE_NAME = os.environ.get("IOMATRIX_FUZZ_PROFILE", "ci")
+PROFILE = settings.get_profile(PROFILE_NAME)
 MAX_SECONDS = 60
 OPS = ("read_byLines_textMode", "write_byLines_textMode")
 DOCUMENTS = ("3.13.json", "native.json", "manifest.json", "3.13.counters.json", "phase/s.tsv")
@@ -277,10 +285,51 @@ def fresh_store(tmp_path_factory) -> tuple[Path, Path, Path]:
     return root, results, outside
 
 
-@PROFILE
+# One of each kind of damage, in every run whatever hypothesis generates: the two the fuzz
+# found (a manifest whose interpreters table is null, commit 970b63b; a series value of 0,
+# de823a1), deep nesting, a truncated file, a non-finite number in a phase file, and the
+# special files (a symlink to /dev/zero, a FIFO, a directory, a symlink out of the run).
+# The indexes are places in make_run's documents (tests/test_fuzz.py's ``locations`` order):
+# 7 is the manifest's "interpreters", 3 the first value of a series.
+KNOWN_DAMAGES = [
+    ("manifest.json", ("replace", 7, None)),
+    ("3.13.json", ("number", 3, 0)),
+    ("3.13.json", ("nest", 0, 100_000)),
+    ("3.13.counters.json", ("number", 5, float("nan"))),
+    ("manifest.json", ("truncate", 0.5)),
+    ("phase/s.tsv", ("number", 1, float("inf"))),
+    ("native.json", ("file", "symlink-dev-zero")),
+    ("3.13.counters.json", ("file", "fifo")),
+    ("3.13.json", ("file", "directory")),
+    ("manifest.json", ("file", "symlink-outside")),
+]
+
+
+def with_known_damages(test):
+    for document, damage in reversed(KNOWN_DAMAGES):
+        test = example(document=document, damage=damage)(test)
+    return test
+
+
+@settings(PROFILE, max_examples=FAST_EXAMPLES if PROFILE_NAME == "ci" else PROFILE.max_examples)
+@with_known_damages
 @given(document=st.sampled_from(DOCUMENTS), damage=damages)
 def test_damaged_documents_keep_the_exit_code_contract(tmp_path_factory, capsys, document,
                                                        damage):
+    damaged_store_keeps_the_contract(tmp_path_factory, capsys, document, damage)
+
+
+@pytest.mark.slow
+@PROFILE
+@given(document=st.sampled_from(DOCUMENTS), damage=damages)
+def test_damaged_documents_keep_the_exit_code_contract_at_length(tmp_path_factory, capsys,
+                                                                 document, damage):
+    """The property above with CI_EXAMPLES generated damages (slow: the default suite runs
+    FAST_EXAMPLES and KNOWN_DAMAGES, one of each kind)."""
+    damaged_store_keeps_the_contract(tmp_path_factory, capsys, document, damage)
+
+
+def damaged_store_keeps_the_contract(tmp_path_factory, capsys, document, damage):
     root, results, outside = fresh_store(tmp_path_factory)
     run_b = results / "B"
     damaged = run_b / document

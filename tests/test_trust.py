@@ -15,7 +15,7 @@ from iomatrix.reporting import pages
 from conftest import all_pages
 from iomatrix.storing import store
 from iomatrix.storing.profiles import PROFILES
-from conftest import need
+from conftest import need, shared_between_workers
 
 SMOKE = PROFILES["smoke"]
 
@@ -53,8 +53,9 @@ def both_stacks(tmp_path_factory, machine_interpreters):
     manifest, log lines), read by the tests of the pyio axis and of the native ceiling (each
     made a run of its own)."""
     interps = [need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")]
-    results = tmp_path_factory.mktemp("both-stacks")
-    manifest, lines = smoke(interps, results, run_id="P", io_stacks=("c", "pyio"))
+    results, (manifest, lines) = shared_between_workers(
+        tmp_path_factory, "both-stacks",
+        lambda results: smoke(interps, results, run_id="P", io_stacks=("c", "pyio")))
     return results, manifest, lines
 
 
