@@ -284,7 +284,9 @@ def test_screenshot_without_chromium_is_a_clear_error(tmp_path, capsys, monkeypa
     monkeypatch.setattr(preview, "CHROMIUM", tmp_path / "no-chromium")
     assert preview.main(["--results-dir", str(tmp_path / "results"), "--out",
                          str(tmp_path / "p"), "--screenshot"]) == 2
-    assert "needs Debian's chromium" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "needs Debian's chromium" in err and "nothing was written" in err
+    assert not (tmp_path / "p").exists()   # the message says so: nothing was written
 
 
 def test_a_long_op_name_takes_two_lines_not_the_columns_width():

@@ -362,7 +362,7 @@ def file_pages(page: Path, out: Path | None, results_dir: Path) -> tuple[Path, l
 def chromium_command(*args: str) -> list[str]:
     if not CHROMIUM.exists():
         raise cli.BadInput(f"--screenshot needs Debian's chromium at {CHROMIUM} "
-                           "(apt-get install chromium); the HTML pages were written without it")
+                           "(apt-get install chromium); nothing was written")
     return [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
             f"--window-size={WINDOW[0]},{WINDOW[1]}", "--allow-file-access-from-files",
             *args]
