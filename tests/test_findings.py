@@ -362,7 +362,7 @@ def test_the_same_reads_moving_16x_the_bytes_confirm_a_slowdown_and_show_both_th
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
     cell = findings.time_cell(an, finding, nbytes_of).replace("\u00a0", " ")
     # returned: 10^6 bytes in 0.25 ms = 4,000 MB/s; moved: 128 times that (10.24 MB for 80 KB)
-    assert "returned 4,000 → " in cell and "moved by system calls 512,000 → " in cell
+    assert "returned 4,000 → " in cell and "moved by system calls<br>512,000 → " in cell
     text = all_pages(data)
     assert "### Throughput of the system calls (MB/s)" in text
     assert "`read` bytes per call 10 MB → 164 MB" in text
