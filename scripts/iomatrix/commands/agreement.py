@@ -331,11 +331,11 @@ def replication(source: RunView, other: RunView, threshold: float) -> Replicatio
         if finding.firmness != "firm":
             continue
         firm += 1
+        known = theirs.low is not None and theirs.high is not None
         if other.verdicts.get(cell) == source.verdicts[cell]:
             held += 1
         else:
             ours = finding.comparison
-            known = theirs.low is not None and theirs.high is not None
             not_held.append({
                 "op": cell.op, "a": cell.a, "b": cell.b, "condition": cell.condition or None,
                 "ratio": ours.ratio, "low": ours.low, "high": ours.high,
@@ -343,8 +343,8 @@ def replication(source: RunView, other: RunView, threshold: float) -> Replicatio
                 "unresolved": known and theirs.low <= 1 <= theirs.high
                 and theirs.low <= ours.ratio <= theirs.high})
         other_way = bool(theirs.significant) and (theirs.ratio > 1) != (finding.comparison.ratio > 1)
-        within = theirs.low is not None and theirs.high is not None and \
-            abs(math.log(theirs.low)) < margin and abs(math.log(theirs.high)) < margin
+        within = known and abs(math.log(theirs.low)) < margin and \
+            abs(math.log(theirs.high)) < margin
         contradicted += other_way or within
     boots = (source.boot, other.boot)
     return Replication(source.name, other.name, firm, held, contradicted, next_run, covered,

@@ -12,8 +12,8 @@ moments of each other, on the same CPU (``cpus``), and the ratio of the two
 (paired by round, ``stats.compare(paired=True)``) cancels the phase.
 
 The workers take each step in version order (``in_version_order``), ascending or
-descending at random per step: the two sides of a release step, and a twin and
-its interpreter, are next to each other, one value apart. Why: a vCPU's speed
+descending at random per step: the two sides of a release step, and the A/A twin
+and its interpreter, are next to each other, one value apart. Why: a vCPU's speed
 here also moves in bursts of a few tenths of a second, and the two vCPUs do so
 independently (2026-11-26: a fixed Python loop of ~100 ms, timed back to back,
 ran 59 to 108 ms, 5th to 95th percentile; the spread of the log ratio of two of

@@ -4,7 +4,8 @@ Why: on a shared machine (here, 2 vCPUs of a KVM guest) the speed of the same
 code moves by 1.4x to 2x in phases of seconds to minutes, and both CPUs see the
 phase at once (the host's other tenants); shorter bursts, of tenths of a second,
 each vCPU has on its own (correlation +0.02 between the two, 2026-11-26), and
-the probe cannot see those on the timed CPU (lockstep's version order narrows them). Lockstep rounds cancel it inside one
+the probe cannot see those on the timed CPU (lockstep's version order narrows
+them). Lockstep rounds cancel it inside one
 run (both sides of a ratio are timed within moments); nothing cancels it
 between two runs, and a phase that slows one interpreter's op more than
 another's moves even a paired ratio. So a run measures its own phase and the

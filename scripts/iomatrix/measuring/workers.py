@@ -210,8 +210,9 @@ def _run_lockstep(session: Session, stepped: list[Batch], started: list) -> None
 
 def version_position(worker: lockstep.LockstepWorker) -> tuple:
     """Where a worker takes its turn in a lockstep step: by its interpreter's version, then
-    its series label, so that a release step's two sides, and a twin ("3.15-aa",
-    "3.14@default") and its interpreter, take their values one right after the other."""
+    its series label, so that a release step's two sides, and the A/A twin ("3.15-aa") and
+    its interpreter, take their values one right after the other. (The untouched-allocator
+    series, "3.14@default", time one op per process in lockstep groups of their own.)"""
     plan = worker.key.plan
     return tuple(plan.interp.version_info[:3]), plan.series
 

@@ -570,9 +570,9 @@ def later_and_shared_rows(an: Analysis, writer, run_id: str) -> None:
     ``shared_only_change_per_call`` (of that, in functions only a shared libpython runs) and
     ``shared_only_share`` (the second over the first).
     Nothing without changelogs or per-function counts."""
+    blank_classes = class_columns(None)[:-2]   # the last two: the candidate and its release
     for f in an.findings():
         start = [run_id, f.b, f.op, an.suite_of[f.op], an.category_of[f.op]]
-        blank_classes = [""] * 5
         for rank, (fix, _) in enumerate(later_shown(an, f), 1):
             entry = fix.candidate.entry
             for release in (entry.release, *fix.also):
@@ -584,9 +584,8 @@ def later_and_shared_rows(an: Analysis, writer, run_id: str) -> None:
         for statistic, value in (("instructions_change_per_call", found["total"]),
                                  ("shared_only_change_per_call", found["change"]),
                                  ("shared_only_share", found["share"])):
-            if value is not None:
-                writer.writerow(start + [statistic, f.a, repr(value), "", "", "", "", "",
-                                         *class_columns(None)])
+            writer.writerow(start + [statistic, f.a, repr(value), "", "", "", "", "",
+                                     *class_columns(None)])
 
 
 def tidy_csv(an: Analysis) -> str:
