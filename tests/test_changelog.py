@@ -178,6 +178,12 @@ def test_candidates_reach_the_pages_escaped(tmp_path, monkeypatch):
     everything = "\n".join([built.main, built.csv, *built.suites.values()])
     assert "[gh-117151](https://github.com/python/cpython/issues/117151)" in built.main
     assert "### Likely causes" in built.main
+    # in the findings table the candidate sits below the step it is about, not in a column
+    # of its own (the table then fits GitHub's column)
+    main = built.main.replace("\u00a0", " ")
+    assert re.search(r"\| step<br>likely change +\|", main)
+    assert re.search(r"\| 3\.13[^|]* → 3\.14[^|]*<br>\[gh-117151\]\(https://github\.com/python/"
+                     r"cpython/issues/117151\)<br>3\.14\.0a6 +\|", main)
     suite = "\n".join(built.suites.values())
     assert "## Candidate upstream changes" in suite and "gh-999999" in suite
     for raw in ("<script>", "<img", "| table |", "breaker **bold**"):

@@ -61,7 +61,7 @@ def test_findings_come_first_and_follow_the_lineage(tmp_path):
     assert main.index("## Findings") < main.index("## Geometric means")
     findings = main.split("## Findings", 1)[1].split("\n## ", 1)[0]
     assert "3.13 → 3.14" in findings and f"`{READ}`" in findings
-    assert "**1.50 [" in findings                  # the ratio with its interval, a regression
+    assert "**1.50 ▲<br>[" in findings            # the ratio, its interval below, a regression
     # the op links to its own row on the suite page, which carries that id
     assert f"(latest/lutz2009.md#op-{READ.lower()})" in findings
     assert f'<a id="op-{READ.lower()}"></a>' in built.suites["lutz2009"]
@@ -177,7 +177,7 @@ def test_an_older_run_without_rounds_or_interpreter_metadata_stays_readable(tmp_
     assert len(means[("3.9", READ)]) == 6                 # no process lost
     assert analysis.lineage(data, analysis.ordered_series(data)).releases == ["3.9", "3.10"]
     main = pages.build_report(data).replace(markdown.NBSP, " ")
-    assert "3.9 → 3.10" in main and "**2.00 [" in main and "nan" not in main
+    assert "3.9 → 3.10" in main and "**2.00 ▲<br>[1.99, 2.01]**" in main and "nan" not in main
 
 
 def test_the_summary_says_the_findings_in_words_and_report_prints_it(tmp_path, capsys):

@@ -299,3 +299,21 @@ def test_a_long_op_name_takes_two_lines_not_the_columns_width():
     assert "`read_byBlocks`<br>`_binaryMode`<br>`[large.bin]`" in fixture
     assert pages.op_link("read_byLines_textMode", "x.md") == \
         "[`read_byLines_textMode`](x.md#op-read_bylines_textmode)"
+    # the main page's allocator table and the counts tables have a column per release:
+    # their names take lines of 16 characters
+    assert markdown.code_lines("read_allAtOnce_textMode", 16) == \
+        "`read_allAtOnce`<br>`_textMode`"
+    assert markdown.code_lines("mmapio_find_mmap", 16) == "`mmapio_find_mmap`"
+
+
+def test_a_wide_table_is_described_column_by_column():
+    """What --screenshot prints of a table wider than the column: each column's width and its
+    widest line, so the one to narrow is plain (the measuring script gives them)."""
+    found = preview.Measure(height=1800, column=1012, wrapped=[], first_screen=[], wide=[
+        {"table": 0, "heading": "Slower", "width": 1164,
+         "columns": [["op", 217, 190.4, "read_byBlocks_textMode"], ["#", 45, 18, "10"]]},
+        {"table": 3, "heading": "Older", "width": 1100}])     # measured before the columns
+    text = "\n".join(preview.describe(Path("latest.html"), found))
+    assert 'table wider than the column: #0 under "Slower" (1164 px)' in text
+    assert "column 'op': 217 px, its widest line 'read_byBlocks_textMode' (190 px)" in text
+    assert 'table wider than the column: #3 under "Older" (1100 px)' in text

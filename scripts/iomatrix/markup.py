@@ -72,6 +72,25 @@ def code(text) -> str:
     return f"`{text}`"
 
 
+OP_LINE = 22      # characters of an op name on one line of a page's table
+
+
+def code_lines(name: str, width: int = OP_LINE) -> str:
+    """``name`` as code on several lines where long, so a table's column stays narrow: at
+    its fixture (``read_byBlocks_binaryMode``, then ``[large.bin]``), and at the last ``_``
+    within ``width`` characters of each line."""
+    stem, bracket, fixture = name.partition("[")
+    parts, rest = [], stem
+    while len(rest) > width and rest.rfind("_", 1, width) > 0:
+        cut = rest.rfind("_", 1, width)
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    parts.append(rest)
+    if bracket:
+        parts.append(bracket + fixture)
+    return "<br>".join(code(part) for part in parts)
+
+
 def url(path: str) -> str:
     """A link target made of names (``latest/<suite>.md``) percent-encoded, so a space, a ) or
     a < in a name neither ends the link nor leaves the page's directory as a scheme."""

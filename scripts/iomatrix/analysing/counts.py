@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from iomatrix import callgrind
-from iomatrix.markup import code, md
+from iomatrix.markup import code, code_lines, md
 # How functions are matched across interpreters (its docstring states the rule).
 from iomatrix.callgrind import canonical_function  # noqa: F401
 from iomatrix.storing import store
@@ -28,6 +28,9 @@ from iomatrix.analysing.countrows import (  # noqa: F401
     unreadable_files)
 
 MAX_SERIES_COLUMNS = 8
+# The bytes' columns hold up to 11 digits (122,811,011): eight of them took the table to
+# 1,108 px in GitHub's 1,012 px column (nox -s preview).
+MAX_BYTES_COLUMNS = 6
 MAX_COMPARE_ROWS = 40   # rows of each list in compare's comment
 
 
@@ -163,7 +166,7 @@ def _step(found: Lookup, a: str, b: str, kind: str, suite, op: str, counters) ->
 
 def change_of(rows, op: str, before: str, after: str, max_syscalls: int = 2) -> str:
     """What changed in one op's counts between two series, briefly ("`read` 91 -> 4;
-    `read` bytes per call 131 KB -> 2.1 MB; instructions -3.2%"), for a finding's row; ""
+    `read` bytes 131 KB -> 2.1 MB; instructions -3.2%"), per call, for a finding's row; ""
     when nothing was counted or changed."""
     found = lookup(rows)
     step = _step(found, before, after, "finding", found.suite_of.get(op), op,
@@ -171,7 +174,7 @@ def change_of(rows, op: str, before: str, after: str, max_syscalls: int = 2) -> 
     moved = bytes_moved(rows, op, before, after) if op in found.suite_of else None
     parts = [f"{code(name)} {_fmt(a)} → {_fmt(b)}"
              for name, a, b in (step["syscalls"] if step else [])[:max_syscalls]]
-    parts += [f"{code(name)} bytes per call {fmt_bytes(a)} → {fmt_bytes(b)}"
+    parts += [f"{code(name)} bytes {fmt_bytes(a)} → {fmt_bytes(b)}"
               for name, a, b in (moved["changed"] if moved else [])[:max_syscalls]]
     parts += [f"instructions {(b - a) / a:+.1%}" for counter, a, b in
               (step["changes"] if step else []) if counter == "instructions" and a]
@@ -277,15 +280,18 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
         scale = 1e6 if counter == "instructions" else 1
         lines += [f"### {title}", ""]
         # At most MAX_SERIES_COLUMNS series a table, so a page reads at GitHub's width.
-        for start in range(0, len(columns), MAX_SERIES_COLUMNS):
-            part = columns[start:start + MAX_SERIES_COLUMNS]
+        per_table = MAX_BYTES_COLUMNS if counter == "syscall_bytes" else MAX_SERIES_COLUMNS
+        for start in range(0, len(columns), per_table):
+            part = columns[start:start + per_table]
             body = []
             for suite, op, nbytes in ops:
                 cells = []
                 for s in part:
                     r = index.get((s, op, counter))
                     cells.append(_fmt(r[field] / scale) if r and r[field] is not None else "–")
-                body.append([code(op), _fmt(nbytes)] + cells)
+                # names on lines of 16 characters: iobench's 48-character names made these
+                # tables 1,077-1,369 px wide in GitHub's 1,012 px column (nox -s preview)
+                body.append([code_lines(op, 16), _fmt(nbytes)] + cells)
             lines += _table(["op", "bytes/call"] + [code(s) for s in part], body)
             lines.append("")
     found = [s for s in steps(rows) if s["kind"] == "version"]

@@ -27,7 +27,7 @@ from iomatrix.analysing.analysis import (RunData, cell_values, lineage, ordered_
 from iomatrix.analysing.conditions import (CONDITION_SEPARATOR, PINNED, UNTOUCHED,  # noqa: F401
                                            condition_of, condition_series_name, pair_series,
                                            untouched_steps)
-from iomatrix.reporting.markdown import code, finite, fmt_ratio, fmt_time, md, nowrap, table
+from iomatrix.reporting.markdown import code, code_lines, finite, fmt_ratio, fmt_time, md, nowrap, table
 
 # A lineage step listed first: the condition moves its ratio by more than this, either way.
 STEP_CHANGE = 0.25
@@ -218,13 +218,15 @@ def finding_note(untouched: dict, op: str, older: str, newer: str,
                  threshold: float) -> str | None:
     """What a finding's row says of the other condition: the ratio under ``default`` where
     it is not a finding the same way, or differs from it by more than STEP_CHANGE; None
-    where the op was not timed under ``default`` or agrees."""
+    where the op was not timed under ``default`` or agrees. Its lines are split by "\\n"."""
     comparison = untouched.get((op, older, newer))
     if comparison is None:
         return None
     same_way = comparison.significant and abs(math.log(comparison.ratio)) > math.log1p(threshold)
+    # Two lines where it is no finding: one line was the widest of the main page's
+    # findings tables (nox -s preview).
     return f"glibc untouched: {fmt_ratio(comparison, interval=False)}" + (
-        "" if same_way else " (not a finding)")
+        "" if same_way else "\n(not a finding)")
 
 
 def lineage_cells(data: RunData) -> tuple[list, dict]:
@@ -266,7 +268,9 @@ def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
                         f"{STEP_CHANGE:.0%}.", ""]
     rows = []
     for op, by in moved.items():
-        rows.append([code(op)] + [nowrap(fmt_ratio(by[r].comparison, interval=False))
+        # Names on lines of 16 characters: with a column per release, the table was 1,063 px
+        # wide in GitHub's 1,012 px column with the findings tables' 22 (nox -s preview).
+        rows.append([code_lines(op, 16)] + [nowrap(fmt_ratio(by[r].comparison, interval=False))
                                   if r in by else "—" for r in releases])
     lines += [table(rows, ["op"] + [md(label(r)) for r in releases],
                     ["left"] + ["right"] * len(releases)), ""]

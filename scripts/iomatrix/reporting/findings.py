@@ -13,7 +13,8 @@ from iomatrix import callgrind, stats
 from iomatrix.analysing import counts
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import allocator_section
-from iomatrix.reporting.markdown import (FASTER, SLOWER, code, details, finite, fmt_ratio,
+from iomatrix.reporting.markdown import (FASTER, OP_LINE, SLOWER, code, code_lines, details,
+                                         finite, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, names,
                                          nowrap, row_id, table, url)
 from iomatrix.reporting.suite_pages import instructions_moved, later_shown, shared_share_line
@@ -101,7 +102,7 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
     if bytes_note:
         parts.append(f"*{md(bytes_note)}*")
     if untouched_note:
-        parts.append(f"*{nowrap(untouched_note)}*")
+        parts += [f"*{nowrap(line)}*" for line in untouched_note.split("\n")]
     if counted is not None:
         # The largest syscall change and the instructions, each in one piece on a line of
         # its own ("`read` 91 → 4"), so the cell never wraps by itself.
@@ -147,23 +148,10 @@ def classes_sentence(listed: list, threshold: float) -> str:
             + ", ".join(markers) + ".")
 
 
-OP_LINE = 22      # characters of an op name on one line of a findings table
-
-
 def op_link(op: str, target: str) -> str:
-    """An op linking to its row. A long name goes on several lines, so the column stays
-    narrow: at its fixture (``read_byBlocks_binaryMode``, then ``[large.bin]``), and at the
-    last ``_`` within OP_LINE characters of each line."""
-    name, bracket, fixture = op.partition("[")
-    parts, rest = [], name
-    while len(rest) > OP_LINE and rest.rfind("_", 1, OP_LINE) > 0:
-        cut = rest.rfind("_", 1, OP_LINE)
-        parts.append(rest[:cut])
-        rest = rest[cut:]
-    parts.append(rest)
-    if bracket:
-        parts.append(bracket + fixture)
-    return f"[{'<br>'.join(code(part) for part in parts)}]({url(target)}#{row_id(op)})"
+    """An op linking to its row, its name on several lines where long (``code_lines``), so
+    the column stays narrow."""
+    return f"[{code_lines(op)}]({url(target)}#{row_id(op)})"
 
 
 def section_findings(an: Analysis, link: str, strip_figures: list[str],
@@ -220,7 +208,10 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
             suite = an.suite_of[f.op]
             op_cell = op_link(f.op, f"{link}/{suite}.md")
             step = nowrap(f"{md(label(f.a))} → {md(label(f.b))}")
-            rows.append([str(rank), op_cell, step, nowrap(fmt_ratio(f.comparison, an.threshold)),
+            if with_why:    # below the step it is about, not a column of its own (width)
+                step += "<br>" + why_cell(why[id(f)])
+            rows.append([str(rank), op_cell, step,
+                         fmt_ratio(f.comparison, an.threshold, interval_below=True),
                          time_cell(an, f, nbytes_of)]
                         + ([finding_notes(f, counted if counted else None,
                                           allocator_section.finding_note(
@@ -228,15 +219,15 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                                           top_function(functions, counted, f),
                                           bytes_on_2x_note(an, f.op, f.a),
                                           recipe_note(an, f))]
-                           if with_notes else [])
-                        + ([why_cell(why[id(f)])] if with_why else []))
-        headers = ["#", "op", "step", nowrap("ratio [95% interval]"),
-                   "time per call<br>throughput"]
+                           if with_notes else []))
+        # Each cell in lines as narrow as it reads well: with the likely change in a column
+        # of its own and the interval beside the ratio, the table was 1,164 px wide in
+        # GitHub's 1,012 px column (nox -s preview -- --screenshot).
+        headers = ["#", "op", "step<br>likely change" if with_why else "step",
+                   "ratio<br>" + nowrap("[95% interval]"), "time per call<br>throughput"]
         align = ["right", "left", "left", "right", "right"]
         if with_notes:
             headers, align = headers + ["counts per call"], align + ["left"]
-        if with_why:
-            headers, align = headers + ["likely change"], align + ["left"]
         lines += [f"### {title}", "", table(rows, headers, align), ""]
     checked = [(f, an.recipe_check(f)) for f in findings]
     checked = [(f, check) for f, check in checked if check is not None]

@@ -14,7 +14,7 @@ from tabulate import tabulate
 from iomatrix import stats
 # The two escaping functions (md for text, code for a name as code) live in the base stage, so
 # analysing's counts tables use them too; every page imports them from here.
-from iomatrix.markup import code, md, url, visible  # noqa: F401
+from iomatrix.markup import OP_LINE, code, code_lines, md, url, visible  # noqa: F401
 
 SLOWER, FASTER = "▲", "▼"
 LIST_AT_MOST = 8          # names listed inline before "and N more"
@@ -119,19 +119,22 @@ def fmt_interval(comparison: stats.Comparison | None) -> str:
 
 
 def fmt_ratio(comparison: stats.Comparison | None, threshold: float | None = None,
-              interval: bool = True) -> str:
+              interval: bool = True, interval_below: bool = False) -> str:
     """``1.32 [1.25, 1.40] ▲``: the estimate, its interval, a marker when the interval
     excludes 1; bold when that change is also a regression beyond ``threshold``. "—" for
-    no comparison or a ratio that is no finite positive number."""
+    no comparison or a ratio that is no finite positive number. ``interval_below``: the
+    interval on a line of its own, for a narrow column (``1.32 ▲<br>[1.25, 1.40]``)."""
     if comparison is None or not finite(comparison.ratio) or comparison.ratio <= 0:
         return MISSING
     cell = f"{comparison.ratio:.2f}"
-    if interval:
+    if interval and not interval_below:
         cell += " " + fmt_interval(comparison)
     if comparison.significant:
         cell += " " + (SLOWER if comparison.ratio > 1 else FASTER)
-        if threshold is not None and comparison.regression(threshold):
-            cell = f"**{cell}**"
+    if interval and interval_below:
+        cell = nowrap(cell) + "<br>" + nowrap(fmt_interval(comparison))
+    if comparison.significant and threshold is not None and comparison.regression(threshold):
+        cell = f"**{cell}**"
     return cell
 
 

@@ -114,7 +114,25 @@ window.addEventListener('load', () => {
   document.querySelectorAll('.markdown-body table').forEach((table, index) => {
     const heading = headingOf(table);
     if (table.scrollWidth > table.clientWidth + 1) {
-      result.wide.push({table: index, heading: heading, width: table.scrollWidth});
+      // Each column's width and its widest line, to say what makes the table wide.
+      const columns = Array.from(table.querySelectorAll('thead th')).map(
+        (th) => [th.innerText.replace(/\\s+/g, ' ').trim().slice(0, 40), Math.round(th.offsetWidth), 0, '']);
+      table.querySelectorAll('tr').forEach((row) => {
+        Array.from(row.children).forEach((cell, i) => {
+          if (i >= columns.length) return;
+          cell.childNodes.forEach((node) => {
+            const range = document.createRange();
+            range.selectNodeContents(node);
+            const width = range.getBoundingClientRect().width;
+            if (width > columns[i][2] && node.textContent.trim()) {
+              columns[i][2] = width;
+              columns[i][3] = node.textContent.replace(/\\s+/g, ' ').trim().slice(0, 50);
+            }
+          });
+        });
+      });
+      result.wide.push({table: index, heading: heading, width: table.scrollWidth,
+                        columns: columns});
     }
     table.querySelectorAll('th, td').forEach((cell) => {
       const range = document.createRange();
@@ -145,7 +163,7 @@ class Measure:
     height: int
     column: float
     wrapped: list          # {table, heading, lines, text}: cells with more lines than asked
-    wide: list             # {table, heading, width}: tables wider than the column
+    wide: list             # {table, heading, width, columns}: tables wider than the column
     first_screen: list     # the page's top-level blocks that start on the first screen
 
     @property
@@ -409,8 +427,13 @@ def describe(page: Path, found: Measure) -> list[str]:
              f"at {WINDOW[0]} px (column {found.column:.0f} px)"]
     lines += ["  first screen: " + item for item in found.first_screen]
     if found.wide:
-        lines += [f"  table wider than the column: #{t['table']} under \"{t['heading']}\" "
-                  f"({t['width']} px)" for t in found.wide]
+        for t in found.wide:
+            lines.append(f"  table wider than the column: #{t['table']} under \"{t['heading']}\" "
+                         f"({t['width']} px)")
+            columns = t.get("columns") or []
+            if columns:
+                lines += [f"    column {name or '(no header)'!r}: {width} px, its widest line "
+                          f"{widest!r} ({line:.0f} px)" for name, width, line, widest in columns]
     else:
         lines.append("  no table wider than the column")
     tables: dict = {}
