@@ -54,6 +54,24 @@ def test_a_spent_budget_adds_no_round(tmp_path, machine_interpreters):
     assert sampled["extra_rounds"] == 0 and sampled["stopped_by"] == "the time budget"
 
 
+def test_planned_rounds_that_spend_the_budget_leave_the_extra_seconds(tmp_path,
+                                                                       machine_interpreters):
+    """A main command of many interpreters on a slow host spends the profile's budget on its
+    planned rounds; the extra rounds still get the profile's extra_seconds after them (the
+    main commands of 2026-11-25/26 took none and left 68-92 steps borderline)."""
+    assert sampling.extra_rounds_deadline(100.0, 500.0, 150.0) == 650.0   # budget spent
+    assert sampling.extra_rounds_deadline(900.0, 500.0, 150.0) == 900.0   # budget left
+    real = need(machine_interpreters, "2.7")
+    profile = dataclasses.replace(PROFILES["smoke"], rounds=1, max_rounds=2, budget_seconds=0,
+                                  extra_seconds=600)
+    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=profile,
+                                 results_dir=tmp_path, run_id="X", work_dir=tmp_path,
+                                 target=1e-9, log=lambda *a: None)
+    sampled = manifest["sessions"][-1]["sampling"]
+    assert sampled["extra_rounds"] == 1 and sampled["stopped_by"] == "the profile's 2 rounds"
+    assert manifest["spec"]["extra_seconds"] == 600
+
+
 def test_extra_rounds_go_to_the_looser_half_of_the_loose_ops():
     loose = {"short_read": 0.30, "other_read": 0.12, "block_read": 0.05, "big_write": 0.04}
     assert sampling.loosest(loose) == {"short_read", "other_read"}

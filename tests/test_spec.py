@@ -93,6 +93,11 @@ def test_the_command_line_becomes_one_spec_with_the_defaults_of_the_main_command
     assert made.selection == "core" and made.ops == selection.resolve("core")[1]
     assert made.profile == PROFILES["quick"] and made.seed == 7
     assert made.budget_seconds == PROFILES["quick"].budget_seconds
+    assert made.extra_seconds == PROFILES["quick"].extra_seconds > 0
+    # a --budget given is the whole budget: no extra seconds beyond it
+    given = bench.parser("matrix", matrix=True).parse_args(
+        ["--results-dir", str(tmp_path), "--run-id", "R", "--budget", "5"])
+    assert RunSpec.from_args(given, interpreters=["2.7"], matrix=True).extra_seconds == 0
     assert made.counting == ("syscalls", "rusage", "instructions")
     # the suites with counting sizes: every suite of the core selection (issue 35)
     assert "lutz2009" in made.counted_suites and "mmapio" in made.counted_suites

@@ -77,7 +77,9 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                         "ops with a ratio whose 95%% interval is wider than this on either "
                         "side of it (default: %(default)s = 1.5%%)")
     p.add_argument("--budget", type=cli.positive_seconds, default=None,
-                   help="seconds after which no extra round starts (default: the profile's)")
+                   help="seconds after which no extra round starts (default: the profile's, "
+                        "and its extra seconds after the planned rounds where those take longer; "
+                        "given, it is the whole budget)")
     p.add_argument("--counters", default=None, type=counters.parse_counters,
                    help="the counting pass after timing: on, off, or some of "
                         + ",".join(counters.COUNTERS) + " (default: on for the matrix "

@@ -15,8 +15,9 @@ across it), one more worker for each of the step's two series, running only thos
 ops; when there are none, to the looser half of the loose ops (``loosest``), one
 more worker per series. Sampling stops when every op is within the target, when
 the profile's ``max_rounds`` are reached, or when the run's time budget would
-be overrun; the manifest names the ops that did not reach the target, and the
-report shows them.
+be overrun (but never before the profile's ``extra_seconds`` after the planned
+rounds: ``extra_rounds_deadline``); the manifest names the ops that did not reach
+the target, and the report shows them.
 """
 from __future__ import annotations
 
@@ -258,6 +259,15 @@ def extra_round(run: store.Run, plans: dict, round_index: int, target: float,
             elif ops:
                 tasks.append(Task(plan.series, plan.io_stack, suite, round_index, ops))
     return tasks
+
+
+def extra_rounds_deadline(budget_deadline: float, planned_end: float,
+                          extra_seconds: float) -> float:
+    """When the last extra round may start (time.monotonic()): the run's budget, or
+    ``extra_seconds`` after the planned rounds ended, whichever is later. The planned rounds
+    of many interpreters on a slow host can use up the whole budget; the steps they leave
+    borderline still get extra rounds (profiles.Profile.extra_seconds)."""
+    return max(budget_deadline, planned_end + extra_seconds)
 
 
 def sample_until_tight(run: store.Run, plans: dict, profile, *, target: float, deadline: float,

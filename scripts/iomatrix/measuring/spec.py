@@ -30,7 +30,7 @@ SEED_LIMIT = 2**32
 # Fields of the recorded spec that a later session of the same run may change, and why:
 # interpreters, aa, selection, suites, ops and io add series or ops to the run (a finished
 # series is kept as it is); seed is drawn anew for each session (each session records its
-# own); budget_seconds, target and timeout_seconds say how long this session samples and
+# own); budget_seconds, extra_seconds, target and timeout_seconds say how long this session samples and
 # waits, not what a value measures; work_dir, keep_fixtures, envs_dir and results_dir say
 # where this session works (the run directory is the same one); counting and
 # counted_suites: the counting pass resumes from its files and adds what is missing.
@@ -38,6 +38,7 @@ SEED_LIMIT = 2**32
 # resumed run with other values there would mix two measurements in one series.
 MAY_DIFFER_ON_RESUME = frozenset({
     "interpreters", "aa", "selection", "suites", "ops", "io", "seed", "budget_seconds",
+    "extra_seconds",
     "target", "timeout_seconds", "work_dir", "keep_fixtures", "envs_dir", "results_dir",
     "counting", "counted_suites", "allocator_twins"})
 # The ops timed again under each further allocator condition (``allocator_twins``): those
@@ -91,6 +92,7 @@ class RunSpec:
     aa: str | None                  # the label run a second time as "<aa>-aa"
     seed: int
     budget_seconds: float           # no extra round starts after this long
+    extra_seconds: float            # ... unless within this long after the planned rounds
     target: float
     timeout_seconds: float
     counting: tuple[str, ...]       # the counters of the counting pass; () for none
@@ -144,6 +146,8 @@ class RunSpec:
             seed=_checked_seed(seed),
             budget_seconds=_checked_seconds(profile.budget_seconds if budget is None
                                             else budget, "budget", allow_zero=True),
+            # a --budget given is the whole budget: no extra time beyond it
+            extra_seconds=float(profile.extra_seconds if budget is None else 0),
             target=_checked_target(target),
             timeout_seconds=_checked_seconds(timeout, "timeout"),
             counting=tuple(counting),
@@ -199,7 +203,8 @@ class RunSpec:
             "suites": list(self.suites), "ops": None if self.ops is None else list(self.ops),
             "conditions": {k: str(v) for k, v in dataclasses.asdict(self.conditions).items()},
             "io": list(self.io_stacks), "interpreters": list(self.interpreters), "aa": self.aa,
-            "seed": self.seed, "budget_seconds": self.budget_seconds, "target": self.target,
+            "seed": self.seed, "budget_seconds": self.budget_seconds,
+            "extra_seconds": self.extra_seconds, "target": self.target,
             "timeout_seconds": self.timeout_seconds, "counting": list(self.counting),
             "counted_suites": list(self.counted_suites), "work_dir": path(self.work_dir),
             "keep_fixtures": self.keep_fixtures, "envs_dir": path(self.envs_dir),

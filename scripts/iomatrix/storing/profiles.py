@@ -24,6 +24,12 @@ class Profile:
     # allocator_twins): one process per op, so a round costs a process start per op; 6 is
     # the fewest rounds whose paired interval can exclude 1 (Wilcoxon: 2/2**6 < 0.05).
     twin_rounds: int = 1
+    # Extra rounds may go on this long after the planned rounds even where those used up
+    # budget_seconds (a main command of 16 interpreters on a slow day). Without it the
+    # main commands of 2026-11-25/26 took 0 extra rounds (68-92 steps left borderline),
+    # where those of 2026-11-24 took 15-32: the host ran the planned rounds 2.5 times
+    # slower, so sampling stopped just when the noise was largest.
+    extra_seconds: int = 0
 
 
 PROFILES = {
@@ -39,10 +45,10 @@ PROFILES = {
     # a round can go the other way and the step stay significant. The untouched allocator's
     # one-op series keep 6 rounds (twin_rounds).
     "quick": Profile("quick", rounds=8, max_rounds=60, budget_seconds=450, values=1, warmups=1,
-                     pypy_warmups=3, twin_rounds=6,
+                     pypy_warmups=3, twin_rounds=6, extra_seconds=150,
                      description="the default: minutes for the whole machine"),
     "full": Profile("full", rounds=40, max_rounds=160, budget_seconds=3600, values=3, warmups=1,
-                    pypy_warmups=10, twin_rounds=20,
+                    pypy_warmups=10, twin_rounds=20, extra_seconds=600,
                     description="pyperf's rigorous settings: 40 processes x 3 values, more "
                                 "where noisy"),
 }
