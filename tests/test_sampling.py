@@ -87,6 +87,13 @@ def test_the_report_names_the_target_as_it_was_set(target, shown):
         "target": target, "stopped_by": "the time budget", "loose_ops": {"read_x": 0.22}}}]}
     warning, = sections.sampling_warnings(manifest)
     assert f"every ratio within {shown};" in warning and "`read_x` (±22%)" in warning
+    # the page says how many extra rounds there were and how many steps stayed borderline:
+    # none, where the planned rounds spent the budget
+    manifest["sessions"][0]["sampling"].update(extra_rounds=0, borderline_steps=[
+        "read_x: 3.12 → 3.13", "read_x: 3.13 → 3.14"])
+    warning, = sections.sampling_warnings(manifest)
+    assert "stopped by the time budget after 0 extra rounds)" in warning
+    assert "2 steps stayed borderline." in warning
 
 
 def test_a_part_of_one_op_is_read_with_its_metadata_at_the_top(tmp_path):

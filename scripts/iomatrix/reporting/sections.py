@@ -173,10 +173,18 @@ def sampling_warnings(manifest: dict) -> list[str]:
         shown = ", ".join(f"{code(op)} (±{w:.0%})" if finite(w) and w >= 0
                           else f"{code(op)} (no interval)" for op, w in widest[:8])
         more = f" and {len(loose) - 8} more" if len(loose) > 8 else ""
+        # How many extra rounds there were, and the steps left borderline: a run whose
+        # planned rounds spent the budget took none (profiles.Profile.extra_seconds).
+        extra = sampled.get("extra_rounds")
+        after = f" after {extra} extra round{'s' * (extra != 1)}" \
+            if isinstance(extra, int) and not isinstance(extra, bool) else ""
+        borderline = sampled.get("borderline_steps")
+        left = f" {len(borderline)} steps stayed borderline." \
+            if isinstance(borderline, list) and borderline else ""
         warnings.append(f"{len(loose)} op{'s' * (len(loose) > 1)} did not reach the sampling "
                         f"target (every ratio within {target}; sampling stopped by "
-                        f"{md(sampled.get('stopped_by', '?'))}): {shown}{more}. Their intervals "
-                        "say how sure each ratio is.")
+                        f"{md(sampled.get('stopped_by', '?'))}{after}): {shown}{more}. Their "
+                        f"intervals say how sure each ratio is.{left}")
     return warnings
 
 

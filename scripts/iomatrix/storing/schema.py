@@ -283,6 +283,7 @@ class RunSpecRecord(Open):
     interpreters: Optional[list[Label]] = None
     seed: Optional[int] = None
     budget_seconds: Optional[LongSeconds] = None
+    extra_seconds: Optional[LongSeconds] = None
     target: Optional[Annotated[float, Field(gt=0.0, le=1.0)]] = None
     timeout_seconds: Optional[Annotated[float, Field(gt=0.0, le=1e7)]] = None
 
