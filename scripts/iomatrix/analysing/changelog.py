@@ -272,6 +272,14 @@ def newest_changelogs(from_version: str, directory: Path | None = None,
     return [log for log in logs if log is not None]
 
 
+@functools.lru_cache(maxsize=None)
+def _speaks_of_speed(text: str) -> bool:
+    """Whether an entry says one of LATER_FIX_WORDS. Once per entry's text: a report asks
+    later_fixes for every op and step, each over every later section of every branch's
+    changelog (tens of thousands of entries), and this check does not depend on the op."""
+    return _word_re("|".join(LATER_FIX_WORDS)).search(_lower(text)) is not None
+
+
 def later_fixes(changelogs: list, op: str, suite: str, new_version: str, limit: int = 2) \
         -> list[LaterFix]:
     """The entries of releases after NEW (any branch, NEW's own later patch releases
@@ -294,8 +302,7 @@ def later_fixes(changelogs: list, op: str, suite: str, new_version: str, limit: 
             for entry in release.entries:
                 if (entry.number, entry.text[:80]) in had:
                     continue
-                text = _lower(entry.text)
-                if not any(_has(text, word) for word in LATER_FIX_WORDS):
+                if not _speaks_of_speed(entry.text):
                     continue
                 score, matched = score_entry(entry, words)
                 if score <= 0:
