@@ -51,6 +51,36 @@ def shared_between_workers(tmp_path_factory, name: str, build):
     return directory, json.loads(done.read_text())
 
 
+@pytest.fixture(scope="session")
+def smoke_313(tmp_path_factory, machine_interpreters):
+    """Results directory of one plain smoke run: 3.13, suite lutz2009, run id "S", every
+    condition at its default (``runner.run_matrix`` as the matrix makes it).
+
+    Eight tests need such a run as the start of what they check: tests/test_lockstep.py
+    (the pinned CPU, a resume refused for another affinity or an unstated condition, an
+    older run's report) and tests/test_spec.py (a resume refused for another spec, a run
+    made before the spec). Made once per test run; a test that only reads it reads it
+    here, one that changes or resumes it works on ``copy_of_smoke_313``'s copy."""
+    from iomatrix.measuring import runner
+    from iomatrix.storing.profiles import PROFILES
+    real = need(machine_interpreters, "3.13")
+
+    def build(directory):
+        runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
+                          results_dir=directory / "results", run_id="S",
+                          work_dir=directory, log=lambda *a: None)
+    directory, _ = shared_between_workers(tmp_path_factory, "smoke-3.13", build)
+    return directory / "results"
+
+
+def copy_of_smoke_313(smoke_313: Path, tmp_path: Path) -> Path:
+    """A results directory of this test's own holding a copy of the shared smoke run "S"
+    (the spec lets a run be resumed from another results or work directory)."""
+    copy = tmp_path / "results"
+    shutil.copytree(smoke_313, copy, symlinks=True)
+    return copy
+
+
 def run_nox(*args, cwd=ROOT, env=None, timeout=600):
     """Run nox as a user would; returns the CompletedProcess (never raises on failure)."""
     return subprocess.run([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),
