@@ -51,33 +51,44 @@ def shared_between_workers(tmp_path_factory, name: str, build):
     return directory, json.loads(done.read_text())
 
 
-@pytest.fixture(scope="session")
-def smoke_313(tmp_path_factory, machine_interpreters):
-    """Results directory of one plain smoke run: 3.13, suite lutz2009, run id "S", every
-    condition at its default (``runner.run_matrix`` as the matrix makes it).
-
-    Eight tests need such a run as the start of what they check: tests/test_lockstep.py
-    (the pinned CPU, a resume refused for another affinity or an unstated condition, an
-    older run's report) and tests/test_spec.py (a resume refused for another spec, a run
-    made before the spec). Made once per test run; a test that only reads it reads it
-    here, one that changes or resumes it works on ``copy_of_smoke_313``'s copy."""
+def plain_smoke_run(tmp_path_factory, interp) -> Path:
+    """Results directory of one plain smoke run of ``interp``: suite lutz2009, run id "S",
+    every condition at its default (``runner.run_matrix`` as the matrix makes it), made
+    once per test run (shared_between_workers)."""
     from iomatrix.measuring import runner
     from iomatrix.storing.profiles import PROFILES
-    real = need(machine_interpreters, "3.13")
 
     def build(directory):
-        runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
+        runner.run_matrix([interp], suites=["lutz2009"], profile=PROFILES["smoke"],
                           results_dir=directory / "results", run_id="S",
                           work_dir=directory, log=lambda *a: None)
-    directory, _ = shared_between_workers(tmp_path_factory, "smoke-3.13", build)
+    directory, _ = shared_between_workers(tmp_path_factory, f"smoke-{interp.label}", build)
     return directory / "results"
 
 
-def copy_of_smoke_313(smoke_313: Path, tmp_path: Path) -> Path:
-    """A results directory of this test's own holding a copy of the shared smoke run "S"
+@pytest.fixture(scope="session")
+def smoke_313(tmp_path_factory, machine_interpreters):
+    """plain_smoke_run of 3.13. Nine tests need such a run as the start of what they check:
+    tests/test_lockstep.py (the pinned CPU, a resume refused for another affinity or an
+    unstated condition, an older run's report), tests/test_spec.py (a resume refused for
+    another spec, a run made before the spec) and tests/test_trust.py (a second session's
+    phase probe). A test that only reads it reads it here, one that changes or resumes it
+    works on ``copy_of_smoke``'s copy."""
+    return plain_smoke_run(tmp_path_factory, need(machine_interpreters, "3.13"))
+
+
+@pytest.fixture(scope="session")
+def smoke_27(tmp_path_factory, machine_interpreters):
+    """plain_smoke_run of 2.7, the start of tests/test_robustness.py's too-little-disk test
+    and tests/test_untrusted.py's status test (each works on ``copy_of_smoke``'s copy)."""
+    return plain_smoke_run(tmp_path_factory, need(machine_interpreters, "2.7"))
+
+
+def copy_of_smoke(shared: Path, tmp_path: Path) -> Path:
+    """A results directory of this test's own holding a copy of a shared smoke run "S"
     (the spec lets a run be resumed from another results or work directory)."""
     copy = tmp_path / "results"
-    shutil.copytree(smoke_313, copy, symlinks=True)
+    shutil.copytree(shared, copy, symlinks=True)
     return copy
 
 

@@ -15,7 +15,7 @@ from iomatrix.measuring import planning, runner, spec
 from iomatrix.reporting import pages
 from iomatrix.storing import contract, store
 from iomatrix.storing.profiles import PROFILES
-from conftest import copy_of_smoke_313, need, run_nox
+from conftest import copy_of_smoke, need, run_nox
 from test_robustness import fake_env
 
 TWO_ROUNDS = dataclasses.replace(PROFILES["smoke"], rounds=2, max_rounds=2)
@@ -161,7 +161,7 @@ def test_an_unknown_affinity_is_an_error_listing_the_valid_ones(tmp_path, machin
 def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machine_interpreters,
                                                                  smoke_313):
     real = need(machine_interpreters, "3.13")
-    results = copy_of_smoke_313(smoke_313, tmp_path)
+    results = copy_of_smoke(smoke_313, tmp_path)
     options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=results,
                    run_id="S", work_dir=tmp_path, log=lambda *a: None)
     before = (results / "S" / "manifest.json").read_bytes()
@@ -176,7 +176,7 @@ def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machi
 def test_a_run_made_before_a_condition_was_stated_is_not_resumed_with_it(
         tmp_path, machine_interpreters, smoke_313, key, wanted):
     real = need(machine_interpreters, "3.13")
-    results = copy_of_smoke_313(smoke_313, tmp_path)
+    results = copy_of_smoke(smoke_313, tmp_path)
     options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=results,
                    run_id="S", work_dir=tmp_path, log=lambda *a: None)
     manifest_path = results / "S" / "manifest.json"
@@ -195,7 +195,7 @@ def test_a_run_made_before_a_condition_was_stated_is_not_resumed_with_it(
 
 def test_an_older_run_is_reported_with_what_it_states(tmp_path, smoke_313):
     """A run made before lockstep rounds and pinning: unpaired, and the report says so."""
-    results = copy_of_smoke_313(smoke_313, tmp_path)
+    results = copy_of_smoke(smoke_313, tmp_path)
     manifest_path = results / "S" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     assert "each value of short calls begins right after an untimed call of the op" in \

@@ -15,7 +15,7 @@ from iomatrix.reporting import pages
 from conftest import all_pages
 from iomatrix.storing import store
 from iomatrix.storing.profiles import PROFILES
-from conftest import copy_of_smoke_313, need, shared_between_workers
+from conftest import copy_of_smoke, need, shared_between_workers
 
 SMOKE = PROFILES["smoke"]
 
@@ -102,7 +102,7 @@ def test_the_machines_phase_is_probed_in_every_session_and_stated(tmp_path,
     interp = need(machine_interpreters, "3.13")
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("the probe needs a CPU beside the timed one")
-    results = copy_of_smoke_313(smoke_313, tmp_path)    # a first session's run
+    results = copy_of_smoke(smoke_313, tmp_path)    # a first session's run
     first = json.loads((results / "S" / "manifest.json").read_text())
     again, _ = smoke([interp], results, run_id="S")  # a second session of the same run
     files = [session["phase_probe"]["file"] for session in again["sessions"]]
