@@ -238,9 +238,14 @@ def test_benchmarks_write_only_inside_their_run(tmp_path, machine_interpreters):
             # The tools' caches aside, which other tests write while this one runs: Python's
             # bytecode (2.7 keeps a suite's beside it, suites/x.pyc; 3.x in __pycache__/)
             # and hypothesis's (.hypothesis/, in the working directory of the test run).
-            return {p for p in ROOT.rglob("*") if ".nox" not in p.parts and "__pycache__" not in p.parts
-                    and ".pytest_cache" not in p.parts and ".hypothesis" not in p.parts
-                    and p.suffix != ".pyc"}
+            # Walked with those directories pruned: rglob went through .nox's venvs too.
+            skipped = {".nox", "__pycache__", ".pytest_cache", ".hypothesis"}
+            found = set()
+            for directory, subdirectories, files in os.walk(ROOT):
+                subdirectories[:] = [d for d in subdirectories if d not in skipped]
+                found.update(Path(directory, name) for name in subdirectories + files
+                             if not name.endswith(".pyc"))
+            return found
         before = repo_files()
         work = tmp_path / "work"
         work.mkdir()
