@@ -51,6 +51,47 @@ def shared_between_workers(tmp_path_factory, name: str, build):
     return directory, json.loads(done.read_text())
 
 
+def plain_smoke_run(tmp_path_factory, interp) -> Path:
+    """Results directory of one plain smoke run of ``interp``: suite lutz2009, run id "S",
+    every condition at its default (``runner.run_matrix`` as the matrix makes it), made
+    once per test run (shared_between_workers)."""
+    from iomatrix.measuring import runner
+    from iomatrix.storing.profiles import PROFILES
+
+    def build(directory):
+        runner.run_matrix([interp], suites=["lutz2009"], profile=PROFILES["smoke"],
+                          results_dir=directory / "results", run_id="S",
+                          work_dir=directory, log=lambda *a: None)
+    directory, _ = shared_between_workers(tmp_path_factory, f"smoke-{interp.label}", build)
+    return directory / "results"
+
+
+@pytest.fixture(scope="session")
+def smoke_313(tmp_path_factory, machine_interpreters):
+    """plain_smoke_run of 3.13. Nine tests need such a run as the start of what they check:
+    tests/test_lockstep.py (the pinned CPU, a resume refused for another affinity or an
+    unstated condition, an older run's report), tests/test_spec.py (a resume refused for
+    another spec, a run made before the spec) and tests/test_trust.py (a second session's
+    phase probe). A test that only reads it reads it here, one that changes or resumes it
+    works on ``copy_of_smoke``'s copy."""
+    return plain_smoke_run(tmp_path_factory, need(machine_interpreters, "3.13"))
+
+
+@pytest.fixture(scope="session")
+def smoke_27(tmp_path_factory, machine_interpreters):
+    """plain_smoke_run of 2.7, the start of tests/test_robustness.py's too-little-disk test
+    and tests/test_untrusted.py's status test (each works on ``copy_of_smoke``'s copy)."""
+    return plain_smoke_run(tmp_path_factory, need(machine_interpreters, "2.7"))
+
+
+def copy_of_smoke(shared: Path, tmp_path: Path) -> Path:
+    """A results directory of this test's own holding a copy of a shared smoke run "S"
+    (the spec lets a run be resumed from another results or work directory)."""
+    copy = tmp_path / "results"
+    shutil.copytree(shared, copy, symlinks=True)
+    return copy
+
+
 def run_nox(*args, cwd=ROOT, env=None, timeout=600):
     """Run nox as a user would; returns the CompletedProcess (never raises on failure)."""
     return subprocess.run([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),

@@ -110,12 +110,14 @@ def test_the_window_agrees_with_instrumentation_from_the_start(tmp_path, machine
     assert switched.get("_PyObject_MakeTpCall", 0) < 0.01 * total_s
 
 
-def counted_functions(tmp_path, interp, op):
+def counted_functions(tmp_path, interp, ops):
+    """{op: the canonical names of its functions, most instructions first}, the ops counted
+    in one counting pass (one worker under callgrind, as the matrix counts a suite)."""
     fixtures = tmp_path / "fixtures"
     counters.make_fixtures(["lutz2009"], "smoke", fixtures)
     run = store.Run(tmp_path / "results", "R")
     run.make_directory()
-    series = series_of(interp, [op])
+    series = series_of(interp, ops)
     work = tmp_path / "work"
     which = ("instructions",)
     entry = counters.count_series(run, series, which, counttools.tool_problems(which, work),
@@ -123,8 +125,8 @@ def counted_functions(tmp_path, interp, op):
                                   counttools.methods(which), log=lambda m: None)
     assert entry["status"] == "ok", entry
     document = counters.read_document(run.counters_file(series.series))
-    return [callgrind.canonical_function(name)
-            for name, *_ in document["ops"][op]["functions"]]
+    return {op: [callgrind.canonical_function(name)
+                 for name, *_ in document["ops"][op]["functions"]] for op in ops}
 
 
 @needs_valgrind
@@ -134,9 +136,10 @@ def test_a_known_hot_c_function_is_named_first(tmp_path, machine_interpreters, l
     byte; and reading lines of a binary file is the eval loop's (3.11+: a loop in one
     frame)."""
     interp = need(machine_interpreters, label)
-    assert counted_functions(tmp_path / "text", interp, "read_allAtOnce_textMode")[0] == \
-        "ascii_decode"
-    lines = counted_functions(tmp_path / "lines", interp, "read_byLines_binaryMode")
+    functions = counted_functions(tmp_path, interp, ["read_allAtOnce_textMode",
+                                                     "read_byLines_binaryMode"])
+    assert functions["read_allAtOnce_textMode"][0] == "ascii_decode"
+    lines = functions["read_byLines_binaryMode"]
     assert lines[0] == "_PyEval_EvalFrameDefault"
     assert "_PyObject_MakeTpCall" not in lines[:5]
 

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from conftest import need
+from conftest import need, shared_between_workers
 from iomatrix.analysing import counts
 from iomatrix.measuring import counters, counttools, runner
 from iomatrix.storing import contract, store
@@ -40,19 +40,17 @@ def fixtures(tmp_path_factory):
 @pytest.fixture(scope="module")
 def counted_two_ops(tmp_path_factory, fixtures):
     """``counted(interp)``: (run, entry) of interp's every counter of WHOLE_TEXT and BLOCKS,
-    counted once per module (a worker's) into one shared run; the tests of every counter and
-    of the report and compare on real counts read the same files (valgrind runs of real
-    interpreters take seconds each)."""
-    root = tmp_path_factory.mktemp("counted")
-    done = {}
-
+    counted once per test run (shared_between_workers: valgrind runs of real interpreters
+    take seconds each) into a run of its own; the tests of every counter and of the report
+    and compare on real counts read the same files."""
     def counted(interp):
-        if interp.label not in done:
-            run, _, entry = count(root, interp, [WHOLE_TEXT, BLOCKS], counters.COUNTERS,
-                                  fixtures)
-            done[interp.label] = (run, entry)
-        return done[interp.label]
-    counted.labels = done
+        def build(directory):
+            _, _, entry = count(directory, interp, [WHOLE_TEXT, BLOCKS], counters.COUNTERS,
+                                fixtures)
+            return entry
+        directory, entry = shared_between_workers(tmp_path_factory,
+                                                  f"counted-{interp.label}", build)
+        return store.Run(directory / "results", "R"), entry
     return counted
 
 
@@ -110,10 +108,8 @@ def test_every_counter_of_two_ops(machine_interpreters, fixtures, counted_two_op
     assert set(whole["rusage"]) == set(counters.RUSAGE_FIELDS)
     # a 4 KiB block loop over 358 KiB reads in several calls, even with 3.14's 128 KiB buffer
     assert document["ops"][BLOCKS]["syscalls"]["read"] >= 3
-    # nothing was written outside the work and results directories' files we know (the run
-    # is shared with the other interpreters counted in this module)
-    assert sorted(p.name for p in run.path.iterdir()) == sorted(
-        f"{counted}.counters.json" for counted in counted_two_ops.labels)
+    # nothing was written outside the work and results directories' files we know
+    assert sorted(p.name for p in run.path.iterdir()) == [f"{label}.counters.json"]
 
 
 @needs_strace
@@ -228,8 +224,10 @@ def test_matrix_without_strace_skips_syscalls_and_times(tmp_path, machine_interp
 @needs_valgrind
 def test_report_and_compare_on_real_counts(tmp_path, machine_interpreters, counted_two_ops):
     old, new = need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")
-    run, _ = counted_two_ops(old)
-    counted_two_ops(new)
+    run = store.Run(tmp_path / "results", "R")   # one run of both interpreters' counts
+    run.make_directory()
+    for interp in (old, new):
+        shutil.copy(counted_two_ops(interp)[0].counters_file(interp.label), run.path)
     rows = [r for r in counts.load_counts(run.path) if r["series"] in ("2.7", "3.13")]
     assert {r["series"] for r in rows} == {"2.7", "3.13"}
     assert all(r["per_MiB"] > 0 for r in rows if r["counter"] == "instructions")

@@ -15,7 +15,7 @@ from iomatrix.measuring import planning, runner, spec
 from iomatrix.reporting import pages
 from iomatrix.storing import contract, store
 from iomatrix.storing.profiles import PROFILES
-from conftest import need, run_nox
+from conftest import copy_of_smoke, need, run_nox
 from test_robustness import fake_env
 
 TWO_ROUNDS = dataclasses.replace(PROFILES["smoke"], rounds=2, max_rounds=2)
@@ -131,20 +131,17 @@ def test_every_subset_of_a_rounds_ops_is_in_the_rounds_order():
     assert planning.round_order(ops, 7, 4, "lutz2009") != full  # another round, another order
 
 
-def test_timed_workers_run_on_one_cpu_and_the_report_says_which(tmp_path, machine_interpreters):
-    real = need(machine_interpreters, "3.13")
+def test_timed_workers_run_on_one_cpu_and_the_report_says_which(smoke_313):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: nothing to choose")
     cpu = max(os.sched_getaffinity(0))
-    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
-                                 results_dir=tmp_path, run_id="P", work_dir=tmp_path,
-                                 log=lambda *a: None)
+    manifest = json.loads((smoke_313 / "S" / "manifest.json").read_text())
     assert manifest["affinity"] == "one" and manifest["timing_cpus"] == f"CPU {cpu}"
-    document = json.loads((tmp_path / "P" / "3.13.json").read_text())
+    document = json.loads((smoke_313 / "S" / "3.13.json").read_text())
     seen = {({**b["metadata"], **r.get("metadata", {})})[contract.KEY_CPU]
             for b in document["benchmarks"] for r in b["runs"]}
     assert seen == {str(cpu)}
-    text = pages.build_report(analysis.load_run(store.Run(tmp_path, "P")))
+    text = pages.build_report(analysis.load_run(store.Run(smoke_313, "S")))
     assert f"timed workers on **CPU {cpu}**" in text
 
 
@@ -161,58 +158,57 @@ def test_an_unknown_affinity_is_an_error_listing_the_valid_ones(tmp_path, machin
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machine_interpreters):
+def test_a_run_resumed_with_another_affinity_is_refused_and_kept(tmp_path, machine_interpreters,
+                                                                 smoke_313):
     real = need(machine_interpreters, "3.13")
-    options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=tmp_path,
-                   run_id="A", work_dir=tmp_path, log=lambda *a: None)
-    runner.run_matrix([real], **options)
-    before = (tmp_path / "A" / "manifest.json").read_bytes()
+    results = copy_of_smoke(smoke_313, tmp_path)
+    options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=results,
+                   run_id="S", work_dir=tmp_path, log=lambda *a: None)
+    before = (results / "S" / "manifest.json").read_bytes()
     with pytest.raises(spec.SpecError, match="conditions.affinity: 'one' -> 'all'"):
         runner.run_matrix([real], affinity="all", **options)
-    assert (tmp_path / "A" / "manifest.json").read_bytes() == before
-    assert (tmp_path / "A" / "3.13.json").exists()
+    assert (results / "S" / "manifest.json").read_bytes() == before
+    assert (results / "S" / "3.13.json").exists()
 
 
 @pytest.mark.parametrize("key, wanted", [("values", "settled"),
                                          ("fixture_page_cache", "read back from disk")])
 def test_a_run_made_before_a_condition_was_stated_is_not_resumed_with_it(
-        tmp_path, machine_interpreters, key, wanted):
+        tmp_path, machine_interpreters, smoke_313, key, wanted):
     real = need(machine_interpreters, "3.13")
-    options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=tmp_path,
-                   run_id="V", work_dir=tmp_path, log=lambda *a: None)
-    manifest = runner.run_matrix([real], **options)
+    results = copy_of_smoke(smoke_313, tmp_path)
+    options = dict(suites=["lutz2009"], profile=PROFILES["smoke"], results_dir=results,
+                   run_id="S", work_dir=tmp_path, log=lambda *a: None)
+    manifest_path = results / "S" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
     assert manifest["fixture_page_cache"] == contract.FIXTURE_READ_BACK
     assert f"fixtures {contract.FIXTURE_READ_BACK}" in \
-        every_page(analysis.load_run(store.Run(tmp_path, "V")))
-    manifest_path = tmp_path / "V" / "manifest.json"
-    manifest = json.loads(manifest_path.read_text())
+        every_page(analysis.load_run(store.Run(results, "S")))
     del manifest[key]
     manifest_path.write_text(json.dumps(manifest))
     before = manifest_path.read_bytes()
     with pytest.raises(spec.SpecError, match=f"{key}: 'unstated' -> '{wanted}"):
         runner.run_matrix([real], **options)
     assert manifest_path.read_bytes() == before
-    assert (tmp_path / "V" / "3.13.json").exists()
+    assert (results / "S" / "3.13.json").exists()
 
 
-def test_an_older_run_is_reported_with_what_it_states(tmp_path, machine_interpreters):
+def test_an_older_run_is_reported_with_what_it_states(tmp_path, smoke_313):
     """A run made before lockstep rounds and pinning: unpaired, and the report says so."""
-    real = need(machine_interpreters, "3.13")
-    runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
-                      results_dir=tmp_path, run_id="O", work_dir=tmp_path, log=lambda *a: None)
-    manifest_path = tmp_path / "O" / "manifest.json"
+    results = copy_of_smoke(smoke_313, tmp_path)
+    manifest_path = results / "S" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     assert "each value of short calls begins right after an untimed call of the op" in \
-        pages.build_report(analysis.load_run(store.Run(tmp_path, "O")))
+        pages.build_report(analysis.load_run(store.Run(results, "S")))
     del manifest["values"]  # a lockstep run made before values were settled
     manifest_path.write_text(json.dumps(manifest))
     assert "whether values were settled is unstated" in \
-        pages.build_report(analysis.load_run(store.Run(tmp_path, "O")))
+        pages.build_report(analysis.load_run(store.Run(results, "S")))
     for key in ("affinity", "timing_cpus", "allocator"):
         del manifest[key]
     manifest["order"]["method"] = "interleaved rounds, shuffled suites and series per round"
     manifest_path.write_text(json.dumps(manifest))
-    data = analysis.load_run(store.Run(tmp_path, "O"))
+    data = analysis.load_run(store.Run(results, "S"))
     assert not data.paired
     text = pages.build_report(data)
     assert "allocator **unstated (an older run: a mix)**" in text

@@ -22,7 +22,7 @@ from iomatrix.analysing import analysis
 from iomatrix.reporting import pages
 from iomatrix.storing import store
 from iomatrix.storing.profiles import PROFILES
-from conftest import ROOT, need, run_nox
+from conftest import ROOT, copy_of_smoke, need, run_nox
 
 SMOKE = PROFILES["smoke"]
 
@@ -179,19 +179,19 @@ def test_a_write_op_hitting_enospc_names_the_op_and_leaves_nothing(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
-def test_too_little_disk_is_refused_before_anything_starts(tmp_path, machine_interpreters):
+def test_too_little_disk_is_refused_before_anything_starts(tmp_path, machine_interpreters,
+                                                          smoke_27):
     real = need(machine_interpreters, "2.7")
-    results = tmp_path / "results"
-    first = runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=results,
-                              run_id="R", log=lambda *a: None)
+    results = copy_of_smoke(smoke_27, tmp_path)   # a finished run beside the refused one
+    first = json.loads((results / "S" / "manifest.json").read_text())
     assert first["interpreters"]["2.7"]["status"] == "ok"
-    kept = (results / "R" / "2.7.json").read_bytes()
+    kept = (results / "S" / "2.7.json").read_bytes()
     with tmpfs(tmp_path / "tiny", "4m") as tiny:
         with pytest.raises(runner.MatrixError, match=f"not enough free disk in {tiny}"):
             runner.run_matrix([real], suites=["lutz2009"], profile=SMOKE, results_dir=results,
                               run_id="R2", work_dir=tiny, log=lambda *a: None)
         assert list(tiny.iterdir()) == []
-    assert (results / "R" / "2.7.json").read_bytes() == kept
+    assert (results / "S" / "2.7.json").read_bytes() == kept
 
 
 def test_fixtures_hitting_enospc_are_a_clear_error_and_cleaned_up(tmp_path, monkeypatch,
@@ -238,9 +238,14 @@ def test_benchmarks_write_only_inside_their_run(tmp_path, machine_interpreters):
             # The tools' caches aside, which other tests write while this one runs: Python's
             # bytecode (2.7 keeps a suite's beside it, suites/x.pyc; 3.x in __pycache__/)
             # and hypothesis's (.hypothesis/, in the working directory of the test run).
-            return {p for p in ROOT.rglob("*") if ".nox" not in p.parts and "__pycache__" not in p.parts
-                    and ".pytest_cache" not in p.parts and ".hypothesis" not in p.parts
-                    and p.suffix != ".pyc"}
+            # Walked with those directories pruned: rglob went through .nox's venvs too.
+            skipped = {".nox", "__pycache__", ".pytest_cache", ".hypothesis"}
+            found = set()
+            for directory, subdirectories, files in os.walk(ROOT):
+                subdirectories[:] = [d for d in subdirectories if d not in skipped]
+                found.update(Path(directory, name) for name in subdirectories + files
+                             if not name.endswith(".pyc"))
+            return found
         before = repo_files()
         work = tmp_path / "work"
         work.mkdir()

@@ -15,7 +15,7 @@ from iomatrix.measuring import bench, planning, runner, selection, spec
 from iomatrix.paths import SUITES_DIR
 from iomatrix.storing.profiles import PROFILES
 from iomatrix.measuring.spec import RunSpec
-from conftest import need, run_nox
+from conftest import copy_of_smoke, need, run_nox
 from test_backbone import STUDY_OPS
 
 SMOKE = PROFILES["smoke"]
@@ -182,9 +182,9 @@ def test_a_run_resumes_with_what_may_differ_and_records_each_sessions_spec(
 
 
 def test_a_resume_with_another_spec_is_refused_naming_each_difference(
-        tmp_path, machine_interpreters):
+        tmp_path, machine_interpreters, smoke_313):
     real = need(machine_interpreters, "3.13")
-    runner.run_matrix([real], smoke_spec(tmp_path), log=lambda *a: None)
+    copy_of_smoke(smoke_313, tmp_path)     # the run smoke_spec(tmp_path) makes
     manifest_path = tmp_path / "results" / "S" / "manifest.json"
     before = manifest_path.read_bytes()
     with pytest.raises(spec.SpecError) as caught:
@@ -208,9 +208,9 @@ def test_a_resume_with_another_spec_is_refused_naming_each_difference(
 
 
 def test_a_run_made_before_the_spec_is_checked_by_its_stated_conditions(
-        tmp_path, machine_interpreters):
+        tmp_path, machine_interpreters, smoke_313):
     real = need(machine_interpreters, "3.13")
-    runner.run_matrix([real], smoke_spec(tmp_path), log=lambda *a: None)
+    copy_of_smoke(smoke_313, tmp_path)     # the run smoke_spec(tmp_path) makes
     manifest_path = tmp_path / "results" / "S" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     del manifest["spec"]
@@ -224,14 +224,16 @@ def test_a_run_made_before_the_spec_is_checked_by_its_stated_conditions(
     assert resumed["sessions"][-1]["spec"]["selection"] == "lutz2009"
 
 
-def test_nox_refuses_a_resume_with_another_spec_with_exit_2(tmp_path, machine_interpreters):
+def test_nox_refuses_a_resume_with_another_spec_with_exit_2(tmp_path, machine_interpreters,
+                                                            smoke_313):
     need(machine_interpreters, "3.13")
-    common = ["--profile", "smoke", "--suite", "lutz2009", "--results-dir", str(tmp_path),
-              "--run-id", "N"]
-    first = run_nox("-s", "bench-3.13", "--", *common)
-    assert first.returncode == 0, first.stdout + first.stderr
+    # The run `nox -s bench-3.13 -- --profile smoke --suite lutz2009` makes (a bench session
+    # exits 0 on such a run: tests/test_backbone.py's smoke_run).
+    results = copy_of_smoke(smoke_313, tmp_path)
+    common = ["--profile", "smoke", "--suite", "lutz2009", "--results-dir", str(results),
+              "--run-id", "S"]
     again = run_nox("-s", "bench-3.13", "--", *common, "--clock", "wall")
     output = again.stdout + again.stderr
     assert again.returncode == 2, output
-    assert "error: run N was made with another spec" in output
+    assert "error: run S was made with another spec" in output
     assert "conditions.clock: 'auto' -> 'wall'" in output and "Traceback" not in output

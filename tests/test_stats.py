@@ -105,6 +105,31 @@ def test_signed_rank_critical_values_match_the_tables():
     assert {n: stats.critical_t(n) for n in table} == table
 
 
+def test_the_exact_distributions_are_scipys():
+    """critical_t and critical_u count the exact signed-rank and Mann-Whitney distributions
+    themselves (no scipy.stats import in a report process): the same P(X <= k) as scipy's."""
+    from scipy import stats as scipy_stats
+    for n in (1, 6, 13, 25, stats.EXACT_LIMIT_PAIRS):
+        below = stats._cumulative(stats._signed_rank_counts(n))
+        for k in sorted({0, 1, n, n * (n + 1) // 4, n * (n + 1) // 2}):
+            d, left = [], k           # ranks 1..n, positive for a set summing to k: T+ = k
+            for rank in range(n, 0, -1):
+                d.append(rank if rank <= left else -rank)
+                left -= rank if rank <= left else 0
+            assert below[k] == pytest.approx(
+                scipy_stats.wilcoxon(d, alternative="less", method="exact").pvalue, rel=1e-9)
+    for n, m in ((1, 1), (3, 7), (8, 8), (25, 4), (stats.EXACT_LIMIT, stats.EXACT_LIMIT)):
+        below = stats._cumulative(stats._mann_whitney_counts(n, m))
+        for k in sorted({0, 1, m, n * m // 2, n * m}):
+            x, left = [], k           # x_i above c_i of the y's, sum c_i = k: U = k
+            for i in range(n):
+                c = min(m, left)
+                left -= c
+                x.append(c + 0.5 + i / (10 * n))
+            assert below[k] == pytest.approx(scipy_stats.mannwhitneyu(
+                x, list(range(1, m + 1)), alternative="less", method="exact").pvalue, rel=1e-9)
+
+
 def test_the_critical_value_grows_with_n_across_the_exact_limit():
     ks = [stats.critical_t(n) for n in range(1, stats.EXACT_LIMIT_PAIRS + 30)]
     assert ks == sorted(ks)

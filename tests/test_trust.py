@@ -15,7 +15,7 @@ from iomatrix.reporting import pages
 from conftest import all_pages
 from iomatrix.storing import store
 from iomatrix.storing.profiles import PROFILES
-from conftest import need, shared_between_workers
+from conftest import copy_of_smoke, need, shared_between_workers
 
 SMOKE = PROFILES["smoke"]
 
@@ -97,18 +97,20 @@ def test_machine_state_order_and_progress_are_recorded(tmp_path, machine_interpr
 
 
 def test_the_machines_phase_is_probed_in_every_session_and_stated(tmp_path,
-                                                                  machine_interpreters):
+                                                                  machine_interpreters,
+                                                                  smoke_313):
     interp = need(machine_interpreters, "3.13")
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("the probe needs a CPU beside the timed one")
-    first, _ = smoke([interp], tmp_path)
-    again, _ = smoke([interp], tmp_path)  # a second session of the same run
+    results = copy_of_smoke(smoke_313, tmp_path)    # a first session's run
+    first = json.loads((results / "S" / "manifest.json").read_text())
+    again, _ = smoke([interp], results, run_id="S")  # a second session of the same run
     files = [session["phase_probe"]["file"] for session in again["sessions"]]
     assert [s["phase_probe"]["status"] for s in again["sessions"]] == ["measured"] * 2
     assert len(set(files)) == 2 and files[0] == first["sessions"][0]["phase_probe"]["file"]
     for name in files:
-        assert (tmp_path / "T" / name).read_text().startswith(phase.HEADER)
-    assert "Machine phase:" in pages.build_report(analysis.load_run(store.Run(tmp_path, "T")))
+        assert (results / "S" / name).read_text().startswith(phase.HEADER)
+    assert "Machine phase:" in pages.build_report(analysis.load_run(store.Run(results, "S")))
 
 
 def test_the_same_seed_gives_the_same_order(tmp_path):

@@ -22,7 +22,7 @@ noise an unpaired method has to count against the difference. In one sentence:
     The ratio B/A is exp of the one-sample Hodges-Lehmann estimate of the
     per-round log ratios d_r = log b_r - log a_r (the median of the Walsh
     averages (d_i + d_j)/2, i <= j), its 95% interval is Tukey's interval
-    from the Wilcoxon signed-rank distribution (scipy's exact distribution up
+    from the Wilcoxon signed-rank distribution (the exact distribution up
     to 60 pairs, normal approximation beyond), and a change is significant
     when that interval excludes 1.
 
@@ -35,7 +35,7 @@ whose rounds were not measured side by side and so have nothing to pair):
     The ratio B/A is exp of the Hodges-Lehmann shift of the log per-process
     means (the median of all pairwise log b_j - log a_i), its 95% interval is
     the distribution-free Moses interval built from the Mann-Whitney U
-    distribution (scipy's exact distribution up to 25 processes a side,
+    distribution (the exact distribution up to 25 processes a side,
     normal approximation beyond), and a change is significant when that
     interval excludes 1.
 
@@ -144,6 +144,40 @@ def min_processes_for_significance() -> int:
     return n
 
 
+def _signed_rank_counts(n: int) -> list[int]:
+    """[c_0, c_1, ...]: how many of the 2**n sign patterns of ranks 1..n give T+ = k (the
+    exact signed-rank distribution scipy's wilcoxon uses, counted in integers here: scipy.stats
+    takes 2 s to import, which every report process paid for these few numbers)."""
+    counts = [1]
+    for rank in range(1, n + 1):
+        counts = [(counts[k] if k < len(counts) else 0) + (counts[k - rank] if k >= rank else 0)
+                  for k in range(len(counts) + rank)]
+    return counts
+
+
+def _mann_whitney_counts(n: int, m: int) -> list[int]:
+    """[c_0, c_1, ...]: how many of the C(n+m, n) orderings of n x's and m y's have U (pairs
+    x > y) = k, the exact Mann-Whitney distribution: the coefficients of the Gaussian
+    binomial [n+m choose n]_q, built as prod over i of (1 - q**(m+i)) / (1 - q**i), each step
+    a polynomial ([m+i choose i]_q)."""
+    counts = [1] + [0] * (n * m)
+    for i in range(1, n + 1):
+        for k in range(n * m, m + i - 1, -1):      # times (1 - q**(m+i))
+            counts[k] -= counts[k - m - i]
+        for k in range(i, n * m + 1):              # divided by (1 - q**i)
+            counts[k] += counts[k - i]
+    return counts
+
+
+def _cumulative(counts: list[int]) -> list[float]:
+    """P(X <= k) for each k of a distribution given by its counts."""
+    total, running, below = sum(counts), 0, []
+    for count in counts:
+        running += count
+        below.append(running / total)
+    return below
+
+
 def _largest_below(p_at, top: int, alpha: float) -> int:
     """The largest k in 0..top with p_at(k) < alpha/2 (-1: none); p_at grows with k."""
     low, high = -1, top          # p_at(low) < alpha/2 (or low == -1); the answer is <= high
@@ -166,24 +200,13 @@ def _normal_critical(mu: float, sigma: float, alpha: float) -> int:
 def critical_u(n: int, m: int, alpha: float = ALPHA, exact: bool = True) -> int:
     """The largest k with P(U <= k) < alpha/2 under the null (-1: none, too few processes).
 
-    The two-sided test rejects when U <= k or U >= n*m - k. Exact (scipy's Mann-Whitney
+    The two-sided test rejects when U <= k or U >= n*m - k. Exact (the Mann-Whitney
     distribution) up to EXACT_LIMIT processes a side unless ``exact`` is False; the normal
     approximation beyond.
     """
     if exact and n <= EXACT_LIMIT and m <= EXACT_LIMIT:
-        scipy_stats = _scipy_stats()
-        y = list(range(1, m + 1))
-
-        def p_at(k):
-            # A first sample whose U (pairs x > y) is k: x_i sits above c_i of the y's,
-            # sum c_i = k; the small offsets keep the x's distinct.
-            x, left = [], k
-            for i in range(n):
-                c = min(m, left)
-                left -= c
-                x.append(c + 0.5 + i / (10 * n))
-            return scipy_stats.mannwhitneyu(x, y, alternative="less", method="exact").pvalue
-        return _largest_below(p_at, n * m // 2, alpha)
+        below = _cumulative(_mann_whitney_counts(n, m))
+        return _largest_below(lambda k: below[k], n * m // 2, alpha)
     return _normal_critical(n * m / 2, math.sqrt(n * m * (n + m + 1) / 12), alpha)
 
 
@@ -208,23 +231,14 @@ def critical_t(n: int, alpha: float = ALPHA, exact: bool = True) -> int:
     """The largest k with P(T+ <= k) < alpha/2 under the null (-1: too few pairs).
 
     The two-sided signed-rank test rejects when T+ <= k or T+ >= n(n+1)/2 - k. Exact
-    (scipy's signed-rank distribution) up to EXACT_LIMIT_PAIRS pairs unless ``exact`` is
+    (the signed-rank distribution, counted as scipy does) up to EXACT_LIMIT_PAIRS pairs unless ``exact`` is
     False; the normal approximation beyond. (Exact probabilities are multiples of 2**-n and
     1/40 is none, so "<" and "<=" give the same k; "<" matches the strict p < ALPHA of
     wilcoxon_signed_rank_p.)
     """
     if exact and n <= EXACT_LIMIT_PAIRS:
-        scipy_stats = _scipy_stats()
-
-        def p_at(k):
-            # Ranks 1..n, positive for a set of ranks summing to k (greedy from the largest
-            # reaches every k from 0 to n(n+1)/2), negative otherwise: T+ = k.
-            d, left = [], k
-            for rank in range(n, 0, -1):
-                d.append(rank if rank <= left else -rank)
-                left -= rank if rank <= left else 0
-            return scipy_stats.wilcoxon(d, alternative="less", method="exact").pvalue
-        return _largest_below(p_at, n * (n + 1) // 4, alpha)
+        below = _cumulative(_signed_rank_counts(n))
+        return _largest_below(lambda k: below[k], n * (n + 1) // 4, alpha)
     return _normal_critical(n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24), alpha)
 
 

@@ -272,38 +272,51 @@ def newest_changelogs(from_version: str, directory: Path | None = None,
     return [log for log in logs if log is not None]
 
 
-def later_fixes(changelogs: list, op: str, suite: str, new_version: str, limit: int = 2) \
-        -> list[LaterFix]:
+@functools.lru_cache(maxsize=None)
+def _speaks_of_speed(text: str) -> bool:
+    """Whether an entry says one of LATER_FIX_WORDS. Once per entry's text: a report asks
+    later_fixes for every op and step, each over every later section of every branch's
+    changelog (tens of thousands of entries), and this check does not depend on the op."""
+    return _word_re("|".join(LATER_FIX_WORDS)).search(_lower(text)) is not None
+
+
+def later_speed_entries(changelogs: list, new_version: str) -> list:
+    """(release, entry) of the sections after NEW in ``changelogs`` whose entries speak of
+    speed (LATER_FIX_WORDS) and that NEW did not already have, in the order of the logs.
+    The same for every op: Why.later_of walks every later section of every branch's
+    changelog (tens of thousands of entries) once per NEW, not once per op family."""
+    new = version_key(new_version)
+    had = set()
+    for log in changelogs:
+        had |= _already_in(log, new_version)
+    return [(release, entry) for log in changelogs for release in log.releases
+            if version_key(release.version) > new for entry in release.entries
+            if (entry.number, entry.text[:80]) not in had and _speaks_of_speed(entry.text)]
+
+
+def later_fixes(changelogs: list, op: str, suite: str, new_version: str, limit: int = 2,
+                entries: list | None = None) -> list[LaterFix]:
     """The entries of releases after NEW (any branch, NEW's own later patch releases
     included) that ``candidates``' rule scores above 0 for ``op`` and that say
     LATER_FIX_WORDS, best first (score, then the earliest release): changes that may undo
     the step, found by a stated rule, not a proof. Entries NEW already had (its own or an
-    earlier section of any of ``changelogs``) are left out."""
+    earlier section of any of ``changelogs``) are left out. ``entries``: later_speed_entries
+    of the same changelogs and NEW, when the caller has them."""
     new = version_key(new_version)
     if new is None:
         return []
     words = words_for(op, suite)
-    had = set()
-    for log in changelogs:
-        had |= _already_in(log, new_version)
     best, releases = {}, {}
-    for log in changelogs:
-        for release in log.releases:
-            if version_key(release.version) <= new:
-                continue
-            for entry in release.entries:
-                if (entry.number, entry.text[:80]) in had:
-                    continue
-                text = _lower(entry.text)
-                if not any(_has(text, word) for word in LATER_FIX_WORDS):
-                    continue
-                score, matched = score_entry(entry, words)
-                if score <= 0:
-                    continue
-                releases.setdefault(entry.number, {})[version_key(release.version)] = release
-                kept = best.get(entry.number)
-                if kept is None or score > kept.score:
-                    best[entry.number] = Candidate(entry, score, matched)
+    if entries is None:
+        entries = later_speed_entries(changelogs, new_version)
+    for release, entry in entries:
+        score, matched = score_entry(entry, words)
+        if score <= 0:
+            continue
+        releases.setdefault(entry.number, {})[version_key(release.version)] = release
+        kept = best.get(entry.number)
+        if kept is None or score > kept.score:
+            best[entry.number] = Candidate(entry, score, matched)
     found = []
     for number, candidate in best.items():
         ordered = [releases[number][v] for v in sorted(releases[number])]
@@ -377,8 +390,10 @@ class Why:
         key = (tuple(sorted(words_for(op, suite).items())), "later", b, limit)
         if key not in self._steps:
             if new not in self._newest:
-                self._newest[new] = newest_changelogs(new, self.directory)
-            self._steps[key] = later_fixes(self._newest[new], op, suite, new, limit)
+                logs = newest_changelogs(new, self.directory)
+                self._newest[new] = (logs, later_speed_entries(logs, new))
+            logs, entries = self._newest[new]
+            self._steps[key] = later_fixes(logs, op, suite, new, limit, entries)
         return self._steps[key]
 
     def of(self, op: str, suite: str, a: str, b: str) -> StepWhy:
