@@ -70,6 +70,8 @@ def test_the_native_ceiling_is_measured_and_shown(both_stacks):
     best = manifest["native"]["best"]
     assert best["ops"]["read_byBlocks_binaryMode"]["block"] == 1 << 20 and not best["errors"]
     assert "### Against the C program's 1 MiB blocks" in text
+    # the fastest of the profile's native_repeat calls (2 in a smoke run), and the page says so
+    assert best["repeat"] == 2 and "the fastest of 2 calls" in text
 
 
 def test_a_missing_native_tool_is_reported_and_the_run_goes_on(tmp_path, monkeypatch,

@@ -27,10 +27,10 @@ from iomatrix.paths import SUITES_DIR
 
 SERIES = "native"
 # The C program's 1 MiB blocks (once called the machine's best; Python can beat it): the same files read, written and copied by the C program in
-# page-aligned 1 MiB blocks, fastest of BEST_REPEAT. Measured once per session, after the
-# timed work, so Python's throughput can be shown against what the machine does at best.
+# page-aligned 1 MiB blocks, fastest of the profile's native_repeat. Measured once per
+# session, after the timed work, so Python's throughput can be shown against what the
+# machine does at best.
 BEST_BLOCK = 1 << 20
-BEST_REPEAT = 7
 SOURCE = SUITES_DIR / "native_ceiling.c"
 COMPILE_TIMEOUT_SECONDS = 120
 
@@ -102,15 +102,14 @@ def run_batch(tool: str, op_info: dict, suite: str, round_index: int, ops: list[
 
 
 def measure_best(tool: str, op_info: dict, fixtures_dir: Path, scratch_dir: Path, cache: str,
-                 timeout: float) -> dict:
+                 timeout: float, repeat: int) -> dict:
     """{op: {"seconds", "block"}}: the op's reads, writes or copy done in BEST_BLOCK
-    page-aligned blocks, the fastest of BEST_REPEAT; an op the program fails on is left out
+    page-aligned blocks, the fastest of ``repeat``; an op the program fails on is left out
     (with its error under "errors")."""
     best, errors = {}, {}
     for op, info in sorted(op_info.items()):
         kind, target = info["native"][0], info["native"][1]
-        cmd = command(tool, [kind, target, BEST_BLOCK], fixtures_dir, scratch_dir, BEST_REPEAT,
-                      cache)
+        cmd = command(tool, [kind, target, BEST_BLOCK], fixtures_dir, scratch_dir, repeat, cache)
         try:
             proc = procs.run(cmd, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -121,15 +120,16 @@ def measure_best(tool: str, op_info: dict, fixtures_dir: Path, scratch_dir: Path
             continue
         best[op] = {"seconds": min(float(line) for line in proc.stdout.split()),
                     "block": BEST_BLOCK}
-    return {"ops": best, "errors": errors, "repeat": BEST_REPEAT}
+    return {"ops": best, "errors": errors, "repeat": repeat}
 
 
 def record_best(plan, manifest: dict, cache: str, fixtures_dir: Path, scratch_dir: Path,
-                timeout: float, log) -> None:
-    """The machine's best for the C reference's ops of this session, into the manifest."""
+                timeout: float, log, repeat: int) -> None:
+    """The machine's best for the C reference's ops of this session (the fastest of
+    ``repeat`` calls), into the manifest."""
     if plan is None or plan.kept or plan.tool is None or plan.error is not None:
         return
     manifest["native"]["best"] = measure_best(plan.tool, plan.op_info, fixtures_dir,
-                                              scratch_dir, cache, timeout)
+                                              scratch_dir, cache, timeout, repeat)
     log(f"iomatrix: the machine's best measured for {len(manifest['native']['best']['ops'])} "
         "ops (page-aligned 1 MiB blocks)")

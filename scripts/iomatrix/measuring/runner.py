@@ -146,7 +146,8 @@ def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: 
         planned_end = time.monotonic()
         planned_round_seconds = (planned_end - started) / max(1, spec.profile.rounds)
         native.record_best(plans.get(native.SERIES), manifest, spec.conditions.cache,
-                           session.fixtures_dir, session.scratch_dir, spec.timeout_seconds, log)
+                           session.fixtures_dir, session.scratch_dir, spec.timeout_seconds, log,
+                           spec.profile.native_repeat)
         deadline = sampling.extra_rounds_deadline(deadline, planned_end, spec.extra_seconds)
         entry["sampling"] = sampling.sample_until_tight(
             run, plans, spec.profile, target=spec.target, deadline=deadline, seed=spec.seed,

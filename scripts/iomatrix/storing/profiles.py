@@ -30,12 +30,16 @@ class Profile:
     # where those of 2026-11-24 took 15-32: the host ran the planned rounds 2.5 times
     # slower, so sampling stopped just when the noise was largest.
     extra_seconds: int = 0
+    # The C program's 1 MiB blocks are the fastest of this many calls (measuring.native):
+    # 7 where a page shows them; 2 in smoke runs, which prove only that it runs (7 took
+    # about 4.4 s of every test's smoke run, mostly waiting on the disk).
+    native_repeat: int = 7
 
 
 PROFILES = {
     # smoke proves that everything runs, not how fast: one process per suite, one value
     "smoke": Profile("smoke", rounds=1, max_rounds=1, budget_seconds=0, values=1, warmups=0,
-                     pypy_warmups=0, twin_rounds=1,
+                     pypy_warmups=0, twin_rounds=1, native_repeat=2,
                      description="seconds per interpreter, one value per op; for tests"),
     # 8 planned rounds of one value each, then extra rounds for the ops whose release steps
     # are still borderline (iomatrix.sampling) while the budget allows. One value, not two:
