@@ -294,16 +294,16 @@ def test_a_long_op_name_takes_two_lines_not_the_columns_width():
     cell = pages.op_link(long_op, "latest/iobench.md")
     assert cell.endswith(f"(latest/iobench.md#{markdown.row_id(long_op)})")
     assert markdown.visible_text(cell).replace(" ", "") == long_op
-    assert markdown.min_content_chars(cell) <= pages.OP_LINE
+    assert markdown.min_content_chars(cell) <= markdown.OP_LINE
     fixture = pages.op_link("read_byBlocks_binaryMode[large.bin]", "x.md")
     assert "`read_byBlocks`<br>`_binaryMode`<br>`[large.bin]`" in fixture
     assert pages.op_link("read_byLines_textMode", "x.md") == \
         "[`read_byLines_textMode`](x.md#op-read_bylines_textmode)"
     # the main page's allocator table and the counts tables have a column per release:
     # their names take lines of 16 characters
-    assert markdown.code_lines("read_allAtOnce_textMode", 16) == \
+    assert markdown.code_lines("read_allAtOnce_textMode", markdown.NARROW_OP_LINE) == \
         "`read_allAtOnce`<br>`_textMode`"
-    assert markdown.code_lines("mmapio_find_mmap", 16) == "`mmapio_find_mmap`"
+    assert markdown.code_lines("mmapio_find_mmap", markdown.NARROW_OP_LINE) == "`mmapio_find_mmap`"
 
 
 def test_a_wide_table_is_described_column_by_column():

@@ -26,13 +26,20 @@ def test_the_half_width_is_relative_to_the_median_and_inf_without_an_interval():
     assert sampling.own_half_width(values) == pytest.approx(0.05)
 
 
+def run_27(machine_interpreters, tmp_path, run_id: str, **profile_settings) -> dict:
+    """The manifest of a real lutz2009 run of 2.7 under the smoke profile changed by
+    ``profile_settings``; ``budget`` and ``target`` go to the run."""
+    options = {key: profile_settings.pop(key) for key in ("budget", "target")
+               if key in profile_settings}
+    profile = dataclasses.replace(PROFILES["smoke"], **profile_settings)
+    return runner.run_matrix([need(machine_interpreters, "2.7")], suites=["lutz2009"],
+                             profile=profile, results_dir=tmp_path, run_id=run_id,
+                             work_dir=tmp_path, log=lambda *a: None, **options)
+
+
 def test_loose_ops_get_extra_rounds_up_to_the_profiles_maximum(tmp_path, machine_interpreters):
-    real = need(machine_interpreters, "2.7")
-    profile = dataclasses.replace(PROFILES["smoke"], name="smoke", rounds=2, max_rounds=3,
-                                  budget_seconds=600)
-    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=profile,
-                                 results_dir=tmp_path, run_id="S", work_dir=tmp_path,
-                                 target=1e-9, log=lambda *a: None)
+    manifest = run_27(machine_interpreters, tmp_path, "S", rounds=2, max_rounds=3,
+                      budget_seconds=600, target=1e-9)
     sampled = manifest["sessions"][-1]["sampling"]
     assert sampled["extra_rounds"] == 1 and sampled["stopped_by"] == "the profile's 3 rounds"
     assert manifest["interpreters"]["2.7"]["status"] == "ok"
@@ -45,11 +52,8 @@ def test_loose_ops_get_extra_rounds_up_to_the_profiles_maximum(tmp_path, machine
 
 
 def test_a_spent_budget_adds_no_round(tmp_path, machine_interpreters):
-    real = need(machine_interpreters, "2.7")
-    profile = dataclasses.replace(PROFILES["smoke"], rounds=1, max_rounds=5, budget_seconds=600)
-    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=profile,
-                                 results_dir=tmp_path, run_id="B", work_dir=tmp_path,
-                                 budget=0.001, log=lambda *a: None)
+    manifest = run_27(machine_interpreters, tmp_path, "B", rounds=1, max_rounds=5,
+                      budget_seconds=600, budget=0.001)
     sampled = manifest["sessions"][-1]["sampling"]
     assert sampled["extra_rounds"] == 0 and sampled["stopped_by"] == "the time budget"
 
@@ -61,12 +65,8 @@ def test_planned_rounds_that_spend_the_budget_leave_the_extra_seconds(tmp_path,
     main commands of 2026-11-25/26 took none and left 68-92 steps borderline)."""
     assert sampling.extra_rounds_deadline(100.0, 500.0, 150.0) == 650.0   # budget spent
     assert sampling.extra_rounds_deadline(900.0, 500.0, 150.0) == 900.0   # budget left
-    real = need(machine_interpreters, "2.7")
-    profile = dataclasses.replace(PROFILES["smoke"], rounds=1, max_rounds=2, budget_seconds=0,
-                                  extra_seconds=600)
-    manifest = runner.run_matrix([real], suites=["lutz2009"], profile=profile,
-                                 results_dir=tmp_path, run_id="X", work_dir=tmp_path,
-                                 target=1e-9, log=lambda *a: None)
+    manifest = run_27(machine_interpreters, tmp_path, "X", rounds=1, max_rounds=2,
+                      budget_seconds=0, extra_seconds=600, target=1e-9)
     sampled = manifest["sessions"][-1]["sampling"]
     assert sampled["extra_rounds"] == 1 and sampled["stopped_by"] == "the profile's 2 rounds"
     assert manifest["spec"]["extra_seconds"] == 600

@@ -73,6 +73,9 @@ def code(text) -> str:
 
 
 OP_LINE = 22      # characters of an op name on one line of a page's table
+# ... of a table with a column per release (the allocator's and the counts'), where 22 left
+# them 1,063-1,369 px wide in GitHub's 1,012 px column (nox -s preview)
+NARROW_OP_LINE = 16
 
 
 def code_lines(name: str, width: int = OP_LINE) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from iomatrix import callgrind
-from iomatrix.markup import code, code_lines, md
+from iomatrix.markup import NARROW_OP_LINE, code, code_lines, md
 # How functions are matched across interpreters (its docstring states the rule).
 from iomatrix.callgrind import canonical_function  # noqa: F401
 from iomatrix.storing import store
@@ -289,9 +289,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
                 for s in part:
                     r = index.get((s, op, counter))
                     cells.append(_fmt(r[field] / scale) if r and r[field] is not None else "–")
-                # names on lines of 16 characters: iobench's 48-character names made these
-                # tables 1,077-1,369 px wide in GitHub's 1,012 px column (nox -s preview)
-                body.append([code_lines(op, 16), _fmt(nbytes)] + cells)
+                body.append([code_lines(op, NARROW_OP_LINE), _fmt(nbytes)] + cells)
             lines += _table(["op", "bytes/call"] + [code(s) for s in part], body)
             lines.append("")
     found = [s for s in steps(rows) if s["kind"] == "version"]

@@ -27,7 +27,8 @@ from iomatrix.analysing.analysis import (RunData, cell_values, lineage, ordered_
 from iomatrix.analysing.conditions import (CONDITION_SEPARATOR, PINNED, UNTOUCHED,  # noqa: F401
                                            condition_of, condition_series_name, pair_series,
                                            untouched_steps)
-from iomatrix.reporting.markdown import code, code_lines, finite, fmt_ratio, fmt_time, md, nowrap, table
+from iomatrix.reporting.markdown import (NARROW_OP_LINE, code, code_lines, finite, fmt_ratio,
+                                         fmt_time, md, nowrap, table)
 
 # A lineage step listed first: the condition moves its ratio by more than this, either way.
 STEP_CHANGE = 0.25
@@ -268,9 +269,7 @@ def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
                         f"{STEP_CHANGE:.0%}.", ""]
     rows = []
     for op, by in moved.items():
-        # Names on lines of 16 characters: with a column per release, the table was 1,063 px
-        # wide in GitHub's 1,012 px column with the findings tables' 22 (nox -s preview).
-        rows.append([code_lines(op, 16)] + [nowrap(fmt_ratio(by[r].comparison, interval=False))
+        rows.append([code_lines(op, NARROW_OP_LINE)] + [nowrap(fmt_ratio(by[r].comparison, interval=False))
                                   if r in by else "—" for r in releases])
     lines += [table(rows, ["op"] + [md(label(r)) for r in releases],
                     ["left"] + ["right"] * len(releases)), ""]

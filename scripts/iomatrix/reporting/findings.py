@@ -13,10 +13,9 @@ from iomatrix import callgrind, stats
 from iomatrix.analysing import counts
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import allocator_section
-from iomatrix.reporting.markdown import (FASTER, OP_LINE, SLOWER, code, code_lines, details,
-                                         finite, fmt_ratio,
-                                         fmt_throughput, fmt_time, fmt_value, md, names,
-                                         nowrap, row_id, table, url)
+from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
+                                         fmt_ratio, fmt_throughput, fmt_time, fmt_value, md,
+                                         names, nowrap, row_id, table, url)
 from iomatrix.reporting.suite_pages import instructions_moved, later_shown, shared_share_line
 from iomatrix.reporting.summary import Labeller, bytes_on_2x_note
 from iomatrix.reporting.why import later_text, likely_causes, top_cell as why_cell

@@ -14,7 +14,8 @@ from tabulate import tabulate
 from iomatrix import stats
 # The two escaping functions (md for text, code for a name as code) live in the base stage, so
 # analysing's counts tables use them too; every page imports them from here.
-from iomatrix.markup import OP_LINE, code, code_lines, md, url, visible  # noqa: F401
+from iomatrix.markup import (  # noqa: F401
+    NARROW_OP_LINE, OP_LINE, code, code_lines, md, url, visible)
 
 SLOWER, FASTER = "▲", "▼"
 LIST_AT_MOST = 8          # names listed inline before "and N more"

@@ -42,7 +42,7 @@ from iomatrix.reporting.summary import (  # noqa: F401
     counts_index, counts_phrase, factor_span, kind_phrase, magnitude, op_kind,
     summary_paragraph)
 from iomatrix.reporting.findings import (  # noqa: F401
-    OP_LINE, USUAL_CLASSES, classes_sentence, finding_notes, op_link, recipe_note,
+    USUAL_CLASSES, classes_sentence, finding_notes, op_link, recipe_note,
     section_counts_only, section_findings, time_cell, top_function)
 from iomatrix.reporting.run_figures import draw_figures, steps_heatmap_ops  # noqa: F401
 
