@@ -347,6 +347,9 @@ class StepWhy:
     old_date: str | None = None
     new_date: str | None = None
     cause: tuple | None = None  # PY3_CAUSE for a step from 2.x, named before any entry
+    # Whether a changelog of OLD's branch that reaches OLD was at hand, so that the backports
+    # OLD already had are left out (candidates' ``before``); evidence.maybe_backported.
+    old_known: bool = False
 
     @property
     def top(self) -> Candidate | None:
@@ -415,5 +418,7 @@ class Why:
         before = self.changelog(old) if version_key(old).major >= 3 else None
         found = candidates(log, op, suite, old, new, self.limit, before=before)
         cause = PY3_CAUSE if version_key(old).major < 3 <= version_key(new).major else None
+        old_known = before is not None and branch(before.version or old) == branch(old) and \
+            any(version_key(r.version) == version_key(old) for r in before.releases)
         return StepWhy(found, coverage_note(log, old, new), self.date(old),
-                       log.release_date(new), cause)
+                       log.release_date(new), cause, old_known)

@@ -10,7 +10,7 @@ moved while the time did not decide. Split from pages.py, which re-exports these
 from __future__ import annotations
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import counts
+from iomatrix.analysing import counts, evidence
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import allocator_section
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
@@ -18,7 +18,7 @@ from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, detai
                                          names, nowrap, row_id, table, url)
 from iomatrix.reporting.suite_pages import instructions_moved, later_shown, shared_share_line
 from iomatrix.reporting.summary import Labeller, bytes_on_2x_note
-from iomatrix.reporting.why import later_text, likely_causes, top_cell as why_cell
+from iomatrix.reporting.why import later_text, named_causes, top_cell as why_cell
 
 
 def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
@@ -196,7 +196,9 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     if classes:     # one paragraph with the sentence above it: the first screen is short
         lines[intro] += " " + classes
     why = {id(f): an.candidates_of(f) for f in slower + faster}    # candidate upstream changes
-    with_why = any(w.top is not None for w in why.values())
+    # named only when the acceptance rule passes (analysing.evidence)
+    verdicts = {id(f): evidence.verdict_for(an, f) for f in slower + faster}
+    with_why = any(w.top is not None or w.cause is not None for w in why.values())
     for title, listed in (("Slower", slower), ("Faster", faster)):
         if not listed:
             continue
@@ -208,7 +210,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
             op_cell = op_link(f.op, f"{link}/{suite}.md")
             step = nowrap(f"{md(label(f.a))} → {md(label(f.b))}")
             if with_why:    # below the step it is about, not a column of its own (width)
-                step += "<br>" + why_cell(why[id(f)])
+                step += "<br>" + why_cell(why[id(f)], verdicts[id(f)])
             rows.append([str(rank), op_cell, step,
                          fmt_ratio(f.comparison, an.threshold, interval_below=True),
                          time_cell(an, f, nbytes_of)]
@@ -239,7 +241,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                   f"({names(twins)}): {held} of them hold with that side replaced by it "
                   "(significant and beyond the threshold the same way), "
                   f"{len(checked) - held} do not. Their rows say which.", ""]
-    lines += likely_causes([(numbers[id(f)], why[id(f)]) for f in slower + faster])
+    lines += named_causes([(numbers[id(f)], why[id(f)], verdicts[id(f)])
+                           for f in slower + faster])
     lines += section_later_and_shared(an, [(numbers[id(f)], f) for f in slower + faster])
     more = len(findings) - len(slower) - len(faster)
     if more:

@@ -12,7 +12,7 @@ import math
 import re
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import counts
+from iomatrix.analysing import counts, evidence
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import process_means, with_all_conditions
 from iomatrix.analysing.comparisons import Analysis, Finding
@@ -108,15 +108,20 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
     entries of CPython's Misc/NEWS inside the step that name the op's machinery)."""
     lines = []
     for f in an.findings():
-        if f.op in ops:
+        if f.op in ops:   # each with what passed the acceptance rule (analysing.evidence) first
             lines += [f"- {code(f.op)}, {nowrap(f'{md(f.a)} → {md(f.b)}')} "
                       f"({f.comparison.ratio:.2f}):"]
-            lines += ["  " + line for line in candidate_lines(an.candidates_of(f))]
+            lines += ["  " + line for line in candidate_lines(an.candidates_of(f),
+                                                              verdict=evidence.verdict_for(an, f))]
             lines += ["  " + later_line(fix, undoing) for fix, undoing in later_shown(an, f)]
     if not lines:
         return []
     return ["## Candidate upstream changes", "",
-            "For each finding, the entries of CPython's Misc/NEWS in the releases inside its "
+            "For each finding, first what the acceptance rule names (analysing/evidence.py, "
+            "docs/methodology.md: an entry is named only when a bisect, the source of a "
+            "function that moved or an ablation agrees, and the evidence class says which), "
+            "or \"no changelog entry matches\" and what the data shows; then the entries of "
+            "CPython's Misc/NEWS in the releases inside its "
             "step that name the op's machinery, best first (the ranking rule is in "
             "analysing/changelog.py): candidates to read, not proofs. \"later\": an entry of "
             "a release after the step's newer side (any branch, its own later patch releases "
@@ -488,9 +493,12 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               # boot fell outside it in 14-46% of cells, of another boot more often, by
               # `nox -s agree`); "counts only" steps too.
               "evidence", "firmness", "resampled_low", "resampled_high", "modes",
-              # A finding's top candidate upstream change (its gh-/bpo- number) and the
-              # release it entered (analysing.changelog); blank for other rows.
-              "candidate", "candidate_release"]
+              # A finding's likely upstream change (its gh-/bpo- number, or the PEP of a stated
+              # cause) and the release it entered, named only when it passes the acceptance
+              # rule (analysing.evidence), with the class of the evidence that passed
+              # ("changelog + source", ..., "API"; "none": no changelog entry matches); blank
+              # for other rows.
+              "candidate", "candidate_release", "cause_evidence"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -498,7 +506,7 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # column's cell (a name, a class: TEXT_FIELDS) that starts with one of those gets a leading
 # ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
-               "modes", "candidate", "candidate_release"}
+               "modes", "candidate", "candidate_release", "cause_evidence"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -524,17 +532,20 @@ def number(value) -> str:
 
 def class_columns(f: Finding | None, an: Analysis | None = None) -> list:
     """The CSV's class columns of a release step (blank without a classified one), and a
-    finding's top candidate upstream change."""
+    finding's likely upstream change with the class of its evidence (analysing.evidence)."""
     if f is None:
-        return [""] * 7
+        return [""] * 8
     low, high = f.next_run or (None, None)
-    why = an.candidates_of(f) if an is not None and f.evidence != "counts only" else None
-    if why is not None and why.cause is not None:    # a step from 2.x: PEP 3116, 3.0
-        candidate = [f"PEP {why.cause[1].rstrip('/').rsplit('-', 1)[-1]}", why.cause[2]]
-    elif why is not None and why.top is not None:
-        candidate = [why.top.entry.number, why.top.entry.release]
+    verdict = evidence.verdict_for(an, f) if an is not None and f.evidence != "counts only" \
+        else None
+    if verdict is not None and verdict.cause is not None:    # a step from 2.x: PEP 3116, 3.0
+        candidate = [f"PEP {verdict.cause[1].rstrip('/').rsplit('-', 1)[-1]}",
+                     verdict.cause[2], verdict.evidence]
+    elif verdict is not None and verdict.candidate is not None:
+        candidate = [verdict.candidate.entry.number, verdict.candidate.entry.release,
+                     verdict.evidence]
     else:
-        candidate = ["", ""]
+        candidate = ["", "", verdict.evidence if verdict is not None else ""]
     return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or "",
             *candidate]
 
@@ -570,14 +581,15 @@ def later_and_shared_rows(an: Analysis, writer, run_id: str) -> None:
     ``shared_only_change_per_call`` (of that, in functions only a shared libpython runs) and
     ``shared_only_share`` (the second over the first).
     Nothing without changelogs or per-function counts."""
-    blank_classes = class_columns(None)[:-2]   # the last two: the candidate and its release
+    blank_classes = class_columns(None)[:-3]   # the last three: the candidate, its release
+    #                                            and its evidence
     for f in an.findings():
         start = [run_id, f.b, f.op, an.suite_of[f.op], an.category_of[f.op]]
         for rank, (fix, _) in enumerate(later_shown(an, f), 1):
             entry = fix.candidate.entry
             for release in (entry.release, *fix.also):
                 writer.writerow(start + ["later_change", f.a, str(rank), "", "", "", "", "",
-                                         *blank_classes, entry.number, release])
+                                         *blank_classes, entry.number, release, ""])
         found = shared_share(an, f.op, f.a, f.b) if instructions_moved(an, f) else None
         if found is None:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from iomatrix.analysing.changelog import Candidate, LaterFix, StepWhy
+from iomatrix.analysing.evidence import NO_MATCH, Verdict
 from iomatrix.reporting.markdown import md
 
 EXCERPT_CHARS = 110
@@ -43,8 +44,24 @@ def cause_link(cause: tuple) -> str:
     return f"[{md(title)}]({url})"
 
 
-def top_cell(why: StepWhy) -> str:
-    """The main page's cell: the top candidate and its release, or why there is none."""
+def verdict_cell(why: StepWhy, verdict: Verdict) -> str:
+    """The main page's cell under the acceptance rule (analysing.evidence): the change it
+    names, its release and its evidence class in italics, or that no entry matches."""
+    if verdict.cause is not None:
+        return f"{cause_link(verdict.cause)}<br>*{md(verdict.evidence)}*"
+    if verdict.candidate is not None:
+        c = verdict.candidate
+        return f"{link(c)}<br>{md(c.entry.release)}<br>*{md(verdict.evidence)}*"
+    if why.note.startswith("no changelog"):
+        return "no changelog"
+    return NO_MATCH
+
+
+def top_cell(why: StepWhy, verdict: Verdict | None = None) -> str:
+    """The main page's cell: what the acceptance rule names (verdict_cell) when ``verdict``
+    is given; else the top candidate and its release, or why there is none."""
+    if verdict is not None:
+        return verdict_cell(why, verdict)
     if why.cause is not None:
         return cause_link(why.cause)
     top = why.top
@@ -53,12 +70,34 @@ def top_cell(why: StepWhy) -> str:
     return f"{link(top)}<br>{md(top.entry.release)}"
 
 
-def candidate_lines(why: StepWhy, limit: int = SUITE_PAGE_TOP) -> list[str]:
-    """A suite page's list under one finding: each candidate linked, with its release,
-    date and a one-line excerpt; then where the entries come from."""
-    first = [f"- {cause_link(why.cause)}: a step from 2.x crosses Python 3.0's new io "
-             "stack, which no entry of Misc/NEWS names; the entries below are of 3.5 on"] \
-        if why.cause is not None else []
+def verdict_line(verdict: Verdict) -> str:
+    """What the acceptance rule names for a finding, with its evidence, or that no entry
+    matches and what the data shows; the ablation's result after it when one ran."""
+    if verdict.cause is not None:
+        said = (f"named: {cause_link(verdict.cause)} (*{md(verdict.evidence)}*): "
+                f"{md(verdict.detail)}")
+    elif verdict.candidate is not None:
+        c = verdict.candidate
+        said = (f"named: {link(c)} ({release_of(c)}; *{md(verdict.evidence)}*): "
+                f"{md(verdict.detail)}")
+    else:
+        said = f"{NO_MATCH}: {md(verdict.shows)}"
+    if verdict.ablation and verdict.evidence != "changelog + ablation":
+        said += f"; {md(verdict.ablation)}"
+    return "- " + said
+
+
+def candidate_lines(why: StepWhy, limit: int = SUITE_PAGE_TOP,
+                    verdict: Verdict | None = None) -> list[str]:
+    """A suite page's list under one finding: what the acceptance rule names (verdict_line,
+    when ``verdict`` is given), then each candidate linked, with its release, date and a
+    one-line excerpt; then where the entries come from."""
+    if verdict is not None:
+        first = [verdict_line(verdict)]
+    else:
+        first = [f"- {cause_link(why.cause)}: a step from 2.x crosses Python 3.0's new io "
+                 "stack, which no entry of Misc/NEWS names; the entries below are of 3.5 on"] \
+            if why.cause is not None else []
     if not why.candidates:
         return first + [f"- {md(why.note)}"]
     return first + [f"- {link(c)} ({release_of(c)}, {md(c.entry.section)}): {excerpt(c.entry.text)}"
@@ -115,3 +154,54 @@ def later_text(fix: LaterFix, lineage: list[str], limit: int = EXCERPT_CHARS) ->
 def later_line(fix: LaterFix, lineage: list[str]) -> str:
     """A suite page's list line for a later change (later_text)."""
     return "- " + later_text(fix, lineage)
+
+
+def named_causes(tops: list) -> list[str]:
+    """``tops``: (row number, StepWhy, Verdict) of the main page's findings. The "Likely
+    causes" section under the acceptance rule (analysing.evidence): one line per change it
+    names (several rows first), with the evidence class and what agreed for each row; then
+    the rows no entry matches, each with what its data shows; an ablation's result beside
+    its row."""
+    named, unmatched = {}, []
+    for row, why, verdict in tops:
+        if verdict.cause is not None:
+            named.setdefault(verdict.cause[0], (verdict.cause, []))[1].append((row, verdict))
+        elif verdict.candidate is not None:
+            named.setdefault(verdict.candidate.entry.number,
+                             (verdict.candidate, []))[1].append((row, verdict))
+        elif not why.note.startswith("no changelog") or why.cause is not None:
+            unmatched.append((row, verdict))
+    if not named and not unmatched:
+        return []
+    lines = ["### Likely causes", "",
+             "The upstream change each listed finding is owed to, named only when it passes "
+             "the acceptance rule (docs/methodology.md, \"Why, and how sure\"): an entry of "
+             "CPython's Misc/NEWS inside the step that speaks of the op's machinery, and that "
+             "a bisect, the source of a function that moved, or an ablation agrees with; its "
+             "evidence class in italics. Where none passes: \"no changelog entry matches\" "
+             "and what the data shows. The suite pages list the ranked candidates.", ""]
+    ordered = sorted(named.values(), key=lambda item: (-len(item[1]), item[1][0][0]))
+    for top, rows in ordered:
+        label = "rows" if len(rows) > 1 else "row"
+        numbers = ", ".join(str(row) for row, _ in rows)
+        if isinstance(top, tuple):    # a stated cause (changelog.PY3_CAUSE), premise checked
+            decodes = [str(row) for row, v in rows if v.text_decodes]
+            lines.append(f"- {cause_link(top)} (Python {md(top[2])}; *API*): {label} "
+                         f"{numbers}: steps from 2.x whose 2.7 side times the builtin file "
+                         "object, before Misc/NEWS begins (3.5.0a1); open() returns io objects"
+                         + (f"; text mode decodes (rows {', '.join(decodes)})" if decodes
+                            else ""))
+            continue
+        lines.append(f"- {link(top)} ({release_of(top)}): {label} {numbers}: "
+                     f"{excerpt(top.entry.text)}")
+        for row, verdict in rows:
+            said = f"  - #{row} *{md(verdict.evidence)}*: {md(verdict.detail)}"
+            if verdict.ablation and verdict.evidence != "changelog + ablation":
+                said += f"; {md(verdict.ablation)}"
+            lines.append(said)
+    for row, verdict in sorted(unmatched, key=lambda item: item[0]):
+        said = f"- #{row}: {NO_MATCH}: {md(verdict.shows)}"
+        if verdict.ablation:
+            said += f"; {md(verdict.ablation)}"
+        lines.append(said)
+    return lines + [""]

@@ -1,0 +1,129 @@
+"""Whether a C function's source changed between two CPython releases, from their tarballs.
+
+A finding's counts name the functions whose instructions moved (``counts.where_instructions_
+went``; callgrind gives each function's file, ``.../Python-3.12.1/./Modules/_io/bufferedio.c``).
+Where the source tarballs of both sides are in the cache (provisioned builds leave them
+there), the file is read from each (one member, streamed, bounded: nothing is extracted),
+split into its functions, and the function's text compared: "its source changed
+(Modules/_io/bufferedio.c)" or "its source is the same".
+
+The split is CPython's own style (PEP 7): a definition's name starts a line, its body opens
+with ``{`` at the start of a line and ends with the first ``}`` at the start of a line:
+
+    static PyObject *
+    buffered_iternext(buffered *self)
+    {
+        ...
+    }
+
+That is enough to tell whether a function's text changed; it is not a C parser (a function
+written otherwise is simply not found, and the answer is "not compared"). Tarball contents
+are untrusted: a member is read only if its header passes ``sources.check_member`` and only
+up to MAX_SOURCE_BYTES; a file path from the counts is only ever compared with member names,
+never opened.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import tarfile
+from pathlib import Path
+
+from iomatrix.interpreters import sources
+
+# Modules/_io/bufferedio.c is 90 KB, Objects/unicodeobject.c (the largest) 500 KB: a bigger
+# member is not one of CPython's C files.
+MAX_SOURCE_BYTES = 4 << 20
+# Where a build's file path enters CPython's tree: ".../Python-3.12.1/./Modules/_io/x.c"
+# (a build from a tarball) or ".../src/Python-3.14.7/Objects/obmalloc.c".
+TREE_RE = re.compile(r"/Python-[0-9][0-9A-Za-z.]*/(?:\./)?")
+C_SUFFIXES = (".c", ".h")
+# A line that starts a definition: an identifier at column 0 followed by "(", on a line that
+# does not end a declaration (";"); "static int name(" on one line counts too.
+NAME_LINE_RE = re.compile(r"^(?:[A-Za-z_][\w\s\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;]*$")
+NOT_NAMES = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
+
+
+def tree_path(file: str) -> str | None:
+    """The file's path in CPython's tree ("Modules/_io/bufferedio.c"), or None for a file
+    outside it (glibc's, ld.so's) or that is not C source."""
+    parts = TREE_RE.split(str(file))
+    if len(parts) < 2:
+        return None
+    inside = parts[-1].lstrip("./")
+    if not inside.endswith(C_SUFFIXES) or ".." in inside.split("/"):
+        return None
+    return inside
+
+
+def functions_of(text: str) -> dict:
+    """{name: its text} of the C functions defined in ``text`` (the module docstring's
+    style); a name defined twice (#ifdef branches) keeps both texts, joined."""
+    lines = text.splitlines()
+    found: dict = {}
+    k = 0
+    while k < len(lines):
+        match = NAME_LINE_RE.match(lines[k])
+        if match and match.group(1) not in NOT_NAMES and not lines[k].startswith("#"):
+            # the body opens with "{" at column 0 within a few lines (a long parameter list)
+            start = k
+            j = k
+            while j < len(lines) and j - k < 30 and not lines[j].startswith("{"):
+                if lines[j].rstrip().endswith(";") or (j > k and NAME_LINE_RE.match(lines[j])
+                                                       and not lines[j].startswith((" ", "\t"))):
+                    break
+                j += 1
+            if j < len(lines) and lines[j].startswith("{"):
+                end = j
+                while end < len(lines) and not lines[end].startswith("}"):
+                    end += 1
+                body = "\n".join(line.rstrip() for line in lines[start:end + 1])
+                name = match.group(1)
+                found[name] = found[name] + "\n" + body if name in found else body
+                k = end + 1
+                continue
+        k += 1
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def member_text(tarball: str, path: str) -> str | None:
+    """``<top>/<path>`` of a source tarball, read as a stream and bounded; None when the
+    tarball has no such member, cannot be read, or the member is refused (its header:
+    sources.check_member) or larger than MAX_SOURCE_BYTES."""
+    try:
+        with tarfile.open(tarball, "r|*") as archive:
+            for member in archive:
+                parts = member.name.split("/", 1)
+                if len(parts) != 2 or parts[1] != path:
+                    continue
+                sources.check_member(member, Path(tarball))
+                if not member.isfile() or member.size > MAX_SOURCE_BYTES:
+                    return None
+                handle = archive.extractfile(member)
+                return handle.read(MAX_SOURCE_BYTES).decode("utf-8", "replace") \
+                    if handle else None
+    except (OSError, tarfile.TarError, EOFError, sources.BadTarball):
+        return None
+    return None
+
+
+def bare_name(name: str) -> str:
+    """A function's name as its source defines it: callgrind's clones and local copies
+    ("buffered_iternext.lto_priv.0", "f'2", "f.isra.0") without their suffixes."""
+    return re.split(r"[.'\s]", str(name), maxsplit=1)[0]
+
+
+def function_changed(tarball_a, tarball_b, path: str, names) -> bool | None:
+    """Whether the function (any of ``names``, as callgrind gave them) is defined differently
+    in ``path`` of the two tarballs; None when a side lacks the file or the function (not
+    compared: a function moved to another file, or defined in a style functions_of does not
+    read)."""
+    texts = [member_text(str(t), path) for t in (tarball_a, tarball_b)]
+    if None in texts:
+        return None
+    a, b = functions_of(texts[0]), functions_of(texts[1])
+    for name in dict.fromkeys(bare_name(n) for n in names):
+        if name in a and name in b:
+            return a[name] != b[name]
+    return None
