@@ -50,8 +50,9 @@ def tree_path(file: str) -> str | None:
     parts = TREE_RE.split(str(file))
     if len(parts) < 2:
         return None
-    inside = parts[-1].lstrip("./")
-    if not inside.endswith(C_SUFFIXES) or ".." in inside.split("/"):
+    inside = parts[-1]
+    if not inside.endswith(C_SUFFIXES) or ".." in inside.split("/") or \
+            inside.startswith("/"):
         return None
     return inside
 

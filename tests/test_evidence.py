@@ -1,0 +1,187 @@
+"""The acceptance rule of a finding's likely change (analysing.evidence), the source of a
+function compared between two real tarballs (analysing.csource), and the knob table
+(analysing.ablation). The changelog is the trimmed NEWS of tests/data (real entries)."""
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from iomatrix.analysing import ablation, changelog, csource, evidence
+from iomatrix.analysing.evidence import Moved, Placed
+
+DATA = Path(__file__).parent / "data"
+LOG = changelog.parse_news((DATA / "NEWS-trimmed").read_text(), "NEWS-trimmed")
+
+OLD_C = """\
+static PyObject *
+buffered_iternext(buffered *self)
+{
+    if (Py_IS_TYPE(self, &PyBufferedReader_Type))
+        line = _buffered_readline(self, -1);
+    return line;
+}
+
+static int
+_bufferedreader_raw_read(buffered *self, char *start, Py_ssize_t len)
+{
+    return 0;
+}
+"""
+NEW_C = OLD_C.replace("Py_IS_TYPE(self, &PyBufferedReader_Type)",
+                      "Py_IS_TYPE(self, state->PyBufferedReader_Type)")
+
+
+def make_tarball(path: Path, top: str, files: dict, symlink: str | None = None) -> Path:
+    with tarfile.open(path, "w:xz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        if symlink:
+            info = tarfile.TarInfo(f"{top}/{symlink}")
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            archive.addfile(info)
+    return path
+
+
+def step_why(op: str, old: str, new: str, suite: str = "lutz2009") -> changelog.StepWhy:
+    found = changelog.candidates(LOG, op, suite, old, new, limit=5)
+    cause = changelog.PY3_CAUSE if old.startswith("2.") else None
+    return changelog.StepWhy(found, "trimmed", cause=cause)
+
+
+def moved(path: str, name: str, a=100.0, b=300.0, calls=10.0, changed=None) -> Moved:
+    return Moved(name, path, (name,), a, b, calls, calls, changed)
+
+
+# -- the C source of two releases ---------------------------------------------------------
+
+def test_function_changed_between_two_real_tarballs(tmp_path):
+    a = make_tarball(tmp_path / "Python-3.11.7.tar.xz", "Python-3.11.7",
+                     {"Modules/_io/bufferedio.c": OLD_C})
+    b = make_tarball(tmp_path / "Python-3.12.1.tar.xz", "Python-3.12.1",
+                     {"Modules/_io/bufferedio.c": NEW_C})
+    path = "Modules/_io/bufferedio.c"
+    assert csource.function_changed(a, b, path, ["buffered_iternext"]) is True
+    # callgrind's clone suffix is not part of the name the source defines
+    assert csource.function_changed(a, b, path, ["_bufferedreader_raw_read.lto_priv.0"]) is False
+    assert csource.function_changed(a, b, path, ["not_defined_here"]) is None
+    assert csource.function_changed(a, b, "Modules/_io/fileio.c", ["x"]) is None
+    assert set(csource.functions_of(OLD_C)) == {"buffered_iternext", "_bufferedreader_raw_read"}
+
+
+def test_tarball_members_are_read_bounded_and_checked(tmp_path, monkeypatch):
+    bad = make_tarball(tmp_path / "Python-3.12.1.tar.xz", "Python-3.12.1", {},
+                       symlink="Modules/_io/bufferedio.c")
+    assert csource.member_text(str(bad), "Modules/_io/bufferedio.c") is None   # refused
+    big = make_tarball(tmp_path / "Python-3.12.2.tar.xz", "Python-3.12.2",
+                       {"Modules/_io/bufferedio.c": OLD_C})
+    monkeypatch.setattr(csource, "MAX_SOURCE_BYTES", 10)
+    csource.member_text.cache_clear()
+    assert csource.member_text(str(big), "Modules/_io/bufferedio.c") is None
+    (tmp_path / "not-a-tarball.tar.xz").write_text("junk")
+    assert csource.member_text(str(tmp_path / "not-a-tarball.tar.xz"), "a.c") is None
+    csource.member_text.cache_clear()
+
+
+def test_tree_path_is_cpython_source_only():
+    assert csource.tree_path("/tmp/b/Python-3.12.1/./Modules/_io/bufferedio.c") == \
+        "Modules/_io/bufferedio.c"
+    assert csource.tree_path("/x/src/Python-3.14.7/Objects/obmalloc.c") == "Objects/obmalloc.c"
+    assert csource.tree_path("./elf/../sysdeps/x86_64/tls_get_addr.S") is None
+    assert csource.tree_path("/x/Python-3.12.1/../../etc/passwd.c") is None
+
+
+# -- the acceptance rule --------------------------------------------------------------------
+
+def test_an_entry_needs_more_than_its_words():
+    why = step_why("read_byLines_binaryMode", "3.11.7", "3.12.1")
+    assert why.top is not None            # the ranking alone has a candidate
+    judged = evidence.judge(why, suite="lutz2009", op="read_byLines_binaryMode",
+                            category="read-binary", old="3.11.7", new="3.12.1",
+                            moved=[moved("Objects/abstract.c", "binary_op1")])
+    assert not judged.named and judged.evidence == evidence.NONE
+    assert "3.11.7 and 3.12.1" in judged.shows and "binary_op1" in judged.shows
+
+
+def test_a_moved_function_in_the_entrys_module_names_it():
+    why = step_why("read_byLines_binaryMode", "3.11.7", "3.12.1")
+    fn = moved("Modules/_io/bufferedio.c", "buffered_iternext", 20 * 7862, 37 * 7862, 7862)
+    judged = evidence.judge(why, suite="lutz2009", op="read_byLines_binaryMode",
+                            category="read-binary", old="3.11.7", new="3.12.1", moved=[fn])
+    assert judged.candidate.entry.number == "gh-101819"
+    assert judged.evidence == evidence.FUNCTION
+    assert "buffered_iternext: 20 → 37 instructions an entry" in judged.detail
+    source = evidence.judge(why, suite="lutz2009", op="read_byLines_binaryMode",
+                            category="read-binary", old="3.11.7", new="3.12.1",
+                            moved=[Moved(**{**fn.__dict__, "changed": True})])
+    assert source.evidence == evidence.SOURCE and "its source changed" in source.detail
+    same = evidence.judge(why, suite="lutz2009", op="read_byLines_binaryMode",
+                          category="read-binary", old="3.11.7", new="3.12.1",
+                          moved=[Moved(**{**fn.__dict__, "changed": False})])
+    assert not same.named        # the source says that function did not change
+
+
+def test_a_bisect_names_the_entry_its_release_carries():
+    why = step_why("mmapio_slices_seek_read", "3.13.15", "3.14.3", suite="mmapio")
+    assert "gh-117151" in [c.entry.number for c in why.candidates]
+    wide = Placed("3.13.15", "3.14.3", 3.9, "bisect-run")      # not narrowed: places none
+    judged = evidence.judge(why, suite="mmapio", op="mmapio_slices_seek_read", category="mmap",
+                            old="3.13.15", new="3.14.3", moved=[], placed=wide,
+                            changelogs=[LOG])
+    assert judged.candidate is None or judged.candidate.entry.number != "gh-117151" \
+        or judged.evidence != evidence.BISECT
+    narrow = Placed("3.14.0a5", "3.14.0a6", 3.9, "bisect-run")
+    judged = evidence.judge(why, suite="mmapio", op="mmapio_slices_seek_read", category="mmap",
+                            old="3.13.15", new="3.14.3", moved=[], placed=narrow,
+                            changelogs=[LOG])
+    assert judged.evidence == evidence.BISECT
+    assert judged.candidate.entry.release == "3.14.0a6"
+
+
+def test_python3_io_stack_only_where_2_7_uses_the_file_object():
+    lutz = step_why("read_byBlocks_binaryMode", "2.7.18", "3.6.15")
+    binary = evidence.judge(lutz, suite="lutz2009", op="read_byBlocks_binaryMode",
+                            category="read-binary", old="2.7.18", new="3.6.15", moved=[])
+    assert binary.cause == changelog.PY3_CAUSE and binary.evidence == evidence.API
+    assert not binary.text_decodes and "decodes" not in binary.detail
+    text = evidence.judge(lutz, suite="lutz2009", op="read_byBlocks_textMode",
+                          category="read-text", old="2.7.18", new="3.6.15", moved=[])
+    assert text.text_decodes
+    textio = step_why("textio_write_lines_ascii", "2.7.18", "3.6.15", suite="textio")
+    same_stack = evidence.judge(textio, suite="textio", op="textio_write_lines_ascii",
+                                category="text-write", old="2.7.18", new="3.6.15",
+                                moved=[moved("Objects/unicodeobject.c", "unicode_encode_ucs1",
+                                             b=None)])
+    assert same_stack.cause is None and not same_stack.named   # no entry by function from 2.x
+    assert "uses the io module too" in same_stack.shows
+    mmap_find = evidence.judge(step_why("mmapio_find_mmap", "2.7.18", "3.6.15", "mmapio"),
+                               suite="mmapio", op="mmapio_find_mmap", category="mmap",
+                               old="2.7.18", new="3.6.15", moved=[])
+    assert not mmap_find.text_decodes
+
+
+def test_a_later_patch_entry_may_be_a_backport_the_old_side_had():
+    why = step_why("read_byLines_binaryMode", "3.13.15", "3.14.3")
+    assert "gh-144380" in [c.entry.number for c in why.candidates]   # 3.14.3's section
+    judged = evidence.judge(why, suite="lutz2009", op="read_byLines_binaryMode",
+                            category="read-binary", old="3.13.15", new="3.14.3",
+                            moved=[moved("Modules/_io/bufferedio.c", "_buffered_readline",
+                                         300.0, 100.0)])
+    assert judged.candidate is None or judged.candidate.entry.number != "gh-144380"
+
+
+# -- the knob table ----------------------------------------------------------------------------
+
+def test_the_buffer_knob_applies_to_the_3_14_step_of_block_ops():
+    knob = ablation.knob_for("read_byBlocks_binaryMode", "3.13.15", "3.14.7")
+    assert knob is not None and (knob.old_value, knob.new_value) == (8192, 131072)
+    assert ablation.knob_for("read_byBlocks_binaryMode", "3.12.1", "3.13.15") is None
+    assert ablation.knob_for("mmapio_find_mmap", "3.13.15", "3.14.7") is None
+    assert ablation.ablation_op("read_byBlocks_binaryMode", knob, 8192) == \
+        "read_byBlocks_binaryMode~buffering=8192"
+    entry = next(c for c in step_why("read_byBlocks_binaryMode", "3.13.15", "3.14.3").candidates
+                 if c.entry.number == "gh-117151")
+    assert ablation.Outcome(knob, True, "").speaks_of(entry.entry.text)
