@@ -273,7 +273,7 @@ def test_an_analysis_compares_the_untouched_steps_once_for_every_page():
 
 # -- the main command: both conditions in one run ----------------------------------------------
 
-def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_path):
+def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_path, capsys):
     from conftest import run_nox
     results = tmp_path / "results"
     proc = run_nox("-s", "matrix", "--", "--pythons", "2.7,3.13", "--aa", "none", "--profile",
@@ -304,6 +304,23 @@ def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_p
     assert "3.13@default" not in main.split("## Findings")[1].split("## What an ordinary")[0]
     page = (tmp_path / "reports" / "latest" / "allocator.md").read_text()
     assert "### Default against steady, per op and interpreter" in page
+    # nox -s crosscheck checks the untouched condition too: its plain timer runs under glibc's
+    # own allocator against the run's LABEL@default series; a condition the run lacks is refused.
+    from iomatrix.commands import crosscheck
+    out = tmp_path / "crosscheck.json"
+    status = crosscheck.main(["--pythons", "2.7,3.13", "--run-dir", str(run.path), "--allocator",
+                              "default", "--calls", "1", "--processes", "1", "--seed", "1",
+                              "--json", str(out)])
+    assert status in (0, 1)   # 1: an op differs by more than 25%; timings are not asserted
+    checked = json.loads(out.read_text())
+    assert checked["conditions"]["allocator"] == "default"
+    assert checked["conditions"]["series"] == {"2.7": "2.7@default", "3.13": "3.13@default"}
+    assert {p["allocator"] for p in checked["raw"]} == {"default"} and len(checked["rows"]) == 14
+    assert crosscheck.run_allocators(run.path, ["2.7", "3.13"]) == ["steady", "default"]
+    capsys.readouterr()
+    assert crosscheck.main(["--pythons", "2.7,3.13", "--run-dir", str(run.path), "--allocator",
+                            "fresh"]) == 2
+    assert "it holds: steady, default" in capsys.readouterr().err
 
 
 def test_default_is_refused_with_the_callers_allocator_variables_named(tmp_path):

@@ -53,7 +53,7 @@ def test_plain_timer_runs_under_the_runs_conditions(smoke_run):
     _, result = smoke_run
     conditions = result["conditions"]
     assert conditions == {"allocator": "steady", "output": "new", "cache": "warm", "clock": "cpu",
-                          "affinity": "one"}
+                          "affinity": "one", "series": {"2.7": "2.7", "3.13": "3.13"}}
     processes = result["raw"]
     assert len(processes) == 28   # 14 ops x 2 interpreters x 1 process
     assert {p["python"][:3] for p in processes} == {"2.7", "3.1"}

@@ -20,7 +20,12 @@ the same output state, the warm page cache, and the clock its values measured
 (CPU time or wall time); the fixtures are made by the harness's own maker, so
 files and sizes are the same.
 
-It prints, per op, B/A by the plain timer and by the harness, and flags the ops
+Every allocator condition the run holds for both interpreters is checked (``--allocator
+all``, the default): the run's own, and the main command's ``LABEL@default`` series, where
+glibc's allocator is untouched as in an ordinary program; the plain timer then runs under
+that condition too, one op per fresh process as the harness times it.
+
+It prints, per op and condition, B/A by the plain timer and by the harness, and flags the ops
 where the two differ by more than ``--threshold`` (default 25%, as
 |log(plain / harness)| > log(1.25)). Exit status 0 when every op agrees, 1 when
 some do not, 2 on bad input (unknown label, a run without both series, ...).
@@ -98,20 +103,43 @@ def choose(interpreters: list[discovery.Interpreter], labels: list[str] | None):
 
 # -- the harness's side -------------------------------------------------------------
 
-def run_conditions(run_dir: Path, labels: list[str]) -> dict:
-    """The stated conditions of a run, checked to be ones the plain timer can reproduce."""
+def series_name(label: str, allocator: str, run_allocator: str) -> str:
+    """The series that holds ``label``'s values under ``allocator``: the run's own series for
+    its first allocator, ``LABEL@ALLOCATOR`` for a further one (the main command times the
+    study's ops again under glibc's untouched allocator as ``LABEL@default``)."""
+    return label if allocator == run_allocator else f"{label}@{allocator}"
+
+
+def run_allocators(run_dir: Path, labels: list[str]) -> list[str]:
+    """The allocator conditions ``run_dir`` holds for both labels: its own, then each further
+    one whose series exist for both (the order the main command times them in)."""
+    manifest = store.Run(run_dir.parent, run_dir.name).read_manifest()
+    own = manifest.get("allocator")
+    further = [a for a in contract.ALLOCATORS if a != own
+               and all((run_dir / f"{series_name(lb, a, own)}.json").exists() for lb in labels)]
+    return [own, *further]
+
+
+def run_conditions(run_dir: Path, labels: list[str], allocator: str | None = None) -> dict:
+    """The stated conditions of a run, checked to be ones the plain timer can reproduce;
+    under ``allocator`` (the run's own when None), with the series that hold it."""
     if not run_dir.is_dir():
         raise CrosscheckError(f"--run-dir {run_dir}: no such run directory")
     if not os.path.lexists(run_dir / store.MANIFEST):
         raise CrosscheckError(f"--run-dir {run_dir}: no {store.MANIFEST}; not a run")
     # checked against the schema; a run directory that is a symlink is refused (exit 2)
     manifest = store.Run(run_dir.parent, run_dir.name).read_manifest()
-    missing = [label for label in labels if not (run_dir / f"{label}.json").exists()]
+    own = manifest.get("allocator")
+    allocator = allocator or own
+    series = {label: series_name(label, allocator, own) for label in labels}
+    missing = [series[label] for label in labels if not (run_dir / f"{series[label]}.json").exists()]
     if missing:
         have = sorted(p.stem for p in store.Run(run_dir.parent, run_dir.name).series_files())
         raise CrosscheckError(f"--run-dir {run_dir}: no series {', '.join(missing)}; "
                               f"the run has: {', '.join(have) or 'none'}")
-    conditions = {key: manifest.get(key) for key in ("allocator", "output", "cache")}
+    conditions = {key: manifest.get(key) for key in ("output", "cache")}
+    conditions["allocator"] = allocator
+    conditions["series"] = series
     # A run made before workers were pinned ran them on any CPU: so does the plain timer.
     conditions["affinity"] = manifest.get("affinity") if manifest.get("affinity") in \
         runner.AFFINITIES else "all"
@@ -127,12 +155,12 @@ def run_conditions(run_dir: Path, labels: list[str]) -> dict:
     return conditions
 
 
-def harness_times(run_dir: Path, label: str) -> tuple[dict, set, set]:
+def harness_times(run_dir: Path, series: str) -> tuple[dict, set, set]:
     """({op: median of per-process means}, the clocks its values measured, the output
     states its write ops recorded) of one series."""
     by_op: dict = {}
     clocks, outputs = set(), set()
-    for row in store.load_series(run_dir / f"{label}.json"):
+    for row in store.load_series(run_dir / f"{series}.json"):
         if row["suite"] == SUITE and row["io"] == "c":
             by_op.setdefault(row["op"], []).append(row["mean"])
             # "wall (no getrusage ...)" is a wall clock too
@@ -234,13 +262,15 @@ def plain_times(interps, ops: list[str], calls: int, processes: int, conditions:
 # -- the comparison ------------------------------------------------------------------
 
 def compare(interps, run_dir: Path, calls: int, processes: int, threshold: float,
-            seed: int, work_dir: Path | None = None, log=print) -> dict:
-    """Time the plain side and read the harness side; the rows and what they ran under."""
+            seed: int, work_dir: Path | None = None, log=print,
+            allocator: str | None = None) -> dict:
+    """Time the plain side and read the harness side; the rows and what they ran under
+    (under ``allocator``: the run's own condition when None)."""
     labels = [i.label for i in interps]
-    conditions = run_conditions(run_dir, labels)
+    conditions = run_conditions(run_dir, labels, allocator)
     harness, clocks, outputs = {}, set(), set()
     for label in labels:
-        harness[label], seen, written = harness_times(run_dir, label)
+        harness[label], seen, written = harness_times(run_dir, conditions["series"][label])
         clocks |= seen
         outputs |= written
     if outputs - {conditions["output"]}:
@@ -342,6 +372,10 @@ def parser() -> cli.Parser:
     p.add_argument("--threshold", type=cli.threshold, default=DEFAULT_THRESHOLD,
                    help="flag ops whose two ratios differ by more than this (default: 0.25)")
     p.add_argument("--seed", type=int, default=None, help="seed of the interleaved order")
+    p.add_argument("--allocator", default="all", choices=("all", *contract.ALLOCATORS),
+                   help="the allocator condition to check: all (default: the run's own and "
+                        "each further one it holds for both interpreters, such as the main "
+                        "command's LABEL@default series, glibc untouched), or one of them")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
     return p
 
@@ -359,12 +393,26 @@ def main(argv=None) -> int:
         print(cli.terminal_text(f"crosscheck: {interp.label}: {interp.implementation} "
                                 f"{interp.version} ({interp.executable})"))
     run_dir = args.run_dir or make_run(interps, args.profile, args.results_dir, print)
+    labels = [i.label for i in interps]
+    held = run_allocators(run_dir, labels) if run_dir.is_dir() and \
+        (run_dir / store.MANIFEST).is_file() else [None]
+    if args.allocator == "all" or held == [None]:  # no readable run: compare names why
+        chosen = held
+    elif args.allocator in held:
+        chosen = [args.allocator]
+    else:
+        raise CrosscheckError(f"--allocator {args.allocator}: the run holds no series of both "
+                              f"interpreters under it; it holds: "
+                              f"{', '.join(a for a in held if a) or 'none'}")
     seed = random.SystemRandom().randrange(2**32) if args.seed is None else args.seed
-    result = compare(interps, run_dir, args.calls, args.processes, args.threshold, seed)
-    print(cli.terminal_text(format_table(result)))
+    results = [compare(interps, run_dir, args.calls, args.processes, args.threshold, seed,
+                       allocator=allocator) for allocator in chosen]
+    print(cli.terminal_text("\n\n".join(format_table(result) for result in results)))
     if args.json:
-        store.write_output(args.json, json.dumps(as_json(result), indent=2) + "\n", "--json")
-    return 1 if flagged(result) else 0
+        document = as_json(results[0]) if len(results) == 1 else \
+            {"conditions": [as_json(result) for result in results]}
+        store.write_output(args.json, json.dumps(document, indent=2) + "\n", "--json")
+    return 1 if any(flagged(result) for result in results) else 0
 
 
 if __name__ == "__main__":
