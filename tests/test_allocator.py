@@ -350,3 +350,16 @@ def test_the_main_page_shows_the_whole_file_text_reads_steps_under_both_conditio
         row = next(line for line in text.splitlines()
                    if "`read_allAtOnce_textMode`" in line and step in line)
         assert row.count("[") == 2 and "→" in row.split("|")[-2]   # both ratios, faults a side
+
+
+def test_untouched_warm_ups_go_on_while_the_calls_still_get_faster():
+    # 2.7's whole-file read in a fresh process under glibc untouched, calls 3 on (issue 42):
+    # faster and faster without a page fault, then steady.
+    import harness
+    calls = iter([0.65, 0.46, 0.21, 0.16, 0.145, 0.14, 0.14, 0.14])
+    warmups = harness.warm_until_settled([(1, 2.1), (1, 1.3)], lambda: next(calls))
+    assert [w[1] for w in warmups] == [2.1, 1.3, 0.65, 0.46, 0.21, 0.16, 0.145]
+    flat = harness.warm_until_settled([(1, 4.0), (1, 3.9)], lambda: 1 / 0)
+    assert len(flat) == 2                                  # settled: no further call
+    endless = harness.warm_until_settled([(1, 1.0)], iter(0.5 ** k for k in range(1, 99)).__next__)
+    assert len(endless) == harness.MAX_WARMUPS_DEFAULT_ALLOCATOR
