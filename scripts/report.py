@@ -13,22 +13,31 @@ generated file: regenerate it, never edit it. The work is in the library
 """
 from __future__ import annotations
 
+import contextlib
 import sys
+import urllib.parse
 from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.analysing import analysis
 from iomatrix.reporting import pages
-from iomatrix.storing import store
+from iomatrix.storing import outputs, store
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def write_report(text: str, out: Path) -> None:
-    store.write_output(out, text, "--out")  # refused among a run's results; errors are exit 2
+def write_report(text: str, out: Path, figures=()) -> None:
+    """A merged report: its main page alone, and the figures drawn for it (errors: exit 2)."""
+    store.write_report_pages(out, text, None, figures=figures)
 
 
-def write_pages(result: pages.Pages, out: Path) -> list[Path]:
+def link_name(name: str) -> str:
+    """A file name of the user's --out as a page links it: percent-encoded (a space, a ( or
+    a # neither ends the link nor makes it a fragment), never raw markup."""
+    return urllib.parse.quote(name, safe="")
+
+
+def write_pages(result: pages.Pages, out: Path, figures=()) -> list[Path]:
     """The main page at ``out``; its suite pages, other pages (counts, machine) and CSV in
     ``out``'s stem directory, all replaced together (store.write_report_pages: an interrupted
     report leaves the previous one whole). A page's file name is its suite's name, which the
@@ -38,7 +47,7 @@ def write_pages(result: pages.Pages, out: Path) -> list[Path]:
         raise cli.BadInput(f"suite(s) {', '.join(sorted(overlap))}: named like one of the "
                            "report's own pages")
     return store.write_report_pages(out, result.main, {**result.suites, **result.others},
-                                    result.csv)
+                                    result.csv, figures)
 
 
 def report_outs(runs) -> list[Path]:
@@ -82,31 +91,42 @@ def main(argv=None) -> int:
         print(f"report: run {name}: not found, skipped", file=sys.stderr)
     if not runs:
         raise cli.BadInput(f"no run {', '.join(missing)} in {args.results_dir}")
-    # Every place the report writes is checked before the first byte is written.
+    # Every place the report writes is checked before the first byte is written, and before
+    # any run is analysed: a bad destination costs nothing.
+    figures_runs = [] if args.no_figures else [run.run_id for run in runs]
     for out in [args.out] if args.out is not None else report_outs(runs):
-        store.check_report_destination(out, args.results_dir)
+        store.check_report_destination(out, args.results_dir, figures_runs)
     loaded = [analysis.load_run(run) for run in runs]
     out_dir = args.out.parent if args.out else ROOT / "reports"
     figures_root = None if args.no_figures else out_dir / "figures"
-    if len(loaded) == 1:
-        run = runs[0]
-        outs = [args.out] if args.out else report_outs(runs)
-        figures_dir = figures_root / run.run_id if figures_root else None
-        for k, out in enumerate(outs):
-            # One set of PNGs serves every copy: drawn for the first, linked by the others.
-            result = pages.build_pages(loaded[0], args.baseline, args.threshold, figures_dir,
-                                       f"figures/{run.run_id}", out.stem, out.name,
-                                       draw=k == 0)
-            for path in write_pages(result, out):
-                print(f"report: wrote {path}")
-            summary = result.summary
-    else:
-        text = pages.build_merged_report(loaded, missing, args.baseline, args.threshold,
-                                         figures_root)
-        outs = [args.out] if args.out else report_outs(runs)
-        for out in outs:
-            write_report(text, out)
-            print(f"report: wrote {out}")
+    outs = [args.out] if args.out else report_outs(runs)
+    with contextlib.ExitStack() as stack:
+        if len(loaded) == 1:
+            run = runs[0]
+            figures_dir = figures_root / run.run_id if figures_root else None
+            # The figures are drawn in a hidden directory beside their place, put in place
+            # with the first copy's pages (store.write_report_pages) and linked by the others.
+            staged = stack.enter_context(outputs.staged_directory(figures_dir)) \
+                if figures_dir else None
+            for k, out in enumerate(outs):
+                result = pages.build_pages(loaded[0], args.baseline, args.threshold,
+                                           staged if k == 0 else figures_dir,
+                                           f"figures/{run.run_id}", link_name(out.stem),
+                                           link_name(out.name), draw=k == 0)
+                placed = [(staged, figures_dir)] if staged and k == 0 else []
+                for path in write_pages(result, out, placed):
+                    print(cli.terminal_text(f"report: wrote {path}"))
+                summary = result.summary
+        else:
+            staged_root = stack.enter_context(outputs.staged_directory(
+                figures_root / "merged")) if figures_root else None
+            text = pages.build_merged_report(loaded, missing, args.baseline, args.threshold,
+                                             staged_root)
+            placed = [(staged_root / r.run_id, figures_root / r.run_id) for r in runs
+                      if staged_root and (staged_root / r.run_id).is_dir()]
+            for k, out in enumerate(outs):
+                write_report(text, out, placed if k == 0 else ())
+                print(cli.terminal_text(f"report: wrote {out}"))
     for data in loaded:
         for name, message in data.problems:
             print(cli.terminal_text(f"report: skipped {data.run.run_id}/{name}: {message}"),

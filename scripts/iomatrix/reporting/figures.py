@@ -23,7 +23,8 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from iomatrix import stats  # noqa: E402
+from iomatrix import cli, stats  # noqa: E402
+from iomatrix.storing import contract  # noqa: E402
 
 DPI = 120
 SLOWER, FASTER = "▲", "▼"            # the report's markers (DejaVu Sans has both)
@@ -57,19 +58,25 @@ def _ratio_label(ratio: float) -> str:
 def _save(fig, path: Path) -> Path:
     """Write ``fig`` as a PNG of at most 256 colours: every clone of the repository carries
     the published reports' figures, and a plot's few flat colours need no more (a third of
-    the size of matplotlib's RGBA file or less)."""
+    the size of matplotlib's RGBA file or less). The file is written whole or not at all
+    (the contract's atomic write: a half-written name beside it, renamed, never through a
+    link); a write that fails (read-only, disk full) is bad input naming the file."""
     import io
     from PIL import Image   # matplotlib's own dependency
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
+    buffer, png = io.BytesIO(), io.BytesIO()
     try:
         fig.savefig(buffer, format="png", dpi=DPI, facecolor="white")
     finally:
         plt.close(fig)
     buffer.seek(0)
     with Image.open(buffer) as image:
-        image.convert("RGB").quantize(colors=256).save(path, optimize=True)
+        image.convert("RGB").quantize(colors=256).save(png, format="PNG", optimize=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        contract.atomic_write_bytes(str(path), png.getvalue())
+    except OSError as exc:
+        raise cli.BadInput(f"{path}: cannot write the figure ({exc.strerror or exc})") from None
     return path
 
 
