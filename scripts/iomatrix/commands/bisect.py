@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -43,7 +45,7 @@ from iomatrix.interpreters import discovery, environments, provision as provisio
 from iomatrix.measuring import runner
 from iomatrix.measuring.spec import RunSpec
 from iomatrix.paths import REPORTS_DIR, RESULTS_DIR
-from iomatrix.storing import store
+from iomatrix.storing import outputs, store
 from iomatrix.storing.countsfile import COUNTERS
 # The releases between OLD and NEW and the points that can be timed are found in
 # bisect_points.py; the names stay importable from here, where upstream and the tests use them.
@@ -275,6 +277,26 @@ def answer_text(op: str, old: str, new: str, steps: list[Step], overall, aa, per
     return "\n".join(lines) + "\n"
 
 
+def default_run_id(op: str, old: str, new: str) -> str:
+    """bisect-OP-OLD-NEW-<UTC time>, of the characters a run id may hold: an op's own
+    brackets and plus signs (``read_byBlocks_binaryMode[large.bin]``) become '-', so a
+    valid op never makes an invalid run id; cut to leave room for a bisection's -N."""
+    stamp = store.default_run_id().split("-")[0]
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", f"bisect-{op}-{old}-{new}")
+    text = re.sub(r"-{2,}", "-", text)[:cli.MAX_NAME_LENGTH - 3 - len(stamp) - 1].strip("-.")
+    return cli.checked_name(f"{text}-{stamp}", "run id")
+
+
+def check_answer_path(out: Path) -> None:
+    """The answer's file: a new file (never written over) in a place that takes it, outside
+    a run's results; refused (exit 2) before anything is built or timed."""
+    if os.path.lexists(out):
+        raise BisectError(f"--out {out}: exists; an answer is never written over (give "
+                          "--run-id or another --out)")
+    outputs.check_link_name(out, "--out")
+    outputs.check_outputs([out], "--out")
+
+
 def answer_path(args, run_id: str) -> Path:
     if args.out is not None:
         return args.out
@@ -311,10 +333,8 @@ def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     args = parser().parse_args(argv)
     started = time.monotonic()
-    if args.out is not None:
-        store.check_output(args.out, "--out")
-        if args.out.exists():
-            raise BisectError(f"--out {args.out}: exists; an answer is never written over")
+    if args.out is not None:   # before anything is looked up, built or timed
+        check_answer_path(args.out)
     interpreters = discovery.discover()
     old, new, recipe, everything, points, why = plan(args, interpreters, log)
     ends = [points[old].interp, points[new].interp]
@@ -324,14 +344,21 @@ def main(argv, log=None) -> int:
     if args.op not in ops:
         raise BisectError(f"unknown op {args.op!r}; valid: {', '.join(sorted(ops))}")
     suite = ops[args.op]
-    stamp = store.default_run_id().split("-")[0]
-    run_id = args.run_id or cli.checked_name(
-        f"bisect-{args.op}-{old}-{new}-{stamp}"[:cli.MAX_NAME_LENGTH - 3], "run id")
+    run_id = args.run_id or default_run_id(args.op, old, new)
     order = [points[v] for v in everything if v in points]
-    # A bisection's runs are RUN-1, RUN-2, ...: its answer goes beside the first.
+    # A bisection's runs are RUN-1, RUN-2, ...: its answer goes beside the first. Its place
+    # is checked now, before anything is built or timed: an answer is never lost to it.
     out = answer_path(args, run_id if len(order) <= TIME_ALL else f"{run_id}-1")
-    if out.exists():
-        raise BisectError(f"{out}: exists; an answer is never written over (give --run-id)")
+    check_answer_path(out)
+    outputs.check_writable(Path(args.results_dir), f"--results-dir {args.results_dir}")
+    # A bisection makes new runs: one that exists is refused now, not once its lock is taken
+    # (a refusal leaves no lock file and no directory behind).
+    runs = [run_id] if len(order) <= TIME_ALL else \
+        [f"{run_id}-{k}" for k in range(1, len(order) + 1)]
+    for run in runs:
+        if os.path.lexists(Path(args.results_dir) / run):
+            raise BisectError(f"run {run} exists in {args.results_dir}; a bisection makes new "
+                              "runs: give another --run-id")
     if len(order) <= TIME_ALL:
         ensure_built(order, recipe, log)
         steps, overall, aa, per_call = run_points(interpreters, order, args.op, suite, args,
@@ -352,12 +379,15 @@ def main(argv, log=None) -> int:
                             chosen.after.version if chosen else new, log)
     text = answer_text(args.op, old, new, steps, overall, aa, per_call, why, order, note, cands,
                        args)
-    text += f"\nWall time: {time.monotonic() - started:.0f} s; run `{run_id}` in {args.results_dir}.\n"
-    store.check_output(out, "--out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    store.atomic_write_text(out, text, overwrite=False)
-    print(text)
-    log(f"bisect: wrote {out}")
+    from iomatrix.reporting.markdown import md
+    text += (f"\nWall time: {time.monotonic() - started:.0f} s; run `{run_id}` in "
+             f"{md(str(args.results_dir))}.\n")
+    print(cli.terminal_text(text))   # first: whatever happens to the file, it is not lost
+    try:
+        outputs.write_outputs({out: text}, "--out", replaceable=lambda path: False)
+    except cli.BadInput as exc:
+        raise cli.BadInput(f"{exc} (the answer is printed above)") from None
+    log(cli.terminal_text(f"bisect: wrote {out}"))
     failed = [p for p in order if p.log_tail]
     for point in failed:  # on stderr whatever the log function: exit 3 shows why
         print(f"bisect: the build of {point.version} failed; its log's tail:\n{point.log_tail}",

@@ -116,6 +116,18 @@ def plain_version(interp: discovery.Interpreter) -> str:
     return interp.version.rstrip("+")
 
 
+def release_version(interp: discovery.Interpreter) -> str | None:
+    """The release an interpreter reports (plain_version), when it is one in the form
+    platform.python_version() gives (3.13.0, 3.15.0rc2); None for anything else it may
+    say of itself ("3.13", a free-threaded or garbled version): such a build is no point."""
+    version = plain_version(interp) if isinstance(interp.version, str) else ""
+    try:
+        parsed = sources.parse_version(version)
+    except sources.UsageError:
+        return None
+    return None if parsed.free_threaded else version
+
+
 def lineage_recipe(interp: discovery.Interpreter | None) -> provisioning.Recipe:
     recipe = provisioning.recipe_reading_as(interp.recipe) if interp else None
     return recipe or provisioning.RECIPES[provisioning.DEFAULT_RECIPE]
@@ -127,8 +139,9 @@ def builds_at_hand(interpreters, recipe: provisioning.Recipe) -> dict:
     for interp in sorted(interpreters, key=lambda i: (len(i.label), i.label)):
         if (interp.ok and interp.implementation == "cpython" and not interp.free_threaded
                 and interp.source in ("pyenv", "provisioned")
-                and provisioning.recipe_reading_as(interp.recipe) == recipe):
-            found.setdefault(plain_version(interp), interp)
+                and provisioning.recipe_reading_as(interp.recipe) == recipe
+                and release_version(interp) is not None):
+            found.setdefault(release_version(interp), interp)
     return found
 
 
@@ -179,13 +192,19 @@ def resolve_release(interpreters, name: str, what: str) -> str:
     """OLD's or NEW's version: a label here or a known CPython release."""
     interp = find_build(interpreters, name)
     if interp is not None:
-        return plain_version(interp)
+        version = release_version(interp)
+        if version is None:
+            raise BisectError(f"{what} {name!r}: the interpreter {interp.label} reports "
+                              f"version {cli.one_line(repr(interp.version))[:60]}, not a "
+                              "release in the form X.Y.Z (3.13.0, 3.15.0rc2); give a release "
+                              "or another label")
+        return version
     try:
         version = sources.parse_version(name)
     except sources.UsageError:
         version = None
     if version is None or version.free_threaded or not known_release(name):
-        here = ", ".join(f"{i.label} ({plain_version(i)})" for i in
+        here = ", ".join(f"{i.label} ({release_version(i) or 'no release'})" for i in
                          sorted(interpreters, key=discovery.sort_key)
                          if i.ok and i.implementation == "cpython")
         minor = version.series if version is not None else None

@@ -34,7 +34,7 @@ from iomatrix import cli
 from iomatrix.markup import code, md, visible
 from iomatrix.interpreters import discovery, provision as provisioning
 from iomatrix.measuring import bench, runner
-from iomatrix.storing import contract, store
+from iomatrix.storing import contract, outputs
 from iomatrix.interpreters import sources
 from iomatrix.paths import REPO_ROOT, RESULTS_DIR
 
@@ -328,6 +328,21 @@ def comment_path(args, new_label: str, old_label: str) -> Path:
     return Path(args.results_dir) / args.run_id / "release.md"
 
 
+COMMENT_START = b"## Release check: "
+
+
+def is_release_comment(path: Path) -> bool:
+    """Whether ``path`` is a comment this command wrote (the only file it writes over)."""
+    return outputs.starts_with(path, COMMENT_START)
+
+
+def check_comment_path(out: Path) -> None:
+    """The comment's file: absent or a comment of an earlier release check, outside a run's
+    results, in a place that takes it; exit 2 before anything is built or timed."""
+    outputs.check_link_name(out, "--out")
+    outputs.check_outputs([out], "--out", replaceable=is_release_comment)
+
+
 def compare_files(python: str, before: Path, after: Path, fail_above: float,
                   out: Path | None = None, allow_condition_change: bool = False) \
         -> tuple[int, str]:
@@ -356,7 +371,7 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
     """The whole release comparison; returns the gate's exit status (0, 1), 2 or 3."""
     args = parser().parse_args(argv)
     if args.out is not None:
-        store.check_output(args.out, "--out")  # before the run, not after it
+        check_comment_path(args.out)   # before the run, not after it
     try:
         interpreters, new, old = resolve(args, discovery.discover(), log)
     except (ReleaseError, discovery.DiscoveryError) as exc:
@@ -365,6 +380,8 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
     if args.run_id is None:
         args.run_id = (f"release-{release_name(new)}-vs-{release_name(old)}-"
                        f"{bench.DEFAULT_RUN_ID}")[:cli.MAX_NAME_LENGTH]
+    out = comment_path(args, release_name(new), release_name(old))
+    check_comment_path(out)   # the default place too, before anything is timed
     if args.allow_recipe_change:  # compare then gates the recipe change it states
         args.allow_condition_change = True
     log(f"release: {new.label} ({new.version}, {new.executable}) against {old.label} "
@@ -401,10 +418,12 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
             f"<code>{html.escape(visible(old.label))}</code> against itself in the same run (how often the harness "
             "flags a difference that is not there)</summary>\n\n" + aa_comment.strip()
             + "\n\n</details>\n")
-    out = comment_path(args, release_name(new), release_name(old))
-    store.write_output(out, text, "--out")
-    print(cli.terminal_text(text))
-    log(f"release: wrote {out}; exit {gate}")
+    print(cli.terminal_text(text))   # first: whatever happens to the file, it is not lost
+    try:
+        outputs.write_outputs({out: text}, "--out", replaceable=is_release_comment)
+    except cli.BadInput as exc:
+        raise cli.BadInput(f"{exc} (the comment, {verdict}, is printed above)") from None
+    log(cli.terminal_text(f"release: wrote {out}; exit {gate}"))
     return gate
 
 

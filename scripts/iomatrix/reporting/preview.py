@@ -8,7 +8,8 @@ markdown-it-py's GFM-like preset (tables; of raw HTML only the tags the report i
 writes, without attributes but an id, the rest shown as text), headings with GitHub's ids,
 in a page of GitHub's column (1012 px, its font stack at 16 px, table cells padded
 6px 13px). The HTML goes to DIR (default /tmp/iomatrix-preview/<run-id>/), never
-into results/ or reports/. A page loads only images inside the pages' own directory tree
+into results/ or reports/: DIR is absent, empty or a preview this tool wrote, and is
+replaced whole (built beside it, then renamed) or not at all. A page loads only images inside the pages' own directory tree
 (no file:// or absolute paths, no symbolic links), and a linked page is never followed.
 With ``--screenshot``, Debian's chromium draws the main
 page headless at 1280x900 and measures it: its height in screens of 900 px, what
@@ -22,15 +23,15 @@ import html
 import json
 import os
 import re
-import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.analysing import analysis
 from iomatrix.reporting import pages
-from iomatrix.storing import store
+from iomatrix.storing import contract, outputs, store
 from iomatrix.reporting.markdown import anchor
 from iomatrix.paths import REPO_ROOT
 
@@ -39,6 +40,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 WINDOW = (1280, 900)
 CHROMIUM_TIMEOUT = 120
 WRAPPED_EXAMPLES = 3      # wrapped cells quoted per table
+MAX_IMAGE_BYTES = 64 * 1024 * 1024   # a report's figure is a few hundred KiB
 
 # GitHub's markdown-body, as far as the layout goes: the column, the font, tables and code.
 STYLE = """
@@ -212,7 +214,16 @@ def image_inside(src: str, page_dir: Path | None, root: Path | None) -> Path | N
         step = step / part
         if step.is_symlink():
             return None
-    return path if path.is_file() else None
+    return path if path.is_file() and not hard_linked(path) else None
+
+
+def hard_linked(path: Path) -> bool:
+    """A file with more than one name: another name may lie anywhere on the file system (a
+    hard link to a file outside the pages' tree), so it is never shown or copied."""
+    try:
+        return os.lstat(path).st_nlink > 1
+    except OSError:
+        return False
 
 
 def render_markdown(text: str, page_dir: Path | None = None, root: Path | None = None) -> str:
@@ -229,8 +240,12 @@ def render_markdown(text: str, page_dir: Path | None = None, root: Path | None =
     def image(renderer, tokens, idx, options, env):
         token = tokens[idx]
         alt = renderer.renderInlineAsText(token.children or [], options, env)
-        if image_inside(token.attrGet("src") or "", page_dir, root) is None:
-            return html.escape(f"[image not shown: {alt}]")
+        src = token.attrGet("src") or ""
+        if image_inside(src, page_dir, root) is None:
+            linked = page_dir is not None and root is not None and "://" not in src and \
+                os.path.isfile(page_dir / src) and hard_linked(page_dir / src)
+            return html.escape(f"[image not shown{' (a hard-linked file)' if linked else ''}: "
+                               f"{alt}]")
         token.attrSet("alt", alt)
         return renderer.renderToken(tokens, idx, options, env)
 
@@ -278,20 +293,40 @@ def copy_images(body: str, page_dir: Path, source_root: Path, target_root: Path)
             continue
         copy = target_root / found.relative_to(Path(os.path.abspath(source_root)))
         try:
+            # Opened without following a link, and checked on the open file: what is copied
+            # is the regular, singly linked file image_inside looked at.
+            fd = contract.open_regular(str(found))
+            try:
+                if os.fstat(fd).st_nlink > 1:
+                    print(cli.terminal_text(f"preview: {found}: a hard-linked file; not "
+                                            "copied"), file=sys.stderr)
+                    continue
+                with os.fdopen(os.dup(fd), "rb") as source:
+                    data = source.read(MAX_IMAGE_BYTES + 1)
+            finally:
+                os.close(fd)
+            if len(data) > MAX_IMAGE_BYTES:
+                raise cli.BadInput(f"{found}: larger than {MAX_IMAGE_BYTES:,} bytes; not an "
+                                   "image of a report")
             copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(found, copy)
-        except OSError as exc:
-            raise cli.BadInput(f"cannot copy {found} to {copy}: {exc.strerror or exc}")
+            contract.atomic_write_bytes(str(copy), data)
+        except (OSError, contract.UnsafeFileError) as exc:
+            raise cli.BadInput(f"cannot copy {found} to {copy}: "
+                               f"{getattr(exc, 'strerror', None) or exc}")
 
 
 # -- where a preview may go -------------------------------------------------------------
 
 def check_out_dir(out: Path, results_dir: Path) -> Path:
     """A preview directory outside the repository's results/ and reports/ and any results
-    directory given (a preview is not a published report)."""
+    directory given (a preview is not a published report), that is absent, empty or a
+    preview this tool wrote (its marker names every file in it: storing/outputs.py), never a
+    symbolic link, in a place that takes a new directory. A preview replaces it whole."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise cli.BadInput(f"--out {out}: exists and is not a directory")
+    outputs.check_link_name(out, "--out")
+    if os.path.lexists(out) and (out.is_symlink() or not out.is_dir()):
+        raise cli.BadInput(f"--out {out}: exists and is not a directory (a symbolic link is "
+                           "not followed)")
     resolved = out.resolve()
     for kept in (REPO_ROOT / "results", REPO_ROOT / "reports", Path(results_dir)):
         kept = kept.resolve()
@@ -300,6 +335,12 @@ def check_out_dir(out: Path, results_dir: Path) -> Path:
                                "are kept; give a directory elsewhere (default "
                                f"{DEFAULT_OUT}/<run-id>)")
     store.check_output(out / "latest" / "page.html", "--out")   # not in a run's results
+    if out.is_dir() and any(True for _ in os.scandir(out)):
+        problem = outputs.owner_problem(out, outputs.PREVIEW)
+        if problem:
+            raise cli.BadInput(f"--out {out}: {problem}; a preview replaces only an empty "
+                               "directory or a preview it wrote: give a new directory")
+    outputs.check_writable(out.parent, f"--out {out}")
     return out
 
 
@@ -313,13 +354,16 @@ def write_text(path: Path, text: str) -> None:
         raise cli.BadInput(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def run_pages(results_dir: Path, run_id: str | None, out: Path | None) -> tuple[Path, list]:
-    """Build a run's pages (markdown and figures) into the preview directory and render
-    each; returns (main HTML, [HTML files])."""
+def the_run(results_dir: Path, run_id: str | None):
     run = store.Run(results_dir, run_id) if run_id else store.newest_run(results_dir)
     if not (run.path / store.MANIFEST).exists():
         raise cli.BadInput(f"no run {run.run_id} in {results_dir} (no {store.MANIFEST})")
-    out = check_out_dir(out or DEFAULT_OUT / run.run_id, results_dir)
+    return run
+
+
+def run_pages(run, out: Path) -> tuple[Path, list]:
+    """Build a run's pages (markdown and figures) into the directory ``out`` and render
+    each; returns (main HTML, [HTML files])."""
     data = analysis.load_run(run)
     built = pages.build_pages(data, figures_dir=out / "figures" / run.run_id,
                               figures_link=f"figures/{run.run_id}")
@@ -358,13 +402,16 @@ def render_file(source: Path, target: Path, source_root: Path, target_root: Path
     return target
 
 
-def file_pages(page: Path, out: Path | None, results_dir: Path) -> tuple[Path, list]:
-    """A given markdown page, and the pages in its stem directory (a report's suite pages);
-    every page is checked before the first is written."""
+def check_page(page: Path) -> None:
     if page.suffix != ".md" or page.is_symlink() or not page.is_file():
         raise cli.BadInput(f"{page}: not a markdown file (give PAGE.md or --run-id ID; a "
                            "symbolic link is not followed)")
-    out = check_out_dir(out or DEFAULT_OUT / page.stem, results_dir)
+
+
+def file_pages(page: Path, out: Path) -> tuple[Path, list]:
+    """A given markdown page, and the pages in its stem directory (a report's suite pages),
+    rendered into the directory ``out``; every page is checked before the first is written."""
+    check_page(page)
     detail = page.parent / page.stem
     others = sorted(detail.glob("*.md")) if detail.is_dir() and not detail.is_symlink() else []
     for other in others:
@@ -467,15 +514,32 @@ def main(argv=None) -> int:
         raise cli.BadInput("give either PAGE.md or --run-id, not both")
     if args.screenshot:
         chromium_command()          # before any work: a clear error without chromium
+    # Where the preview goes is checked before any work; it is built in a hidden directory
+    # beside that place and put there whole (storing/outputs.py), or nothing is written.
     if args.page:
-        main_page, rendered = file_pages(args.page, args.out, args.results_dir)
+        check_page(args.page)
+        out = check_out_dir(args.out or DEFAULT_OUT / args.page.stem, args.results_dir)
     else:
-        main_page, rendered = run_pages(args.results_dir, args.run_id, args.out)
-    for path in rendered:
-        print(f"preview: wrote {path}")
-    if args.screenshot:
-        png = screenshot(main_page, main_page.with_suffix(".png"))
-        print(f"preview: wrote {png} (the first screen)")
-        for path in rendered:
-            print("\n".join(describe(path, measure(path))))
+        run = the_run(args.results_dir, args.run_id)
+        out = check_out_dir(args.out or DEFAULT_OUT / run.run_id, args.results_dir)
+    lines = []
+    with outputs.staged_directory(out) as staged:
+        if args.page:
+            main_page, rendered = file_pages(args.page, staged)
+        else:
+            main_page, rendered = run_pages(run, staged)
+
+        def final(path: Path) -> Path:
+            return out / Path(path).relative_to(staged)
+        lines += [f"preview: wrote {final(path)}" for path in rendered]
+        if args.screenshot:
+            png = screenshot(main_page, main_page.with_suffix(".png"))
+            lines.append(f"preview: wrote {final(png)} (the first screen)")
+            for path in rendered:
+                lines += [line.replace(str(staged), str(out))
+                          for line in describe(path, measure(path))]
+        with outputs.swapping(f"--out {out}") as swap:
+            swap.put_directory(staged, out, outputs.PREVIEW)
+    for line in lines:
+        print(cli.terminal_text(line))
     return 0

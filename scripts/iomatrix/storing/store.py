@@ -331,6 +331,25 @@ def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
     except OSError as exc:
         return [], [(directory, f"cannot be listed ({exc.strerror or exc})")]
     started = {}
+    latest = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).strftime("%Y%m%dT%H%M%SZ")
+
+    def when(value, run_id: str) -> str:
+        """The run's start as a sortable UTC stamp (YYYYmmddTHHMMSSZ): the manifest's
+        "started" when it is a time as utc_now() writes it (ISO 8601 with an offset), else
+        the stamp a default run id starts with; neither later than tomorrow; else "" (the
+        oldest). The manifest is untrusted: free text ("zzz", "9999-...") never makes a run
+        the newest."""
+        stamps = []
+        try:
+            moment = dt.datetime.fromisoformat(value) if isinstance(value, str) and \
+                len(value) <= 40 else None
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is not None and 1970 < moment.year < 9999:
+            stamps.append(moment.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+        stamp = re.match(r"\d{8}T\d{6}Z", run_id)
+        stamps += [stamp.group()] if stamp else []
+        return next((s for s in stamps if s <= latest), "")
     for child in children:
         if not os.path.lexists(child / MANIFEST):
             continue
@@ -348,7 +367,7 @@ def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
             problems.append((child / MANIFEST,
                              f"{without_path(str(exc), child / MANIFEST)}; the run is skipped"))
             continue
-        started[run.run_id] = value
+        started[run.run_id] = when(value, run.run_id)
         runs.append(run)
     return sorted(runs, key=lambda r: (started[r.run_id], r.run_id)), problems
 
