@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import urllib.parse
 from pathlib import Path
 
 from iomatrix import cli
@@ -29,12 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def write_report(text: str, out: Path, figures=()) -> None:
     """A merged report: its main page alone, and the figures drawn for it (errors: exit 2)."""
     store.write_report_pages(out, text, None, figures=figures)
-
-
-def link_name(name: str) -> str:
-    """A file name of the user's --out as a page links it: percent-encoded (a space, a ( or
-    a # neither ends the link nor makes it a fragment), never raw markup."""
-    return urllib.parse.quote(name, safe="")
 
 
 def write_pages(result: pages.Pages, out: Path, figures=()) -> list[Path]:
@@ -111,8 +104,8 @@ def main(argv=None) -> int:
             for k, out in enumerate(outs):
                 result = pages.build_pages(loaded[0], args.baseline, args.threshold,
                                            staged if k == 0 else figures_dir,
-                                           f"figures/{run.run_id}", link_name(out.stem),
-                                           link_name(out.name), draw=k == 0)
+                                           f"figures/{run.run_id}", out.stem, out.name,
+                                           draw=k == 0)
                 placed = [(staged, figures_dir)] if staged and k == 0 else []
                 for path in write_pages(result, out, placed):
                     print(cli.terminal_text(f"report: wrote {path}"))

@@ -58,7 +58,12 @@ def check_report_destination(out: Path, results_dir: Path, figures_runs=()) -> N
     if out.suffix != ".md":
         raise cli.BadInput(f"--out {out}: a report is a markdown file; give a name ending "
                            "in .md")
-    check_link_name(out, "--out")
+    problem = cli.name_problem(out.stem, "run id")
+    if problem is not None:   # the pages link to the main page and its directory by name
+        raise cli.BadInput(f"--out {cli.one_line(out)}: a report's name is linked from its "
+                           "pages, so it is a plain name: letters, digits, '.', '_' and '-', "
+                           f"starting with a letter or digit, at most {cli.MAX_NAME_LENGTH} "
+                           "characters, then .md")
     pages_dir, figures_dir = report_places(out)
     check_output(out, "--out")
     if os.path.lexists(out) and not starts_with(out, REPORT_PAGE_START):
