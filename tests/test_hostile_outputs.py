@@ -359,6 +359,16 @@ def test_bisect_refuses_its_out_before_anything_is_timed(tmp_path, capsys, offli
     assert checksum(tmp_path) == before and not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("op", ["../x", "<script>", "a b", "read\x1b[31m"])
+def test_bisect_refuses_an_op_that_is_no_name_before_anything(tmp_path, capsys, op):
+    before = checksum(tmp_path)
+    line = refused(capsys, [op, "--between", "3.12", "3.13", "--results-dir",
+                            tmp_path / "results", "--out", tmp_path / "a.md"],
+                   main=lambda argv: bisect.main(argv, log=lambda *a: None))
+    assert "OP" in line and "\x1b" not in line
+    assert checksum(tmp_path) == before
+
+
 OP_CHARACTERS = "abzABZ019_.+[]-"
 
 

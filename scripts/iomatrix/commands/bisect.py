@@ -333,6 +333,7 @@ def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     args = parser().parse_args(argv)
     started = time.monotonic()
+    cli.checked(args.op, "op", "OP")   # a name, before anything is looked up
     if args.out is not None:   # before anything is looked up, built or timed
         check_answer_path(args.out)
     interpreters = discovery.discover()

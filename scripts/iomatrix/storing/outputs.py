@@ -1,11 +1,16 @@
-"""Where a tool may write, and a report written whole.
+"""Where a tool may write, and a report written whole; an output never removes what it did
+not make.
 
 ``check_output`` refuses an output path that would write a run's results (inside a run
 directory only report files, never in its .parts/ or phase/, symbolic links followed);
-``write_output`` writes a tool's file after that check. A report's main page, suite pages
-and CSV go in the places ``report_places`` names, checked first by
-``check_report_destination`` and replaced together by ``write_report_pages``. Split from
-store.py (the run directories and their safe reads), which re-exports these names.
+``check_outputs`` adds that the place takes a new file and an existing one may be replaced;
+``write_outputs`` (``write_output`` for one) writes a tool's files all or none after those
+checks, leaving nothing behind on failure. A report's main page, suite pages and CSV go in
+the places ``report_places`` names, checked first by ``check_report_destination`` and
+replaced together, with its figures, by ``write_report_pages``. A directory a tool replaces
+whole (pages, figures, a preview) is one it wrote: ``owner_problem`` says when it is not, a
+marker file names what it wrote, ``remove_owned`` removes only that. Split from store.py
+(the run directories and their safe reads), which re-exports the older names.
 """
 from __future__ import annotations
 
