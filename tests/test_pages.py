@@ -119,7 +119,9 @@ def test_pages_and_csv_are_written_next_to_the_main_page_only(tmp_path, capsys):
                         "--out", str(out), "--no-figures"]) == 0
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
                      if p.is_file() and "results" not in p.parts)
-    assert written == ["reports/page.md", "reports/page/data.csv", "reports/page/lutz2009.md",
+    # the pages, and the marker that makes the directory the report's own (storing/outputs.py)
+    assert written == ["reports/page.md", "reports/page/.iomatrix-output",
+                       "reports/page/data.csv", "reports/page/lutz2009.md",
                        "reports/page/machine.md"]
     assert "(page/lutz2009.md)" in out.read_text() and "(page/machine.md)" in out.read_text()
     assert "(../page.md)" in (tmp_path / "reports" / "page" / "machine.md").read_text()
