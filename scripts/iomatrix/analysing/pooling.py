@@ -91,7 +91,7 @@ class PooledCell:
     tau: float                # between-run SD of the log ratio (Paule-Mandel)
     within_se: float          # median of the runs' own SEs of the log ratio
     i2: float                 # share of the spread beyond the runs' own noise
-    verdict: str              # slower | faster | same: the pooled ratio's
+    verdict: str              # slower | faster | same: the findings rule on low/high
     held: int                 # runs whose own verdict is the pooled verdict
 
     @property
@@ -129,9 +129,11 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float) -> P
         # statsmodels' DL leaves a negative tau² unclipped, and then the pooled variance
         # can be negative (a NaN interval) for cells whose runs agree closer than their
         # intervals say; PM is also the estimator Veroniki et al. (2016) recommend.
-        result = combine_effects(np.array(effects), np.array(ses) ** 2, method_re="pm")
+        with np.errstate(divide="ignore", invalid="ignore"):   # I² of runs that agree: 0/0
+            result = combine_effects(np.array(effects), np.array(ses) ** 2, method_re="pm")
         mean, se_mean = float(result.mean_effect_re), float(result.sd_eff_w_re)
         tau2, i2 = max(float(result.tau2), 0.0), float(result.i2)
+        i2 = min(max(i2, 0.0), 1.0) if math.isfinite(i2) else 0.0
         if not (math.isfinite(mean) and math.isfinite(se_mean)):
             raise ValueError(f"the random-effects pool of {key!r} is not finite")
     # Where a further run of the command is expected: the pooled mean's own uncertainty,
@@ -139,15 +141,17 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float) -> P
     # new run's estimate, Higgins, Thompson and Spiegelhalter 2009, with z rather than t:
     # the leave-one-out check of agree says how well it holds).
     spread = math.sqrt(se_mean ** 2 + tau2 + within ** 2)
+    # The pooled verdict is the report's findings rule on the interval for a further run:
+    # a change a reader's own run is expected to show, not only one the pooled mean resolves.
     margin = math.log1p(threshold)
-    mean_low, mean_high = mean - Z95 * se_mean, mean + Z95 * se_mean
-    if (mean_low > 0 or mean_high < 0) and abs(mean) > margin:
+    low, high = mean - Z95 * spread, mean + Z95 * spread
+    if (low > 0 or high < 0) and abs(mean) > margin:
         verdict = "slower" if mean > 0 else "faster"
     else:
         verdict = "same"
     return PooledCell(key, runs, len({boots[n] for n in names}), math.exp(mean),
-                      math.exp(mean - Z95 * spread), math.exp(mean + Z95 * spread),
-                      math.exp(mean_low), math.exp(mean_high), math.sqrt(tau2), within, i2,
+                      math.exp(low), math.exp(high), math.exp(mean - Z95 * se_mean),
+                      math.exp(mean + Z95 * se_mean), math.sqrt(tau2), within, i2,
                       verdict, sum(verdicts[n] == verdict for n in names))
 
 
@@ -301,7 +305,7 @@ def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
     for run in others:
         try:
             manifest = run.read_manifest()
-        except store.ResultFileError:
+        except (store.ResultFileError, OSError):
             continue   # named below, when the run is read
         why = same_command(main_data.manifest, manifest)
         if why is not None:
@@ -313,7 +317,9 @@ def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
         try:
             data = analysis.load_run(run)
         except (store.ResultFileError, OSError) as exc:
-            left_out.append(f"run {run.run_id} (cannot be read: {cli.one_line(str(exc))})")
+            # the run's own path left out: a page never shows a path of this machine
+            why = str(exc).replace(str(run.path), run.run_id)
+            left_out.append(f"run {run.run_id} (cannot be read: {cli.one_line(why)})")
             continue
         unread = [name for name, _ in data.problems if not phase.is_phase_file(name)]
         if unread or data.frame.empty:
