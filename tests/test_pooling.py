@@ -258,3 +258,26 @@ def test_the_committed_runs_are_compressed_and_read():
     newest = runs[-1]
     assert store.load_series(newest.series_file("3.13"))
     assert counts.load_counts(newest.path)
+
+
+def test_compress_command_compresses_runs_and_refuses_bad_ones(tmp_path, capsys):
+    import compress
+    results = tmp_path / "results"
+    make_run(results, "A")
+    make_run(results, "B")
+    assert compress.main(["A", "nope", "--results-dir", str(results)]) == 2
+    assert "run nope: no manifest.json" in capsys.readouterr().err
+    assert not list((results / "A").glob("*.gz"))          # nothing touched before the check
+    assert compress.main(["A", "--results-dir", str(results)]) == 0
+    assert "A: 4 files compressed" in capsys.readouterr().out
+    assert compress.main(["A", "--results-dir", str(results)]) == 0   # again: nothing to do
+    assert "A: 0 files compressed" in capsys.readouterr().out
+    (results / "B" / "3.11.json.gz").write_bytes(gzip.compress(b"{}"))
+    assert compress.main(["B", "--results-dir", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "3.11.json stored both plain and compressed" in err and len(err.splitlines()) == 1
+    (results / "B" / "3.11.json.gz").unlink()
+    (results / "B" / ".parts").mkdir()
+    assert compress.main(["B", "--results-dir", str(results)]) == 2
+    assert "unmerged parts" in capsys.readouterr().err
+    assert (results / "B" / "3.11.json").is_file()

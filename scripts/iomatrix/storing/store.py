@@ -214,10 +214,18 @@ def compress_run(run: "Run") -> list[Path]:
     if run.partial_files() or (run.path / PARTS_DIR).exists():
         raise cli.BadInput(f"run {run.run_id}: has unmerged parts or half-written files; "
                            "compress a finished run")
-    plain = [p for p in run.series_files() if not is_gzip(p)]
-    plain += [p for p in counters_files(run.path) if not is_gzip(p)]
-    with run.exclusive():
-        return [compress_file(p) for p in sorted(plain)]
+    files = run.series_files() + counters_files(run.path)
+    twice = twice_stored(files + [p.with_name(p.name + GZ_SUFFIX) for p in files
+                                  if os.path.lexists(p.with_name(p.name + GZ_SUFFIX))])
+    if twice:
+        raise cli.BadInput(f"run {run.run_id}: {', '.join(twice)} stored both plain and "
+                           "compressed; keep one and compress again")
+    plain = [p for p in files if not is_gzip(p)]
+    try:
+        with run.exclusive():
+            return [compress_file(p) for p in sorted(plain)]
+    except RunInUseError as exc:
+        raise cli.BadInput(str(exc))
 
 
 def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None):
