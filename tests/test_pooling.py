@@ -128,7 +128,7 @@ def test_a_pooled_report_quotes_the_pooled_figures(tmp_path, capsys):
     text = out.read_text().replace("\u00a0", " ")    # a finding's lines keep no-break spaces
     summary = text.split("\n\n")[1]
     assert summary.startswith("Pooled over 3 runs of this command on 2 boots, ")
-    assert "## Over 3 runs on 2 boots" in text and "held in 3 of 3 runs" in text
+    assert "## Over 3 runs on 2 boots" in text and "<br>held 3 of 3" in text
     pool_page = (out.parent / "pooled" / "pool.md").read_text()
     assert "`B` 1.55" in pool_page and "`C` 1.45" in pool_page
     csv = (out.parent / "pooled" / "data.csv").read_text().splitlines()

@@ -98,9 +98,12 @@ def finding_note(pool: pooling.Pool):
         cell = pool.get(op, a, b)
         if cell is None or cell.n < 2:
             return ""
-        return "<br>" + nowrap(f"pooled {interval(cell)}") + "<br>" + \
-            nowrap(f"held in {cell.held} of {cell.n} runs") + \
-            ("<br>" + nowrap("depends on the host") if cell.host_dependent else "")
+        # Lines no wider than the column's "[95% interval]": the findings table stays within
+        # GitHub's 1,012 px column (nox -s preview -- --screenshot).
+        return "<br>" + nowrap(f"pooled {cell.estimate:.2f}") + "<br>" + \
+            nowrap(f"[{cell.low:.2f}, {cell.high:.2f}]") + "<br>" + \
+            nowrap(f"held {cell.held} of {cell.n}") + \
+            ("<br>depends on<br>" + nowrap("the host") if cell.host_dependent else "")
     return note
 
 
