@@ -49,8 +49,9 @@ def counts_text(counted, op: str, a: str, b: str) -> str:
     parts = []
     if move.get("instructions") is not None:
         factor = 1 + move["instructions"]
-        parts.append(f"instructions ×{factor:.2g}" if not 0.5 < factor < 2 else
-                     f"instructions {move['instructions']:+.0%}")
+        parts.append(f"instructions {move['instructions']:+.0%}" if 0.5 < factor < 2 else
+                     f"instructions ×{factor:.2g}" if factor >= 2 else
+                     f"instructions ÷{1 / factor:.2g}" if factor > 0 else "instructions: none")
     calls = move.get("syscalls") or []
     parts.append("system calls " + (", ".join(f"{md(name)} {x:g} → {y:g}"
                                               for name, x, y in calls[:2])
