@@ -80,6 +80,10 @@ def pool_of(main: analysis.RunData, args) -> pooling.Pool:
                                                     main.manifest), []
     pool = pooling.load_pool(main, None, others, args.threshold)
     pool.left_out[:0] = [f"run {name}: not found" for name in missing]
+    if len(pool.runs) < 2:
+        left = f" (left out: {'; '.join(pool.left_out)})" if pool.left_out else \
+            " (no other stored run of its profile and selection)"
+        raise cli.BadInput(f"--pool: nothing to pool run {main.run.run_id} with{left}")
     for text in pool.left_out:
         print(cli.terminal_text(f"report: --pool: left out {text}"), file=sys.stderr)
     print(f"report: pooled {len(pool.runs)} runs on {pool.boots} boots: "

@@ -281,3 +281,14 @@ def test_compress_command_compresses_runs_and_refuses_bad_ones(tmp_path, capsys)
     assert compress.main(["B", "--results-dir", str(results)]) == 2
     assert "unmerged parts" in capsys.readouterr().err
     assert (results / "B" / "3.11.json").is_file()
+
+
+def test_a_pool_of_one_run_is_bad_input(tmp_path, capsys):
+    results = tmp_path / "results"
+    make_run(results, "A", spec={"selection": "lutz2009"})
+    status, out = report_of(tmp_path, "--run-id", "A", "--pool")
+    err = capsys.readouterr().err
+    assert status == 2 and "nothing to pool run A with (no other stored run" in err
+    assert not out.exists()
+    status, _ = report_of(tmp_path, "--run-id", "A", "--pool", "gone")
+    assert status == 2 and "(left out: run gone: not found)" in capsys.readouterr().err
