@@ -2,13 +2,18 @@
 
     python scripts/report.py [--results-dir results] [--run-id ID] [--baseline LABEL]
                              [--out FILE] [--threshold 0.05] [--no-figures]
+                             [--pool [RUN ...]]
 
 Defaults: the newest run, the oldest release of the run's lineage as base, and
 ``reports/latest.md`` plus a kept copy ``reports/<run-id>.md``. Next to each
 main page ``DIR/NAME.md``, its suite pages and tidy CSV go in ``DIR/NAME/``
 (``<suite>.md``, ``data.csv``), its figures in ``DIR/figures/<run-id>/``; a
 report is only ever written there, never over a run's results. The report is a
-generated file: regenerate it, never edit it. The work is in the library
+generated file: regenerate it, never edit it. ``--pool RUN ...`` pools the run's
+release-step ratios with those of the runs named (``--pool`` alone: every stored run
+of the same profile and selection; iomatrix.analysing.pooling): the summary, the
+findings and data.csv then quote the pooled figures, a page ``pool.md`` lists every
+run's ratio, and the kept copy is ``reports/<run-id>-pool.md``. The work is in the library
 (iomatrix.analysing.analysis, iomatrix.reporting.pages); this file is the command line.
 """
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 from pathlib import Path
 
 from iomatrix import cli
-from iomatrix.analysing import analysis
+from iomatrix.analysing import analysis, pooling
 from iomatrix.reporting import pages
 from iomatrix.storing import outputs, store
 
@@ -43,10 +48,12 @@ def write_pages(result: pages.Pages, out: Path, figures=()) -> list[Path]:
                                     result.csv, figures)
 
 
-def report_outs(runs) -> list[Path]:
+def report_outs(runs, pooled: bool = False) -> list[Path]:
     """The default main pages: reports/latest.md and a kept copy named after the run(s)."""
     kept = f"{runs[0].run_id}.md" if len(runs) == 1 else \
         f"merged-{runs[0].run_id}-and-{len(runs) - 1}-more.md"
+    if pooled:
+        kept = f"{runs[0].run_id}-pool.md"
     return [ROOT / "reports" / "latest.md", ROOT / "reports" / kept]
 
 
@@ -59,6 +66,31 @@ def find_runs(results_dir: Path, run_ids: list[str] | None):
         run = store.Run(results_dir, run_id)
         (found if (run.path / store.MANIFEST).exists() else missing).append(run)
     return found, [f"{r.run_id} (no {store.MANIFEST} in {r.path})" for r in missing]
+
+
+def pool_of(main: analysis.RunData, args) -> pooling.Pool:
+    """The main run pooled with the runs named after --pool (none: every stored run of its
+    command). A run named that does not exist, or cannot be read, is named and left out;
+    a run of another profile or selection is refused (exit 2)."""
+    if args.pool:
+        named = [store.Run(args.results_dir, run_id) for run_id in dict.fromkeys(args.pool)
+                 if run_id != main.run.run_id]
+        others = [run for run in named if (run.path / store.MANIFEST).is_file()]
+        missing = [run.run_id for run in named if run not in others]
+    else:
+        others, missing = pooling.same_command_runs(args.results_dir, main.run,
+                                                    main.manifest), []
+    pool = pooling.load_pool(main, None, others, args.threshold)
+    pool.left_out[:0] = [f"run {name}: not found" for name in missing]
+    if len(pool.runs) < 2:
+        left = f" (left out: {'; '.join(pool.left_out)})" if pool.left_out else \
+            " (no other stored run of its profile and selection)"
+        raise cli.BadInput(f"--pool: nothing to pool run {main.run.run_id} with{left}")
+    for text in pool.left_out:
+        print(cli.terminal_text(f"report: --pool: left out {text}"), file=sys.stderr)
+    print(f"report: pooled {len(pool.runs)} runs on {pool.boots} boots: "
+          f"{', '.join(run.name for run in pool.runs)}", file=sys.stderr)
+    return pool
 
 
 @cli.main_guard
@@ -75,7 +107,13 @@ def main(argv=None) -> int:
                         help="slowdown that counts as a regression (default: %(default)s)")
     parser.add_argument("--no-figures", action="store_true",
                         help="skip the PNG figures (default: figures/<run-id>/ beside the report)")
+    parser.add_argument("--pool", nargs="*", default=None, type=cli.run_id, metavar="RUN",
+                        help="pool the run with these runs (none named: every stored run of "
+                             "the same profile and selection)")
     args = parser.parse_args(argv)
+    if args.pool is not None and args.run_id and len(args.run_id) > 1:
+        raise cli.BadInput("--pool pools runs into one run's report: give one --run-id "
+                           "(the main run) and the others after --pool")
     if args.out is not None:   # before anything is read: a bad --out costs nothing
         store.check_report_destination(args.out, args.results_dir)
     runs, missing = find_runs(args.results_dir, args.run_id)
@@ -86,13 +124,15 @@ def main(argv=None) -> int:
         raise cli.BadInput(f"no run {', '.join(missing)} in {args.results_dir}")
     # Every place the report writes is checked before the first byte is written, and before
     # any run is analysed: a bad destination costs nothing.
+    pooled = args.pool is not None
     figures_runs = [] if args.no_figures else [run.run_id for run in runs]
-    for out in [args.out] if args.out is not None else report_outs(runs):
+    for out in [args.out] if args.out is not None else report_outs(runs, pooled):
         store.check_report_destination(out, args.results_dir, figures_runs)
     loaded = [analysis.load_run(run) for run in runs]
+    pool = pool_of(loaded[0], args) if pooled else None
     out_dir = args.out.parent if args.out else ROOT / "reports"
     figures_root = None if args.no_figures else out_dir / "figures"
-    outs = [args.out] if args.out else report_outs(runs)
+    outs = [args.out] if args.out else report_outs(runs, pooled)
     with contextlib.ExitStack() as stack:
         if len(loaded) == 1:
             run = runs[0]
@@ -105,7 +145,7 @@ def main(argv=None) -> int:
                 result = pages.build_pages(loaded[0], args.baseline, args.threshold,
                                            staged if k == 0 else figures_dir,
                                            f"figures/{run.run_id}", out.stem, out.name,
-                                           draw=k == 0)
+                                           draw=k == 0, pool=pool)
                 placed = [(staged, figures_dir)] if staged and k == 0 else []
                 for path in write_pages(result, out, placed):
                     print(cli.terminal_text(f"report: wrote {path}"))

@@ -229,7 +229,8 @@ def make_lockstep_run(results, run_id, slow_ms):
         manifest["interpreters"][label] = {"label": label, "implementation": "cpython",
                                            "version_info": [3, minor, 0],
                                            "version": f"3.{minor}.0", "status": "ok"}
-        published = RESULTS / (kept_runs() or TRIO)[0] / f"{label}{store.COUNTERS_SUFFIX}"
+        published = store.stored_form(   # plain or compressed, copied as it is stored
+            RESULTS / (kept_runs() or TRIO)[0] / f"{label}{store.COUNTERS_SUFFIX}")
         if published.is_file():
             shutil.copy(published, run_dir / published.name)
     (run_dir / store.MANIFEST).write_text(json.dumps(manifest))
@@ -255,7 +256,7 @@ def test_a_finding_from_a_split_series_says_so_and_is_never_firm(tmp_path):
 def test_the_same_slowdown_in_every_round_is_firm_and_unsplit_where_nothing_counted(tmp_path):
     steady = [0.50, 0.49, 0.52, 0.50, 0.51, 0.50, 0.49, 0.52, 0.51, 0.50]
     run = make_lockstep_run(tmp_path, "F", steady)
-    for path in run.path.glob("*" + store.COUNTERS_SUFFIX):
+    for path in store.counters_files(run.path):
         path.unlink()     # a run without the counting pass: firm on its rounds alone
     an = comparisons.analyse(analysis.load_run(run), None, 0.05)
     (finding,) = an.findings()
@@ -268,7 +269,7 @@ def test_a_time_only_step_is_never_firm_in_a_run_that_counted(tmp_path):
     this op: time only, so borderline however far its rounds lie (comparisons.FIRM_EVIDENCE)."""
     steady = [0.50, 0.49, 0.52, 0.50, 0.51, 0.50, 0.49, 0.52, 0.51, 0.50]
     run = make_lockstep_run(tmp_path, "T", steady)
-    if not any(run.path.glob("*" + store.COUNTERS_SUFFIX)):
+    if not store.counters_files(run.path):
         pytest.skip("the published run's counters are not in results/")
     an = comparisons.analyse(analysis.load_run(run), None, 0.05)
     (finding,) = an.findings()
@@ -278,7 +279,7 @@ def test_a_time_only_step_is_never_firm_in_a_run_that_counted(tmp_path):
 
 def test_a_run_without_counts_has_no_evidence_and_says_nothing_guessed(tmp_path):
     run = make_lockstep_run(tmp_path, "N", [0.50] * 10)
-    for path in run.path.glob("*" + store.COUNTERS_SUFFIX):
+    for path in store.counters_files(run.path):
         path.unlink()
     an = comparisons.analyse(analysis.load_run(run), None, 0.05)
     (finding,) = an.findings()
@@ -328,7 +329,7 @@ def write_counts(run_dir, read_bytes: dict):
     ``read_bytes``: {series: bytes read() moved}, a series left out has no syscall_bytes
     (a file counted before they were)."""
     from iomatrix.storing import countsfile
-    for path in run_dir.glob("*" + store.COUNTERS_SUFFIX):
+    for path in store.counters_files(run_dir):
         path.unlink()
     for series in ("3.12", "3.13"):
         op = {"suite": "lutz2009", "calls": 1, "bytes_per_call": 80_000,

@@ -20,11 +20,12 @@ RESULTS = ROOT / "results"
 def kind_of(path: Path) -> str:
     if path.name == store.MANIFEST:
         return "manifest"
-    return "counters" if path.name.endswith(store.COUNTERS_SUFFIX) else "series"
+    return "counters" if store.plain_name(path).endswith(store.COUNTERS_SUFFIX) else "series"
 
 
 def stored_documents() -> list[Path]:
-    return sorted(p for p in RESULTS.glob("*/*.json"))
+    """Every stored document, plain or compressed (results/ keeps its runs' files as .gz)."""
+    return sorted(p for p in list(RESULTS.glob("*/*.json")) + list(RESULTS.glob("*/*.json.gz")))
 
 
 @pytest.mark.skipif(not stored_documents(), reason="no stored runs in results/")

@@ -47,14 +47,21 @@ def load_run(run: store.Run) -> RunData:
     manifest, problems = run.read_manifest_or_problem()
     problems += counts.unreadable_files(run.path)
     rows = []
-    for path in run.series_files():
+    files = run.series_files()
+    twice = store.twice_stored(files)
+    for name in twice:
+        problems.append((name, f"stored both as {name} and {name}{store.GZ_SUFFIX}; neither "
+                               "is read (which one is the run's is not known)"))
+    for path in files:
+        if store.plain_name(path) in twice:
+            continue
         try:
             series_rows = store.load_series(path)
         except (store.ResultFileError, OSError) as exc:
             problems.append((path.name, str(exc)))
             continue
         for row in series_rows:
-            row["series"] = path.stem
+            row["series"] = store.series_of(path)
         rows += series_rows
     machine_phase, phase_problems = phase.read_phase(run.path)
     frame = pd.DataFrame(rows, columns=COLUMNS)
@@ -84,7 +91,7 @@ def load_file(path: Path, run: store.Run | None, manifest: dict, series: str | N
     """
     rows = store.load_series(path)
     for row in rows:
-        row["series"] = series or path.stem
+        row["series"] = series or store.series_of(path)
     machine_phase, problems = phase.read_phase(run.path) if run is not None else (None, [])
     return RunData(run, manifest, pd.DataFrame(rows, columns=COLUMNS), problems, machine_phase)
 

@@ -33,7 +33,8 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
     document = read_document(Path(path))
     if document is None:
         return []
-    series = series or document.get("series") or Path(path).name[:-len(store.COUNTERS_SUFFIX)]
+    series = series or document.get("series") or \
+        store.plain_name(path)[:-len(store.COUNTERS_SUFFIX)]
     interp = document.get("interpreter") or {}
     rows = []
     for op, entry in document["ops"].items():
@@ -81,7 +82,7 @@ def load_counts(run_dir, problems: list | None = None) -> "CountRows":
     skipped and, when ``problems`` is given, appended to it as (file name, why);
     ``unreadable_files`` names them for the report's "Files not read"."""
     rows = CountRows()
-    for path in sorted(Path(run_dir).glob("*" + store.COUNTERS_SUFFIX)):
+    for path in store.counters_files(run_dir):
         try:
             rows.extend(load_document_rows(path))
         except store.ResultFileError as exc:
@@ -179,11 +180,13 @@ def side_rows(side) -> dict:
     if side.is_dir():
         rows = load_counts(side)
     else:
-        name = side.name
-        if not name.endswith(store.COUNTERS_SUFFIX):
+        name = store.plain_name(side)   # a compressed file's counts may be either way
+        if name.endswith(store.COUNTERS_SUFFIX):
+            rows = load_document_rows(side)
+        else:
             name = name[:-len(".json")] + store.COUNTERS_SUFFIX if name.endswith(".json") \
                 else name + store.COUNTERS_SUFFIX
-        rows = load_document_rows(side.with_name(name))
+            rows = load_document_rows(store.stored_form(side.with_name(name)))
     by_series = {}
     for r in rows:
         by_series.setdefault(r["series"], []).append(r)
@@ -207,14 +210,14 @@ def load_functions(run_dir) -> dict:
     files whose functions are misattributed (``misattributed_functions``) are left out here
     (load_counts names the unreadable ones)."""
     found = {}
-    for path in sorted(Path(run_dir).glob(f"*{store.COUNTERS_SUFFIX}")):
+    for path in store.counters_files(run_dir):
         try:
             document = read_document(path)
         except store.ResultFileError:
             continue
         if not document or misattributed_functions(document):
             continue
-        series = document.get("series") or path.name[:-len(store.COUNTERS_SUFFIX)]
+        series = document.get("series") or store.plain_name(path)[:-len(store.COUNTERS_SUFFIX)]
         for op, entry in document["ops"].items():
             if entry.get("functions"):
                 found[(series, op)] = (entry.get("calls") or 1, entry["functions"])

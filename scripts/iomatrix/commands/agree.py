@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 
 from iomatrix import cli, stats
+from iomatrix.analysing import pooling
 from iomatrix.storing import store
 from iomatrix.reporting.markdown import code, fmt_ratio, fmt_value, md, table
 # The runs, their cells and what they share are computed in agreement.py; the names stay
@@ -102,6 +103,39 @@ def not_held_lines(found: list[Replication]) -> list[str]:
             table(rows, ["run", "other run", "op", "step", "ratio [95%]", "other run's",
                          "other run could not tell"],
                   ["left", "left", "left", "left", "right", "right", "left"]), ""]
+
+
+def prediction_lines(result: Agreement) -> list[str]:
+    """Leave-one-out: how often the other runs' pooled interval (the interval a report's
+    --pool prints, pooling.combine) holds the estimate of the run left out, over the shared
+    cells; then the same with every run of one boot left out (a machine the pool has not
+    seen). The target is 90% both ways (docs/methodology.md, "Pooled numbers")."""
+    if not result.one_out:
+        return []
+    lines = ["#### Does the pool predict a run it has not seen?", "",
+             "Each run left out in turn: the other runs pooled (random effects, "
+             "docs/methodology.md \"Pooled numbers\"), and whether the pooled interval for a "
+             "further run holds the left-out run's estimate, over the shared cells with an "
+             "interval. Target: at least 90%.", ""]
+    rows = [[code(p.left_out), str(len(p.pooled)), f"{p.held} of {p.cells}",
+             f"{p.share:.0%}" if p.cells else "—"] for p in result.one_out]
+    lines += [table(rows, ["run left out", "runs pooled", "held", "share"],
+                    ["left", "right", "right", "right"]), ""]
+    held, cells = pooling.totals(result.one_out)
+    if cells:
+        lines.append(f"- **One run left out**: the pool holds its estimate in {held} of {cells} "
+                     f"cells ({held / cells:.1%}).")
+    held, cells = pooling.totals(result.boot_out)
+    if cells:
+        boots = len({p.left_out.split(" (boot ")[-1] for p in result.boot_out})
+        every = len({pooling.boot_of(run.manifest, run.name) for run in result.runs})
+        lines.append(f"- **One boot left out** (each in turn, {boots} of the {every} boots: "
+                     "those with two runs outside them): the pool of the other boots' runs holds the estimate of each run of the left-out boot in "
+                     f"{held} of {cells} cells ({held / cells:.1%}).")
+    else:
+        lines.append("- **One boot left out**: not checked (fewer than two runs outside every "
+                     "boot).")
+    return lines + [""]
 
 
 def interval_text(ratio, low, high) -> str:
@@ -181,6 +215,7 @@ def render(result: Agreement) -> str:
         lines += [f"#### {title}", ""]
         lines += [table([ratio_row(cell) for cell in found], ["op", "step", *headers],
                         ["left", "left"] + ["right"] * len(runs)), ""] if found else ["None.", ""]
+    lines += prediction_lines(result)
     lines += replication_lines(replications(runs, threshold))
     rows = [[code(name), f"{code(twin.twin)} against {code(twin.of)}",
              f"{len(twin.flagged)} of {twin.ops}" + (f" ({twin.untested} untested)"
@@ -221,6 +256,10 @@ def as_json(result: Agreement) -> dict:
         "replication": [dataclasses.asdict(r)
                         for r in replications(result.runs, result.threshold)],
         "all_cells": [cell_json(c) for c in result.cells],
+        "prediction": {kind: [{"left_out": p.left_out, "pooled": p.pooled, "cells": p.cells,
+                               "held": p.held} for p in found]
+                       for kind, found in (("one_run_out", result.one_out),
+                                           ("one_boot_out", result.boot_out))},
     }
 
 

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 from iomatrix import cli, stats
-from iomatrix.analysing import analysis, comparisons
+from iomatrix.analysing import analysis, comparisons, pooling
 from iomatrix.measuring import phase
 from iomatrix.reporting import allocator_section
 from iomatrix.storing import store
@@ -87,6 +87,10 @@ class Agreement:
     cells: list                       # the shared cells, sorted
     spreads: dict                     # Cell -> [|log(r_i / r_j)| for each pair of runs]
     aa: dict                          # run name -> [AATwin]
+    # Does a pool of the other runs predict a run? (pooling.leave_one_out: each run left out
+    # in turn; leave_one_boot_out: every run of one boot left out). Empty under three runs.
+    one_out: list = dataclasses.field(default_factory=list)
+    boot_out: list = dataclasses.field(default_factory=list)
 
     @property
     def pair_values(self) -> list:
@@ -291,8 +295,17 @@ def agree(args: list[str], results_dir: Path, threshold: float) -> Agreement:
     if not cells:
         raise cli.BadInput(f"runs {', '.join(run.name for run in runs)} share no op at any "
                            "release step; " + "; ".join(left_out(runs)))
+    pooled = pooled_runs(runs)
     return Agreement(runs, threshold, condition_differences(runs), left_out(runs), cells,
-                     spreads(runs, cells), {run.name: aa_twins(run) for run in runs})
+                     spreads(runs, cells), {run.name: aa_twins(run) for run in runs},
+                     pooling.leave_one_out(pooled, threshold, cells),
+                     pooling.leave_one_boot_out(pooled, threshold, cells))
+
+
+def pooled_runs(runs: list[RunView]) -> list[pooling.RunCells]:
+    """The runs as a pool sees them: their cells, verdicts and boots (pooling.boot_of)."""
+    return [pooling.RunCells(run.name, pooling.boot_of(run.manifest, run.name), run.cells,
+                             run.verdicts) for run in runs]
 
 
 @dataclasses.dataclass

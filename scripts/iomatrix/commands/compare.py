@@ -266,9 +266,10 @@ def read_count_sides(a: Side, b: Side) -> tuple[dict, dict] | None:
 
     def has_counts(path: Path) -> bool:
         if path.is_dir():
-            return any(path.glob("*" + store.COUNTERS_SUFFIX))
-        return path.name.endswith(store.COUNTERS_SUFFIX) or \
-            path.with_name(path.stem + store.COUNTERS_SUFFIX).exists()
+            return bool(store.counters_files(path))
+        return store.plain_name(path).endswith(store.COUNTERS_SUFFIX) or \
+            store.stored_form(path.with_name(store.series_of(path)
+                                             + store.COUNTERS_SUFFIX)).exists()
     try:
         if not all(has_counts(Path(path)) for path in paths):
             return None

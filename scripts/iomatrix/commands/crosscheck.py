@@ -132,9 +132,11 @@ def run_conditions(run_dir: Path, labels: list[str], allocator: str | None = Non
     own = manifest.get("allocator")
     allocator = allocator or own
     series = {label: series_name(label, allocator, own) for label in labels}
-    missing = [series[label] for label in labels if not (run_dir / f"{series[label]}.json").exists()]
+    missing = [series[label] for label in labels
+               if not store.Run(run_dir.parent, run_dir.name).series_file(series[label]).exists()]
     if missing:
-        have = sorted(p.stem for p in store.Run(run_dir.parent, run_dir.name).series_files())
+        have = sorted(store.series_of(p)
+                      for p in store.Run(run_dir.parent, run_dir.name).series_files())
         raise CrosscheckError(f"--run-dir {run_dir}: no series {', '.join(missing)}; "
                               f"the run has: {', '.join(have) or 'none'}")
     conditions = {key: manifest.get(key) for key in ("output", "cache")}
@@ -160,7 +162,7 @@ def harness_times(run_dir: Path, series: str) -> tuple[dict, set, set]:
     states its write ops recorded) of one series."""
     by_op: dict = {}
     clocks, outputs = set(), set()
-    for row in store.load_series(run_dir / f"{series}.json"):
+    for row in store.load_series(store.stored_form(run_dir / f"{series}.json")):
         if row["suite"] == SUITE and row["io"] == "c":
             by_op.setdefault(row["op"], []).append(row["mean"])
             # "wall (no getrusage ...)" is a wall clock too

@@ -49,7 +49,7 @@ def collect(results_dir: Path, label: str):
     found, labels = [], set()
     for run in runs:
         files = run.series_files()
-        labels.update(p.stem for p in files)
+        labels.update(store.series_of(p) for p in files)
         path = run.series_file(label)
         if not os.path.lexists(path):   # a dangling symlink is there, and named when read
             continue

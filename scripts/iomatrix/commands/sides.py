@@ -115,6 +115,7 @@ def load_side(side: Side, label: str | None = None) -> Side:
 
 def series_of_file(name: str) -> str:
     """The series a file of a run belongs to: ``3.13`` for 3.13.json and 3.13.counters.json."""
+    name = name[:-len(store.GZ_SUFFIX)] if name.endswith(store.GZ_SUFFIX) else name
     for suffix in (store.COUNTERS_SUFFIX, ".json"):
         if name.endswith(suffix):
             return name[:-len(suffix)]

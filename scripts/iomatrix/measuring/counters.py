@@ -346,7 +346,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                 if not entry["failed"]:
                     del entry["failed"]
             _fill_bytes(document, work, suite)
-            contract.atomic_write_json(str(path), document)
+            store.write_json_document(path, document)   # .gz stays compressed
     for op, entry in document["ops"].items():
         for counter, why in (entry.get("failed") or {}).items():
             failed.setdefault(op, {})[counter] = why

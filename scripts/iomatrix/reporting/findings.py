@@ -154,7 +154,8 @@ def op_link(op: str, target: str) -> str:
 
 
 def section_findings(an: Analysis, link: str, strip_figures: list[str],
-                     label: Labeller) -> list[str]:
+                     label: Labeller, pooled=None) -> list[str]:
+    """``pooled``: (op, a, b) -> the text below a finding's ratio (pool_section.finding_note)."""
     lines = ["## Findings", ""]
     if len(an.lin.releases) < 2:
         kinds = sorted({v.kind for v in an.lin.variants})
@@ -212,7 +213,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
             if with_why:    # below the step it is about, not a column of its own (width)
                 step += "<br>" + why_cell(why[id(f)], verdicts[id(f)])
             rows.append([str(rank), op_cell, step,
-                         fmt_ratio(f.comparison, an.threshold, interval_below=True),
+                         fmt_ratio(f.comparison, an.threshold, interval_below=True)
+                         + (pooled(f.op, f.a, f.b) if pooled else ""),
                          time_cell(an, f, nbytes_of)]
                         + ([finding_notes(f, counted if counted else None,
                                           allocator_section.finding_note(

@@ -21,7 +21,7 @@ from pathlib import Path
 from iomatrix import stats
 from iomatrix.analysing import changelog, counts
 from iomatrix.measuring import native
-from iomatrix.reporting import allocator_section
+from iomatrix.reporting import allocator_section, pool_section
 from iomatrix.storing import store
 from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_differences, ordered_ops,
                                          is_condition_twin, lineage_recipe_lines, ordered_series,
@@ -311,14 +311,16 @@ def build_pages(data: RunData, baseline: str | None = None,
                 threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
                 figures_link: str = "figures", pages_link: str = "latest",
                 main_name: str = "latest.md", draw: bool = True,
-                link_pages: bool = True) -> Pages:
+                link_pages: bool = True, pool=None) -> Pages:
     """The main page, the suite pages and the run's other pages (``pages_link/<name>.md``
     from the main page) and the CSV; with ``figures_dir``, also the PNGs, linked as
     ``figures_link/NAME`` from the main page (``../figures_link/NAME`` from the others).
 
     The main page is the answer (summary, findings, release steps, the heatmap); what
     supports it (counts, machine and interpreters) is on pages of its own, and the rest
-    (geometric means, A/A, variants, conditions) in collapsed sections."""
+    (geometric means, A/A, variants, conditions) in collapsed sections. With ``pool``
+    (pooling.Pool) the summary, the findings and data.csv quote the pooled figures too
+    (pool_section); without, the page says it is one run of one host."""
     lines = section_header(data)
     order = ordered_series(data)
     if not order:
@@ -334,6 +336,8 @@ def build_pages(data: RunData, baseline: str | None = None,
     untouched_clause = allocator_section.summary_clause(data, label)
     if untouched_clause:
         summary = f"{summary} {untouched_clause}." if summary else f"{untouched_clause}."
+    if pool is not None:
+        summary = pool_section.summary_sentence(pool) + (f" {summary}" if summary else "")
     extra = {}
     if data.run is not None:
         counted = page_counts(data, main_name, shown)
@@ -350,6 +354,11 @@ def build_pages(data: RunData, baseline: str | None = None,
         draw_figures(an, figures_dir, draw)
     if summary:
         lines += [md(summary), ""]
+    if pool is not None:
+        extra[extra_page_name("pool", an.suites)] = pool_section.page_pool(pool, an, main_name)
+        lines += pool_section.section_pool(pool, an, pages_link)
+    elif data.run is not None:
+        lines += [pool_section.one_run_line(data), ""]
     # A main page shown without its pages (a merged report) links none of them.
     lines += [scope_line(an, label, pages_link, extra if link_pages else {}), ""]
     lines += section_problems(data)
@@ -358,7 +367,7 @@ def build_pages(data: RunData, baseline: str | None = None,
                   f"there are no ratios; its times are on the suite pages.", ""]
     else:
         lines += section_findings(an, pages_link, [f"{figures_link}/{n}" for n in strips],
-                                  label)
+                                  label, pool_section.finding_note(pool) if pool else None)
         lines += allocator_section.main_page_lines(data, label)
         if data.all_conditions is not None and "allocator" in extra:
             lines += [f"Every op under both conditions, with faults per call: "
@@ -404,7 +413,8 @@ def build_pages(data: RunData, baseline: str | None = None,
     suites = {suite: suite_page(an, suite, main_name,
                                 [f"../{figures_link}/{n}" for n in heatmaps.get(suite, [])])
               for suite in an.suites}
-    return Pages("\n".join(lines), suites, tidy_csv(an), extra, summary)
+    csv_text = tidy_csv(an) + (pool_section.csv_rows(pool, an) if pool is not None else "")
+    return Pages("\n".join(lines), suites, csv_text, extra, summary)
 
 
 def build_report(data: RunData, baseline: str | None = None,

@@ -35,8 +35,8 @@ def read_document(path: Path) -> dict | None:
                                     f"{FORMAT_VERSION})")
     # The file name says whose counts these are; a document that names another series
     # would have its counts filed under the wrong series, or under none (they vanished).
-    named = Path(path).name[:-len(store.COUNTERS_SUFFIX)] \
-        if Path(path).name.endswith(store.COUNTERS_SUFFIX) else None
+    named = store.plain_name(path)[:-len(store.COUNTERS_SUFFIX)] \
+        if store.plain_name(path).endswith(store.COUNTERS_SUFFIX) else None
     if named is not None and data.get("series") not in (None, named):
         raise store.ResultFileError(
             f"{path}: its series field says {cli.one_line(repr(data.get('series')))}, its "

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gzip
 import json
 import os
 import re
 import socket
+import zlib
 from pathlib import Path
 
 from iomatrix import cli
@@ -41,6 +43,11 @@ PYIO_SUFFIX = contract.PYIO_SUFFIX
 COUNTERS_SUFFIX = contract.COUNTERS_SUFFIX
 MAX_RESULT_BYTES = contract.MAX_RESULT_BYTES
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+# A stored run's series and counters files may be gzip-compressed ("3.13.json.gz",
+# "3.13.counters.json.gz": pyperf.BenchmarkSuite.load reads the first as it is); the
+# manifest stays plain (it is what makes a directory a run). Every reader here takes
+# either, and a run holds each file one way, never both.
+GZ_SUFFIX = ".gz"
 
 
 # The manifest's order.method of a run made in lockstep rounds (iomatrix.measuring.lockstep): its
@@ -158,12 +165,76 @@ def schema_module():
     return schema
 
 
-def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None):
-    """JSON from a regular file of a run directory, checked against the schema of ``kind``
-    (a document of iomatrix.storing.schema.MODELS) when given; ResultFileError names the file and
-    the field."""
+def gunzip(data: bytes, limit: int, path) -> bytes:
+    """The content of a gzip file, refusing more than ``limit`` bytes once decompressed (a
+    small file can hold a great deal); ResultFileError for a damaged or truncated one."""
+    inflater = zlib.decompressobj(wbits=31)        # 31: the gzip header and trailer
     try:
-        data = parse_json(contract.read_bytes(str(path), limit))
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise ResultFileError(f"{path}: not valid gzip, perhaps truncated ({exc})")
+    if len(out) > limit:
+        raise ResultFileError(f"{path}: larger than {limit} bytes decompressed, more than any "
+                              "iomatrix result; not read")
+    if not inflater.eof:
+        raise ResultFileError(f"{path}: not valid gzip, perhaps truncated (the compressed "
+                              "data ends early)")
+    return out
+
+
+def is_gzip(path) -> bool:
+    return str(path).endswith(GZ_SUFFIX)
+
+
+def write_json_document(path: Path, document) -> None:
+    """A run's JSON document written whole, in the form its name says: compressed for
+    ``*.gz`` (a counting pass that adds to a compressed counters file keeps it compressed)."""
+    data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    contract.atomic_write_bytes(str(path), gzip.compress(data, 9, mtime=0)
+                                if is_gzip(path) else data)
+
+
+def compress_file(path: Path) -> Path:
+    """``path`` replaced by ``path.gz`` holding the same bytes (checked by reading them back
+    before the plain file is removed); the compressed file's name and time are not stored
+    in it (``gzip -n``), so one content always compresses to one file."""
+    data = contract.read_bytes(str(path))
+    target = path.with_name(path.name + GZ_SUFFIX)
+    contract.atomic_write_bytes(str(target), gzip.compress(data, 9, mtime=0), overwrite=False)
+    if gunzip(contract.read_bytes(str(target)), len(data), target) != data:
+        os.unlink(target)
+        raise ResultFileError(f"{target}: does not read back as {path.name}; not compressed")
+    os.unlink(path)
+    return target
+
+
+def compress_run(run: "Run") -> list[Path]:
+    """Compress a finished run's series and counters files (the manifest, phase files and
+    anything half-written stay as they are); the files compressed."""
+    if run.partial_files() or (run.path / PARTS_DIR).exists():
+        raise cli.BadInput(f"run {run.run_id}: has unmerged parts or half-written files; "
+                           "compress a finished run")
+    files = run.series_files() + counters_files(run.path)
+    twice = twice_stored(files + [p.with_name(p.name + GZ_SUFFIX) for p in files
+                                  if os.path.lexists(p.with_name(p.name + GZ_SUFFIX))])
+    if twice:
+        raise cli.BadInput(f"run {run.run_id}: {', '.join(twice)} stored both plain and "
+                           "compressed; keep one and compress again")
+    plain = [p for p in files if not is_gzip(p)]
+    try:
+        with run.exclusive():
+            return [compress_file(p) for p in sorted(plain)]
+    except RunInUseError as exc:
+        raise cli.BadInput(str(exc))
+
+
+def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None):
+    """JSON from a regular file of a run directory, gzip-compressed or not (``*.gz``),
+    checked against the schema of ``kind`` (a document of iomatrix.storing.schema.MODELS)
+    when given; ResultFileError names the file and the field."""
+    try:
+        data = contract.read_bytes(str(path), limit)
+        data = parse_json(gunzip(data, limit, path) if is_gzip(path) else data)
     except contract.UnsafeFileError as exc:
         raise ResultFileError(str(exc))
     except NotAResult as exc:
@@ -201,10 +272,12 @@ class Run:
         self.path = self.results_dir / run_id
 
     def series_file(self, series: str) -> Path:
-        return self.path / f"{series}.json"
+        """The series' file: ``<series>.json``, or its compressed ``.json.gz`` when only
+        that one exists (a new file is always written plain)."""
+        return stored_form(self.path / f"{series}.json")
 
     def counters_file(self, series: str) -> Path:
-        return self.path / f"{series}{COUNTERS_SUFFIX}"
+        return stored_form(self.path / f"{series}{COUNTERS_SUFFIX}")
 
     def parts_dir(self, series: str) -> Path:
         return self.path / PARTS_DIR / series
@@ -292,9 +365,11 @@ class Run:
                           json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     def series_files(self) -> list[Path]:
-        """The merged pyperf files of this run (not the manifest, counters or hidden files)."""
-        return sorted(p for p in self.path.glob("*.json")
-                      if p.name != MANIFEST and not p.name.endswith(COUNTERS_SUFFIX))
+        """The merged pyperf files of this run, plain or compressed (not the manifest,
+        counters or hidden files)."""
+        return sorted(p for p in list(self.path.glob("*.json"))
+                      + list(self.path.glob("*.json" + GZ_SUFFIX))
+                      if p.name != MANIFEST and not plain_name(p).endswith(COUNTERS_SUFFIX))
 
     def partial_files(self) -> list[Path]:
         """Half-written files of any kind (the contract's one naming scheme)."""
@@ -304,6 +379,43 @@ class Run:
             found += list(parts.glob(contract.PARTIAL_GLOB))
             found += list(parts.glob("*/" + contract.PARTIAL_GLOB))
         return sorted(found)
+
+
+def plain_name(path) -> str:
+    """A file's name without ``.gz``: "3.13.json.gz" -> "3.13.json"."""
+    name = Path(path).name
+    return name[:-len(GZ_SUFFIX)] if name.endswith(GZ_SUFFIX) else name
+
+
+def series_of(path) -> str:
+    """The series a result file holds, by its name: "3.13.json" and "3.13.json.gz" -> "3.13"."""
+    name = plain_name(path)
+    return name[:-len(".json")] if name.endswith(".json") else Path(name).stem
+
+
+def stored_form(path: Path) -> Path:
+    """``path``, or ``path.gz`` where only the compressed file exists."""
+    compressed = path.with_name(path.name + GZ_SUFFIX)
+    if not os.path.lexists(path) and os.path.lexists(compressed):
+        return compressed
+    return path
+
+
+def counters_files(run_dir) -> list[Path]:
+    """The counters files of a run directory, plain or compressed; a file stored both ways
+    is read plain only (twice_stored names it where the series are read)."""
+    directory = Path(run_dir)
+    plain = sorted(directory.glob("*" + COUNTERS_SUFFIX))
+    have = {p.name for p in plain}
+    return sorted(plain + [p for p in directory.glob("*" + COUNTERS_SUFFIX + GZ_SUFFIX)
+                           if plain_name(p) not in have])
+
+
+def twice_stored(paths) -> list[str]:
+    """Names of files a run holds both plain and compressed: which one counts is not known,
+    so neither is read (each reader names them as problems)."""
+    names = {Path(p).name for p in paths}
+    return sorted(name for name in names if name + GZ_SUFFIX in names)
 
 
 def list_runs(results_dir: Path) -> list[Run]:
@@ -394,7 +506,7 @@ def load_series(path: Path) -> list[dict]:
     if os.path.lexists(path.parent / MANIFEST):
         # In a run directory the file's name is its series' name, which reaches the pages:
         # it follows the series rule (a loose file given to compare is named by its label).
-        problem = cli.name_problem(path.stem, "series")
+        problem = cli.name_problem(series_of(path), "series")
         if problem is not None:
             raise ResultFileError(f"{path}: its name is not a series name ({problem})")
     data = read_json(path, kind="series")

@@ -1,0 +1,342 @@
+"""Numbers that travel: one cell's ratio pooled over stored runs of several hosts and boots.
+
+A *cell* is one ratio of a report's release-step table (an op at ``3.12 → 3.13``). Each
+run gives a cell its estimate and 95% interval (``comparisons.analyse``: the report's own
+arithmetic). ``pool`` combines the runs' log ratios by a random-effects meta-analysis
+(statsmodels' ``combine_effects``, Paule-Mandel's tau²): the between-run variance tau² is
+estimated from how far the runs differ beyond their own intervals, and every interval
+printed includes it. For each cell it keeps each run's ratio, the pooled estimate, the
+interval a further run's estimate is expected in, how many runs and boots it rests on,
+how many runs agree with the pooled verdict ("held in k of n runs"), and whether the host
+moves the cell more than the runs' own noise ("depends on the host"). Method and
+thresholds: docs/methodology.md, "Pooled numbers".
+
+The cells are keyed by whatever the caller uses ((op, a, b) in the report, agree's Cell
+in agree): this module only combines numbers. ``load_pool`` reads and vets the runs of a
+pool (same profile and selection, the same interpreter builds) for the report.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from statistics import NormalDist, median
+
+from iomatrix import cli
+from iomatrix.analysing import analysis, comparisons
+from iomatrix.measuring import phase
+from iomatrix.storing import store
+
+Z95 = NormalDist().inv_cdf(0.975)      # 1.96: a 95% interval is the estimate ± Z95 SE
+# A run's interval can be a single point (every process timed the same ratio): its
+# variance would be 0 and its weight infinite. 0.1% on the log scale is below any step
+# a report resolves, so the floor never decides a cell.
+MIN_SE = 0.001
+# Keys of an interpreter's manifest entry that make it one build: a label whose build
+# differs between two runs measures two interpreters, and its cells are not pooled.
+BUILD_KEYS = ("implementation", "version", "free_threaded", "debug", "pgo", "lto", "jit")
+
+
+def se_of_interval(low: float, high: float) -> float:
+    """The standard error of a run's log ratio, from its 95% interval.
+
+    The report's interval is a Hodges-Lehmann (rank) interval, not mean ± 1.96 SE, and
+    need not be symmetric on the log scale; its width on the log scale over 2 x 1.96 is
+    the SE of a normal estimate with an interval as wide (the usual way a meta-analysis
+    takes a study that reports only its interval: Cochrane Handbook 6.3.1)."""
+    return max((math.log(high) - math.log(low)) / (2 * Z95), MIN_SE)
+
+
+@dataclasses.dataclass
+class RunCells:
+    """One run as a pool sees it: its cells' comparisons and verdicts, and its boot."""
+    name: str
+    boot: str                 # the manifest's boot_id, else "date YYYY-MM-DD" (see boot_of)
+    cells: dict               # key -> stats.Comparison
+    verdicts: dict            # key -> "slower" | "faster" | "same" (the report's findings)
+
+
+def boot_of(manifest: dict, name: str) -> str:
+    """The boot a run measured in: its manifest's boot_id (recorded since 2026-11-25). A run
+    made before says none: it counts as a boot of its own per day it started ("date
+    2026-11-24"), as if the machine of each day were another; two such runs of one day
+    count as one boot (they may well have been)."""
+    boot = manifest.get("boot_id")
+    if boot:
+        return str(boot)
+    started = str(manifest.get("started") or "")
+    try:
+        return "date " + dt.datetime.fromisoformat(started).date().isoformat()
+    except ValueError:
+        return f"run {name}"
+
+
+def same_build(one: dict, other: dict) -> bool:
+    """Whether two manifest entries of a label are one build, on the keys both state (a run
+    made before a key was recorded does not differ by its absence)."""
+    return all(one.get(key) == other.get(key) for key in BUILD_KEYS
+               if one.get(key) is not None and other.get(key) is not None)
+
+
+@dataclasses.dataclass
+class PooledCell:
+    key: object
+    runs: dict                # run name -> stats.Comparison, the runs pooled
+    boots: int
+    estimate: float           # the pooled ratio (exp of the random-effects mean)
+    low: float                # 95% interval of a further run's estimate (prediction)
+    high: float
+    mean_low: float           # 95% interval of the pooled mean itself
+    mean_high: float
+    tau: float                # between-run SD of the log ratio (Paule-Mandel)
+    within_se: float          # median of the runs' own SEs of the log ratio
+    i2: float                 # share of the spread beyond the runs' own noise
+    verdict: str              # slower | faster | same: the findings rule on low/high
+    held: int                 # runs whose own verdict is the pooled verdict
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+    @property
+    def host_dependent(self) -> bool:
+        """The host moves this cell more than the runs' own noise does: the between-run SD
+        is larger than the typical run's own SE (docs/methodology.md)."""
+        return self.n >= 2 and self.tau > self.within_se
+
+    @property
+    def seen(self) -> tuple[float, float]:
+        ratios = [c.ratio for c in self.runs.values()]
+        return min(ratios), max(ratios)
+
+    def holds(self, ratio: float) -> bool:
+        return self.low <= ratio <= self.high
+
+
+def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float) -> PooledCell:
+    """One cell pooled: ``runs`` {name: Comparison} with intervals, ``boots`` {name: boot},
+    ``verdicts`` {name: the run's own verdict}."""
+    names = list(runs)
+    effects = [math.log(runs[n].ratio) for n in names]
+    ses = [se_of_interval(runs[n].low, runs[n].high) for n in names]
+    within = median(ses)
+    if len(names) == 1:
+        mean, se_mean, tau2, i2 = effects[0], ses[0], 0.0, 0.0
+    else:
+        import numpy as np
+        from statsmodels.stats.meta_analysis import combine_effects
+        # Paule-Mandel's tau² (an iteration that keeps it >= 0), not DerSimonian-Laird's:
+        # statsmodels' DL leaves a negative tau² unclipped, and then the pooled variance
+        # can be negative (a NaN interval) for cells whose runs agree closer than their
+        # intervals say; PM is also the estimator Veroniki et al. (2016) recommend.
+        with np.errstate(divide="ignore", invalid="ignore"):   # I² of runs that agree: 0/0
+            result = combine_effects(np.array(effects), np.array(ses) ** 2, method_re="pm")
+        mean, se_mean = float(result.mean_effect_re), float(result.sd_eff_w_re)
+        tau2, i2 = max(float(result.tau2), 0.0), float(result.i2)
+        i2 = min(max(i2, 0.0), 1.0) if math.isfinite(i2) else 0.0
+        if not (math.isfinite(mean) and math.isfinite(se_mean)):
+            raise ValueError(f"the random-effects pool of {key!r} is not finite")
+    # Where a further run of the command is expected: the pooled mean's own uncertainty,
+    # the between-run variance and a typical run's own noise (a prediction interval for a
+    # new run's estimate, Higgins, Thompson and Spiegelhalter 2009, with z rather than t:
+    # the leave-one-out check of agree says how well it holds).
+    spread = math.sqrt(se_mean ** 2 + tau2 + within ** 2)
+    # The pooled verdict is the report's findings rule on the interval for a further run:
+    # a change a reader's own run is expected to show, not only one the pooled mean resolves.
+    margin = math.log1p(threshold)
+    low, high = mean - Z95 * spread, mean + Z95 * spread
+    if (low > 0 or high < 0) and abs(mean) > margin:
+        verdict = "slower" if mean > 0 else "faster"
+    else:
+        verdict = "same"
+    return PooledCell(key, runs, len({boots[n] for n in names}), math.exp(mean),
+                      math.exp(low), math.exp(high), math.exp(mean - Z95 * se_mean),
+                      math.exp(mean + Z95 * se_mean), math.sqrt(tau2), within, i2,
+                      verdict, sum(verdicts[n] == verdict for n in names))
+
+
+def pool_cells(runs: list[RunCells], threshold: float, keys=None) -> dict:
+    """key -> PooledCell over the runs that have the cell with an interval (a run whose
+    cell has too few processes for one is left out of that cell)."""
+    keys = keys if keys is not None else \
+        list(dict.fromkeys(key for run in runs for key in run.cells))
+    boots = {run.name: run.boot for run in runs}
+    out = {}
+    for key in keys:
+        have = {run.name: run.cells[key] for run in runs
+                if key in run.cells and run.cells[key].low is not None
+                and run.cells[key].high is not None}
+        if have:
+            verdicts = {run.name: run.verdicts.get(key, "same") for run in runs
+                        if run.name in have}
+            out[key] = combine(key, have, boots, verdicts, threshold)
+    return out
+
+
+# -- does the pool predict? ----------------------------------------------------------------
+
+@dataclasses.dataclass
+class Prediction:
+    left_out: str             # the run (or boot) left out of the pool
+    pooled: list              # the runs pooled
+    cells: int                # shared cells checked
+    held: int                 # ... whose pooled interval holds the left-out run's estimate
+    missed: list              # (key, the left-out run's ratio, PooledCell) of those not held
+
+    @property
+    def share(self) -> float:
+        return self.held / self.cells if self.cells else float("nan")
+
+
+def predict(left: RunCells, others: list[RunCells], threshold: float, keys) -> Prediction:
+    """Pool ``others`` on ``keys`` and check whether each pooled interval holds ``left``'s
+    estimate (cells ``left`` has no interval for, or the others fewer than two runs of,
+    are not checked)."""
+    pooled = pool_cells(others, threshold, keys)
+    held, cells, missed = 0, 0, []
+    for key, cell in pooled.items():
+        mine = left.cells.get(key)
+        if mine is None or cell.n < 2:
+            continue
+        cells += 1
+        if cell.holds(mine.ratio):
+            held += 1
+        else:
+            missed.append((key, mine.ratio, cell))
+    return Prediction(left.name, [run.name for run in others], cells, held, missed)
+
+
+def leave_one_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
+    """For each run, the others pooled (at least two of them), checked against it."""
+    return [predict(run, [other for other in runs if other is not run], threshold, keys)
+            for run in runs if len(runs) >= 3]
+
+
+def leave_one_boot_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
+    """For each boot, the runs of the other boots pooled (at least two runs) and checked
+    against each run of the boot left out: a machine the pool has not seen."""
+    out = []
+    for boot in dict.fromkeys(run.boot for run in runs):
+        others = [run for run in runs if run.boot != boot]
+        if len(others) < 2:
+            continue
+        for run in runs:
+            if run.boot == boot:
+                found = predict(run, others, threshold, keys)
+                out.append(dataclasses.replace(found, left_out=f"{run.name} (boot {boot})"))
+    return out
+
+
+def totals(found: list[Prediction]) -> tuple[int, int]:
+    return sum(p.held for p in found), sum(p.cells for p in found)
+
+
+# -- the report's pool -----------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Pool:
+    main: str                 # the run the report is about
+    runs: list                # RunCells, the main run first
+    cells: dict               # (op, a, b) -> PooledCell
+    left_out: list            # sentences: runs, cells or builds not pooled, and why
+    threshold: float
+
+    @property
+    def boots(self) -> int:
+        return len({run.boot for run in self.runs})
+
+    def get(self, op: str, a: str, b: str):
+        return self.cells.get((op, a, b))
+
+
+def run_cells(data: analysis.RunData, name: str, threshold: float,
+              an: comparisons.Analysis | None = None) -> RunCells:
+    """A run's release-step cells and their verdicts as its report decides them."""
+    an = an if an is not None else comparisons.analyse(data, None, threshold)
+    verdicts = {key: "same" for key in an.step_cmp}
+    for finding in an.findings():
+        verdicts[(finding.op, finding.a, finding.b)] = \
+            "slower" if finding.comparison.ratio > 1 else "faster"
+    return RunCells(name, boot_of(data.manifest, name), dict(an.step_cmp), verdicts)
+
+
+def selection_of(manifest: dict):
+    spec = manifest.get("spec")
+    return spec.get("selection") if isinstance(spec, dict) else None
+
+
+def same_command(main: dict, other: dict) -> str | None:
+    """Why ``other`` is not a run of ``main``'s command (profile, selection), or None. A run
+    that does not state its selection (made before run specs) is not refused for it."""
+    if other.get("profile") != main.get("profile"):
+        return f"profile {cli.one_line(repr(other.get('profile')))}, not " \
+               f"{cli.one_line(repr(main.get('profile')))}"
+    mine, theirs = selection_of(main), selection_of(other)
+    if theirs is not None and theirs != mine:
+        return f"selection {cli.one_line(repr(theirs))}, not {cli.one_line(repr(mine))}"
+    return None
+
+
+def same_command_runs(results_dir, main: store.Run, main_manifest: dict) -> list[store.Run]:
+    """Every stored run of the main run's command: the same profile and the same stated
+    selection (runs that state none are left out of the automatic pool: named ones may
+    still be given)."""
+    out = []
+    for run in store.list_runs(results_dir):
+        if run.run_id == main.run_id:
+            continue
+        try:
+            manifest = run.read_manifest()
+        except store.ResultFileError:
+            continue
+        if selection_of(manifest) is not None and same_command(main_manifest, manifest) is None:
+            out.append(run)
+    return out
+
+
+def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
+              others: list[store.Run], threshold: float, named: bool = True) -> Pool:
+    """The main run and ``others`` pooled on the cells they have. A run of another profile or
+    selection is refused (cli.BadInput, exit 2, naming the difference); a run that cannot be
+    read is named and left out; a label whose interpreter build differs from the main
+    run's is left out of that run's cells, named."""
+    main_name = main_data.run.run_id if main_data.run else "main"
+    left_out = []
+    for run in others:
+        try:
+            manifest = run.read_manifest()
+        except (store.ResultFileError, OSError):
+            continue   # named below, when the run is read
+        why = same_command(main_data.manifest, manifest)
+        if why is not None:
+            raise cli.BadInput(f"--pool: run {run.run_id} is of another command ({why} as run "
+                               f"{main_name}); pool runs of one command")
+    runs = [run_cells(main_data, main_name, threshold, main_an)]
+    main_builds = main_data.manifest.get("interpreters", {})
+    for run in others:
+        try:
+            data = analysis.load_run(run)
+        except (store.ResultFileError, OSError) as exc:
+            # the run's own path left out: a page never shows a path of this machine
+            why = str(exc).replace(str(run.path), run.run_id)
+            left_out.append(f"run {run.run_id} (cannot be read: {cli.one_line(why)})")
+            continue
+        unread = [name for name, _ in data.problems if not phase.is_phase_file(name)]
+        if unread or data.frame.empty:
+            what = ", ".join(unread) if unread else "no result files"
+            left_out.append(f"run {run.run_id} (cannot be read: {cli.one_line(what)})")
+            continue
+        cells = run_cells(data, run.run_id, threshold)
+        differ = sorted(label for label, info in data.manifest.get("interpreters", {}).items()
+                        if label in main_builds and not same_build(info, main_builds[label]))
+        if differ:
+            cells.cells = {key: c for key, c in cells.cells.items()
+                           if key[1] not in differ and key[2] not in differ}
+            left_out.append(f"run {run.run_id}'s cells of {', '.join(differ)} (another "
+                            f"interpreter build than run {main_name}'s)")
+        if selection_of(data.manifest) is None and selection_of(main_data.manifest):
+            left_out.append(f"run {run.run_id} states no selection (made before run specs): "
+                            "pooled on the cells it shares")
+        runs.append(cells)
+    keys = list(runs[0].cells)
+    return Pool(main_name, runs, pool_cells(runs, threshold, keys), left_out, threshold)

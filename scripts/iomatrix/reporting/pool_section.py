@@ -1,0 +1,199 @@
+"""What a report says about the runs behind its numbers: one run of one host, or a pool.
+
+Without ``--pool`` a report is one run of one host, and it says so (``one_run_line``).
+With a pool (``iomatrix.analysing.pooling.Pool``) the main page opens with the pooled
+figures (``summary_sentence``), lists the pooled findings with each one's spread over the
+runs and, where the host moves a cell more than a run's own noise, "depends on the host"
+with the counts beside it as the host-free evidence (``section_pool``); each finding's row
+gives its pooled figure (``finding_note``), data.csv gets the pooled rows (``csv_rows``)
+and a page of its own every run's ratio of every cell (``page_pool``).
+"""
+from __future__ import annotations
+
+import io
+import math
+
+from iomatrix.analysing import counts, pooling
+from iomatrix.analysing.comparisons import Analysis
+from iomatrix.reporting.markdown import code, md, nowrap, table
+from iomatrix.reporting.suite_pages import CSV_FIELDS, TextGuardedWriter
+
+SHOWN = 10          # pooled findings on the main page (all on the pool page)
+# The 2009 study's own comparison: the main page's row that every reader looks for.
+STUDY_CELL = ("read_allAtOnce_textMode", "2.7", "3.6")
+
+
+def one_run_line(data) -> str:
+    boot = pooling.boot_of(data.manifest, data.run.run_id if data.run else "?")
+    return (f"These figures are one run of one host ({md(boot)}): a run on another machine, "
+            "or after a reboot, lands elsewhere by more than its interval in some cells. "
+            "`nox -s report -- --pool` pools the stored runs of this command and says how far.")
+
+
+def interval(cell: pooling.PooledCell) -> str:
+    return f"{cell.estimate:.2f} [{cell.low:.2f}, {cell.high:.2f}]"
+
+
+def spread_text(cell: pooling.PooledCell) -> str:
+    low, high = cell.seen
+    return f"{low:.2f} to {high:.2f} over {cell.n} run{'s' * (cell.n > 1)} on {cell.boots} " \
+           f"boot{'s' * (cell.boots > 1)}"
+
+
+def counts_text(counted, op: str, a: str, b: str) -> str:
+    """The counts of a step (which do not depend on the host): instructions and system
+    calls per call, before and after; empty where the step was not counted."""
+    move = counts.count_move(counted, op, a, b) if counted else None
+    if move is None:
+        return ""
+    parts = []
+    if move.get("instructions") is not None:
+        factor = 1 + move["instructions"]
+        parts.append(f"instructions {move['instructions']:+.0%}" if 0.5 < factor < 2 else
+                     f"instructions ×{factor:.2g}" if factor >= 2 else
+                     f"instructions ÷{1 / factor:.2g}" if factor > 0 else "instructions: none")
+    calls = move.get("syscalls") or []
+    parts.append("system calls " + (", ".join(f"{md(name)} {x:g} → {y:g}"
+                                              for name, x, y in calls[:2])
+                                    if calls else "the same"))
+    return "counts: " + ";<br>".join(parts)
+
+
+def host_text(cell: pooling.PooledCell, counted) -> str:
+    if not cell.host_dependent:
+        return ""
+    # on lines of their own: the column stays narrow (GitHub's 1,012 px)
+    text = f"yes: {spread_text(cell)}"
+    op, a, b = cell.key
+    evidence = counts_text(counted, op, a, b)
+    return text + (f"<br>{evidence}" if evidence else "")
+
+
+def findings(pool: pooling.Pool) -> list:
+    """The pooled findings, largest change first."""
+    return sorted((cell for cell in pool.cells.values() if cell.verdict != "same"),
+                  key=lambda cell: (-abs(math.log(cell.estimate)), cell.key))
+
+
+def summary_sentence(pool: pooling.Pool) -> str:
+    """The report's first sentence with a pool: the pooled figures."""
+    found = findings(pool)
+    hosted = [cell for cell in pool.cells.values() if cell.host_dependent]
+    runs = len(pool.runs)
+    text = (f"Pooled over {runs} runs of this command on {pool.boots} boot"
+            f"{'s' * (pool.boots > 1)}, {len(found)} of {len(pool.cells)} release steps of an "
+            f"op change significantly by more than {pool.threshold:.0%}, "
+            f"{sum(cell.held == cell.n for cell in found)} of them in every run, and "
+            f"{len(hosted)} {'cell depends' if len(hosted) == 1 else 'cells depend'} on the host")
+    study = pool.cells.get(STUDY_CELL)
+    if study is not None:
+        op, a, b = STUDY_CELL
+        text += (f"; the 2009 study's own comparison, {op} {a} → {b}, is {interval(study)} "
+                 f"({spread_text(study)})")
+    return text + "."
+
+
+def finding_note(pool: pooling.Pool):
+    """For the findings table: the pooled figure of a finding's cell, below its ratio."""
+    def note(op: str, a: str, b: str) -> str:
+        cell = pool.get(op, a, b)
+        if cell is None or cell.n < 2:
+            return ""
+        # Lines no wider than the column's "[95% interval]": the findings table stays within
+        # GitHub's 1,012 px column (nox -s preview -- --screenshot).
+        return "<br>" + nowrap(f"pooled {cell.estimate:.2f}") + "<br>" + \
+            nowrap(f"[{cell.low:.2f}, {cell.high:.2f}]") + "<br>" + \
+            nowrap(f"held {cell.held} of {cell.n}") + \
+            ("<br>depends on<br>" + nowrap("the host") if cell.host_dependent else "")
+    return note
+
+
+def pooled_row(cell: pooling.PooledCell, counted, link: str | None = None) -> list:
+    op, a, b = cell.key
+    return [code(op), nowrap(f"{md(a)} → {md(b)}"), interval(cell),
+            f"{cell.seen[0]:.2f} to {cell.seen[1]:.2f}", f"{cell.held} of {cell.n}",
+            host_text(cell, counted) or "no"]
+
+
+HEADERS = ["op", "step", "pooled [95% for a run]", "runs' ratios", "held in",
+           "depends on the host"]
+ALIGN = ["left", "left", "right", "right", "right", "left"]
+
+
+def section_pool(pool: pooling.Pool, an: Analysis, link: str) -> list[str]:
+    """The main page's pooled findings, the study's row first."""
+    counted = counts.load_counts(an.data.run.path) if an.data.run else []
+    shown = findings(pool)[:SHOWN]
+    study = pool.cells.get(STUDY_CELL)
+    if study is not None and study not in shown:
+        shown = [study] + shown
+    lines = [f"## Over {len(pool.runs)} runs on {pool.boots} boot{'s' * (pool.boots > 1)}", "",
+             "Each cell's ratio pooled over the runs of this command (random effects: the "
+             "runs' spread beyond their own intervals widens the interval), with the 95% "
+             "interval a further run's ratio is expected in; \"held in\" counts the runs whose "
+             "own verdict is the pooled one. A cell whose spread between runs is larger than "
+             "a run's own noise depends on the host; its counts, which do not, are beside it. "
+             "Method: docs/methodology.md, \"Pooled numbers\"; every cell and run: "
+             f"[the pool page]({link}/pool.md).", ""]
+    if pool.left_out:
+        lines += ["Left out: " + "; ".join(md(text) for text in pool.left_out) + ".", ""]
+    if shown:
+        lines += [table([pooled_row(cell, counted) for cell in shown], HEADERS, ALIGN), ""]
+    return lines
+
+
+def page_pool(pool: pooling.Pool, an: Analysis, main_name: str) -> str:
+    counted = counts.load_counts(an.data.run.path) if an.data.run else []
+    lines = ["<!-- generated by scripts/report.py: do not edit, regenerate -->",
+             f"# The pool: {len(pool.runs)} runs on {pool.boots} boots", "",
+             f"Back to the [main page](../{main_name}).", "",
+             "Runs pooled: " + ", ".join(f"{code(run.name)} ({md(run.boot)})"
+                                         for run in pool.runs) + ".", ""]
+    if pool.left_out:
+        lines += ["Left out: " + "; ".join(md(text) for text in pool.left_out) + ".", ""]
+    cells = sorted(pool.cells.values(), key=lambda cell: cell.key)
+    lines += ["## Every cell", "", table([pooled_row(cell, counted) for cell in cells],
+                                         HEADERS, ALIGN), ""]
+    lines += ["## Each run's ratio", "",
+              "Per run and cell: the ratio and its 95% interval as that run's report has it "
+              "(data.csv: ratio_to_previous_release rows of each run id).", ""]
+    for cell in cells:
+        op, a, b = cell.key
+        runs = "; ".join(f"{code(name)} {c.ratio:.2f} [{c.low:.2f}, {c.high:.2f}]"
+                         for name, c in cell.runs.items())
+        lines.append(f"- {code(op)} {md(a)} → {md(b)}: {runs}")
+    return "\n".join(lines + [""])
+
+
+def csv_rows(pool: pooling.Pool, an: Analysis) -> str:
+    """data.csv's rows of the pool (no header; appended to the report's own): every other
+    run's release-step ratio under its own run id, then per cell the pooled ratio with the
+    interval for a further run (statistic pooled_ratio_to_previous_release, processes: runs
+    pooled), the pooled mean's interval (pooled_mean_to_previous_release), the runs that
+    hold its verdict (pooled_held_runs), its boots (pooled_boots), the between-run SD and a
+    run's own SE of the log ratio (pooled_tau, pooled_within_se) and whether it depends
+    on the host (pooled_depends_on_host: 1 or 0). Their run_id is "pool"."""
+    out = io.StringIO()
+    writer = TextGuardedWriter(out)
+    blank = [""] * (len(CSV_FIELDS) - 12)
+
+    def row(run_id, op, b, statistic, a, value, low="", high="", significant="", n=""):
+        writer.writerow([run_id, b, op, an.suite_of.get(op, ""), an.category_of.get(op, ""),
+                         statistic, a, value, low, high, significant, n, *blank])
+    for run in pool.runs[1:]:
+        for (op, a, b), c in run.cells.items():
+            if (op, a, b) in pool.cells:
+                row(run.name, op, b, "ratio_to_previous_release", a, repr(c.ratio),
+                    "" if c.low is None else repr(c.low), "" if c.high is None else repr(c.high),
+                    "" if c.significant is None else str(c.significant).lower(), c.n_b)
+    for (op, a, b), cell in sorted(pool.cells.items()):
+        row("pool", op, b, "pooled_ratio_to_previous_release", a, repr(cell.estimate),
+            repr(cell.low), repr(cell.high), str(cell.verdict != "same").lower(), cell.n)
+        row("pool", op, b, "pooled_mean_to_previous_release", a, repr(cell.estimate),
+            repr(cell.mean_low), repr(cell.mean_high), "", cell.n)
+        for statistic, value in (("pooled_held_runs", cell.held), ("pooled_boots", cell.boots),
+                                 ("pooled_tau", repr(cell.tau)),
+                                 ("pooled_within_se", repr(cell.within_se)),
+                                 ("pooled_depends_on_host", int(cell.host_dependent))):
+            row("pool", op, b, statistic, a, value, n=cell.n)
+    return out.getvalue()
