@@ -82,7 +82,9 @@ def failure_words(manifest: dict, f, knob: Knob) -> str | None:
     for side in (f.b, f.a):
         for name, info in planned(manifest, side, knob):
             failed = (info.get("failed_ops") or {}).get(f.op)
-            reason = failed or info.get("error_tail") or info.get("status") or "not run"
+            status = info.get("status")
+            reason = failed or info.get("error_tail") or (
+                status if status not in (None, "ok") else "no results of it in the run")
             if f.op in (info.get("planned_ops") or [f.op]):
                 said.append(f"{name}: {' '.join(str(reason).split())[:160]}")
     if not said:
