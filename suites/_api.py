@@ -153,6 +153,23 @@ class Context(object):
         self.counting = bool(self.manifest.get("counting", False))
         self.open = builtin_open_for(io_stack)
         self.io_module = io_module_for(io_stack)
+        self.knob = None    # (name, value) of an ablation (set_knob); None: the defaults
+
+    def set_knob(self, name, value):
+        """Time the ops with one default set otherwise: an ablation (the host's
+        scripts/iomatrix/measuring/knobs.py). Called before the suite's ``ops(ctx)``, which
+        take ``ctx.open`` and ``ctx.io_module`` when they are built.
+
+        ``buffering``: every file an op opens through them gets ``buffering=VALUE`` (unless
+        the op gives its own); ``copy_bufsize``: shutil.copyfileobj's default length."""
+        if name == "buffering":
+            self.open = with_buffering(self.open, value)
+            self.io_module = ModuleWithBuffering(self.io_module, value)
+        elif name == "copy_bufsize":
+            set_copy_bufsize(value)
+        else:
+            raise ValueError("unknown knob %r; known: %s" % (name, ", ".join(KNOBS)))
+        self.knob = (name, value)
 
     def path(self, name):
         return os.path.join(self.fixtures_dir, name)
@@ -177,6 +194,39 @@ class Context(object):
             raise VerificationError(
                 "fixture %s is corrupted: %d bytes crc32 %08x, expected %d bytes crc32 %08x"
                 % (self.path(name), size, crc, facts["bytes"], facts["crc32"]))
+
+
+KNOBS = ("buffering", "copy_bufsize")
+
+
+def with_buffering(open_, value):
+    """``open_`` that passes ``buffering=value`` where the caller gives none."""
+    def opener(file, mode="r", *args, **kwargs):
+        if not args:
+            kwargs.setdefault("buffering", value)
+        return open_(file, mode, *args, **kwargs)
+    return opener
+
+
+class ModuleWithBuffering(object):
+    """The io module as the ops see it (``ctx.io_module``), its ``open`` with_buffering."""
+
+    def __init__(self, module, value):
+        self._module = module
+        self.open = with_buffering(module.open, value)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def set_copy_bufsize(value):
+    """shutil.copyfileobj's default length: COPY_BUFSIZE from 3.8 (read on each call whose
+    length is 0, the default), the function's own default argument before."""
+    import shutil
+    if hasattr(shutil, "COPY_BUFSIZE"):
+        shutil.COPY_BUFSIZE = value
+    else:
+        shutil.copyfileobj.__defaults__ = (value,)
 
 
 def builtin_open_for(io_stack):

@@ -125,6 +125,7 @@ KEY_OUTPUT = "iomatrix_output"
 KEY_NATIVE = "iomatrix_native"
 KEY_PEAK_RSS = "iomatrix_peak_rss"
 KEY_PEAK_RSS_METHOD = "iomatrix_peak_rss_method"
+KEY_KNOB = "iomatrix_knob"                # an ablation's knob, "buffering=4096" (harness --knob)
 KEY_CPU = "iomatrix_cpu"                  # the CPU(s) the worker was allowed to run on
 KEY_CLOCK = "iomatrix_clock"              # what the values measure: CLOCKS
 KEY_OTHER_CLOCK = "iomatrix_other_clock_per_value"  # the other clock's mean, for evidence

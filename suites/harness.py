@@ -48,7 +48,7 @@ import os
 import sys
 
 import _results as results
-from _api import (Context, SkipOp, available_suites, load_context, load_suite,
+from _api import (KNOBS, Context, SkipOp, available_suites, load_context, load_suite,
                   prepare_outputs, prepare_untimed)
 from _fixtures import (cold_cache_evictor, make_fixtures, peak_rss_delta,
                        planned_fixture_bytes)
@@ -295,6 +295,8 @@ def base_metadata(op, args):
     }
     if op.outputs:
         metadata[results.KEY_OUTPUT] = args.output
+    if args.knob:
+        metadata[results.KEY_KNOB] = "%s=%d" % args.knob
     return metadata
 
 
@@ -313,9 +315,32 @@ def add_common_options(parser):
     parser.add_argument("--output-state", dest="output", default="new",
                         choices=results.OUTPUT_STATES)
     parser.add_argument("--round", type=int, default=0)
+    parser.add_argument("--knob", default=None, type=knob_arg,
+                        help="an ablation: NAME=VALUE, one default set otherwise for every op "
+                             "(_api.Context.set_knob: buffering, copy_bufsize)")
     parser.add_argument("--clock", default=None, choices=results.CLOCKS,
                         help="what a value measures (default: cpu for a warm cache and new "
                              "output files, where nothing waits for the disk; wall otherwise)")
+
+
+def knob_arg(text):
+    """--knob NAME=VALUE: (name, value), a known knob and a whole number of 1 or more."""
+    import argparse
+    name, _, value = text.partition("=")
+    if name not in KNOBS or not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError("%r: NAME=VALUE, NAME one of %s, VALUE a whole number "
+                                         "of 1 or more" % (text, ", ".join(KNOBS)))
+    return name, int(value)
+
+
+def open_context(args):
+    """The ops' Context of a worker: the fixtures' facts, the conditions, the knob."""
+    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
+                       args.output)
+    ctx.clock = args.clock
+    if args.knob:
+        ctx.set_knob(*args.knob)
+    return ctx
 
 
 def add_cmdline_args(cmd, args):
@@ -326,6 +351,8 @@ def add_cmdline_args(cmd, args):
                 "--output-state", args.output, "--round", str(args.round)))
     if args.clock:
         cmd.extend(("--clock", args.clock))
+    if args.knob:
+        cmd.extend(("--knob", "%s=%d" % args.knob))
     if args.keep_allocator_env:
         cmd.append("--keep-allocator-env")
 
@@ -368,9 +395,7 @@ def run_pyperf(argv=None):
     refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)
     if refusal:
         refuse(refusal)
-    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
-                       args.output)
-    ctx.clock = args.clock
+    ctx = open_context(args)
     op = find_op(ctx, args.suite, args.op)
     if not args.worker:
         def never(loops):
@@ -557,9 +582,7 @@ def run_batch(argv):
                "depend on what the process freed before); --ops names %d: start one worker "
                "per op" % len(op_names))
     control = take_control_channel() if args.lockstep else None
-    ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
-                       args.output)
-    ctx.clock = args.clock
+    ctx = open_context(args)
     by_name = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))
     benchmarks, errors, checked = [], {}, set()
     system = None  # pyperf's system metadata, from the first op's run

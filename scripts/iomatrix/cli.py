@@ -36,7 +36,8 @@ EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 #   run id   [A-Za-z0-9][A-Za-z0-9._-]*, at most 80 characters
 #   label    [A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters, not a reserved name
 #   series   LABEL, then "+pyio" and "@ALLOCATOR" when it has them (ALLOCATOR a label),
-#            at most 80 characters
+#            and "~KNOB=VALUE" for an ablation's series (measuring.knobs: KNOB lower-case
+#            letters and "_", VALUE digits), at most 80 characters
 #   suite    [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 80 characters, not a reserved name
 #   op       [A-Za-z0-9_][A-Za-z0-9_.+[\]-]*, at most 80 characters (lutz2009's ops carry
 #            their file: read_byBlocks_binaryMode[large.bin])
@@ -49,7 +50,8 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SUITE_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 OP_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\[\]-]*")
 SERIES_PATTERN = re.compile(r"(?P<label>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\+pyio)?"
-                            r"(?:@(?P<allocator>[A-Za-z0-9][A-Za-z0-9._-]*))?")
+                            r"(?:@(?P<allocator>[A-Za-z0-9][A-Za-z0-9._-]*))?"
+                            r"(?:~[a-z][a-z_]{0,30}=[0-9]{1,12})?")
 # A series file is "<label>+pyio.counters.json" and its half-written name adds
 # ".<name>.partial-<pid>": 80 characters leave room for both below NAME_MAX (255).
 MAX_NAME_LENGTH = 80
@@ -71,8 +73,8 @@ NAME_KINDS = {"run id": (NAME_PATTERN, MAX_NAME_LENGTH, False),
               "op": (OP_PATTERN, MAX_NAME_LENGTH, False)}
 NAME_RULES = {"run id": "letters, digits, '.', '_' and '-', starting with a letter or digit",
               "label": "letters, digits, '.', '_' and '-', starting with a letter or digit",
-              "series": "a label, then +pyio and @ALLOCATOR when the series has them "
-                        "(3.13, 3.13+pyio, 3.13@default)",
+              "series": "a label, then +pyio, @ALLOCATOR and ~KNOB=VALUE when the series has "
+                        "them (3.13, 3.13+pyio, 3.13@default, 3.14~buffering=4096)",
               "suite": "letters, digits, '.', '_' and '-', starting with a letter, digit or '_'",
               "op": "letters, digits, '.', '_', '-', '+', '[' and ']', starting with a letter, "
                     "digit or '_'"}

@@ -7,13 +7,16 @@ with the new one. The ablation reproduces the step when the new release with the
 is within the threshold of the old release (the knob takes the whole step away), or the
 old release with the new value moves the step's way by at least half the step.
 
-A knob is one entry of KNOBS: its name (the ablation op's suffix, ``OP~buffering=8192``),
-the words of a changelog entry that speak of it, the releases whose default changed and the
-values on either side. docs/methodology.md, "Ablations", gives the rule and the table.
+A knob is one entry of measuring.knobs.KNOBS (the run plans the ablations from it, below
+this layer): its name, the words of a changelog entry that speak of it, the release whose
+default changed and the values on either side. docs/methodology.md, "Ablations", gives the
+rule and the table.
 
-An ablation's ops are named ``OP~KNOB=VALUE`` in a series' results; ``outcome`` reads them
-when the run has them and says None otherwise. An ablation that failed (its op did not run)
-says so beside the finding; it never removes the finding.
+The run times an ablation as a series of its own (``3.14.7~buffering=4096``); the loader
+puts its processes under the release's own series as ops ``OP~KNOB=VALUE``
+(analysis.load_run: ``RunData.ablations``). ``outcome`` reads them when the run planned
+them and says None otherwise. An ablation that failed (planned, its op not timed) says so
+beside the finding; it never removes the finding.
 """
 from __future__ import annotations
 
@@ -21,32 +24,10 @@ import math
 from dataclasses import dataclass
 
 from iomatrix import stats
-from iomatrix.analysing.changelog import _lower, _word_re, version_key
-
-ABLATION_SEPARATOR = "~"
-
-
-@dataclass(frozen=True)
-class Knob:
-    name: str            # "buffering": the op's open() gets buffering=VALUE
-    words: str           # an entry that speaks of it ("a|b|c", changelog's matching)
-    changed_in: str      # the first release with the new default ("3.14.0a6")
-    old_value: int       # the default before
-    new_value: int       # the default from changed_in on
-    ops: str             # the ops it applies to (re.search on the op name)
-    unit: str = "bytes"
-
-
-KNOBS = [
-    # gh-117151: io.DEFAULT_BUFFER_SIZE 8 KiB -> 128 KiB, and open() takes
-    # max(min(st_blksize, 8 MiB), DEFAULT_BUFFER_SIZE) (on Linux st_blksize is 4 KiB).
-    Knob("buffering", "default_buffer_size|buffer size|buffering|st_blksize", "3.14.0a6",
-         8192, 131072, r"^(read_by|write_by|chunks_|mmapio_slices_seek|iobench_)"),
-]
-
-
-def ablation_op(op: str, knob: Knob, value: int) -> str:
-    return f"{op}{ABLATION_SEPARATOR}{knob.name}={value}"
+from iomatrix.analysing.changelog import _lower, _word_re
+from iomatrix.measuring.knobs import (KNOBS, SEPARATOR as ABLATION_SEPARATOR,  # noqa: F401
+                                      Knob, ablation_op, knobs_between, release_key,
+                                      split_ablation)
 
 
 def is_ablation(op: str) -> bool:
@@ -57,7 +38,8 @@ def is_ablation(op: str) -> bool:
 class Outcome:
     knob: Knob
     reproduces: bool
-    words: str           # "confirmed by ablation: with an 8 KiB buffer 3.14.7 is 1.02x 3.13.15"
+    words: str           # "confirmed by ablation: with a 4 KiB buffer 3.14.7 is 1.02x 3.13.15"
+    failed: bool = False  # planned, but no ablation op was timed
 
     def speaks_of(self, text: str) -> bool:
         return _word_re(self.knob.words).search(_lower(text)) is not None
@@ -65,54 +47,93 @@ class Outcome:
 
 def knob_for(op: str, old: str, new: str) -> Knob | None:
     """The knob whose default changed inside the step OLD -> NEW and that applies to ``op``."""
-    import re
-    lo, hi = version_key(old), version_key(new)
-    if lo is None or hi is None:
-        return None
-    for knob in KNOBS:
-        if lo < version_key(knob.changed_in) <= hi and re.search(knob.ops, op):
-            return knob
-    return None
+    found = knobs_between(release_key(old), release_key(new), op)
+    return found[0] if found else None
 
 
 def size_words(value: int) -> str:
+    if value >= 1 << 20 and value % (1 << 20) == 0:
+        return f"{value >> 20} MiB"
     return f"{value >> 10} KiB" if value % 1024 == 0 else f"{value:,} bytes"
 
 
+def timed(means: dict, series: str, op: str, knob: Knob) -> tuple[int, dict] | None:
+    """(value, per-round means) of ``op``'s ablation under ``series`` with ``knob``."""
+    prefix = f"{op}{ABLATION_SEPARATOR}{knob.name}="
+    for (s, name), rounds in means.items():
+        if s == series and name.startswith(prefix):
+            split = split_ablation(name)
+            if split is not None:
+                return split[2], rounds
+    return None
+
+
+def planned(manifest: dict, series: str, knob: Knob) -> list[tuple[str, dict]]:
+    """The ablation series the run planned for ``series`` with ``knob``: (name, entry)."""
+    return [(name, info) for name, info in manifest.get("interpreters", {}).items()
+            if isinstance(info, dict) and info.get("ablation_of") == series
+            and info.get("knob") == knob.name]
+
+
+def failure_words(manifest: dict, f, knob: Knob) -> str | None:
+    """Why the planned ablations of a finding's sides timed nothing, or None when none was
+    planned (a run made before ablations, a step outside the lineage)."""
+    said = []
+    for side in (f.b, f.a):
+        for name, info in planned(manifest, side, knob):
+            failed = (info.get("failed_ops") or {}).get(f.op)
+            status = info.get("status")
+            reason = failed or info.get("error_tail") or (
+                status if status not in (None, "ok") else "no results of it in the run")
+            if f.op in (info.get("planned_ops") or [f.op]):
+                said.append(f"{name}: {' '.join(str(reason).split())[:160]}")
+    if not said:
+        return None
+    return f"the ablation failed ({knob.name}; {'; '.join(said)}): the finding stands as measured"
+
+
+def ratio_words(c) -> str:
+    interval = f" [{c.low:.2f}, {c.high:.2f}]" if c.low is not None and c.high is not None \
+        else ""
+    return f"{c.ratio:.2f}x{interval}"
+
+
 def outcome(an, f) -> Outcome | None:
-    """The ablation of finding ``f`` (Analysis ``an``) when the run timed one; None when
-    no knob applies or the run has no ablation ops at all (the page says nothing)."""
-    from iomatrix.analysing.analysis import series_info
+    """The ablation of finding ``f`` (Analysis ``an``) when the run planned one; None when
+    no knob applies or the run planned none (the page says nothing)."""
+    from iomatrix.analysing.analysis import process_means, series_info
     old = series_info(an.data, f.a).get("version") or ""
     new = series_info(an.data, f.b).get("version") or ""
     knob = knob_for(f.op, old, new)
-    frame = getattr(an.data, "ablations", None)
-    if knob is None or frame is None:
+    if knob is None:
         return None
-    from iomatrix.analysing.analysis import process_means
-    means = process_means(frame)
+    frame = getattr(an.data, "ablations", None)
+    means = process_means(frame) if frame is not None else {}
+    new_old = timed(means, f.b, f.op, knob)     # the new release with the old value
+    old_new = timed(means, f.a, f.op, knob)     # the old release with the new value
     base = an.means
-    new_old = means.get((f.b, ablation_op(f.op, knob, knob.old_value)))
-    old_new = means.get((f.a, ablation_op(f.op, knob, knob.new_value)))
-    if new_old is None and old_new is None:
-        return Outcome(knob, False, f"ablation failed: no {knob.name} op was timed")
-    said, reproduces = [], False
-    step = f.comparison.ratio
-    if new_old is not None and (f.a, f.op) in base:
-        c = stats.compare(base[(f.a, f.op)], new_old, paired=True)
-        within = abs(math.log(c.ratio)) <= math.log(1 + an.threshold)
-        reproduces |= within
-        said.append(f"with a {size_words(knob.old_value)} buffer {new} is {c.ratio:.2f}x "
-                    f"{old}")
-    if old_new is not None and (f.b, f.op) in base:
-        c = stats.compare(old_new, base[(f.b, f.op)], paired=True)
-        # old release with the new value: its time over the old release's own time
-        own = stats.compare(base[(f.a, f.op)], old_new, paired=True)
-        half = abs(math.log(own.ratio)) >= abs(math.log(step)) / 2 and \
-            (own.ratio - 1) * (step - 1) > 0
-        reproduces |= half
-        said.append(f"with a {size_words(knob.new_value)} buffer {old} is "
-                    f"{own.ratio:.2f}x its own default")
-    head = "confirmed by ablation" if reproduces else \
-        f"not reproduced by the ablation (the step: {step:.2f})"
+    said, reproduces, step = [], False, f.comparison.ratio
+    head_ratio = None
+    try:
+        if new_old is not None and (f.a, f.op) in base:
+            value, rounds = new_old
+            c = stats.compare(base[(f.a, f.op)], rounds, paired=True)
+            reproduces |= abs(math.log(c.ratio)) <= math.log(1 + an.threshold)
+            head_ratio = c.ratio
+            said.append(f"with a {size_words(value)} {knob.what} {new} is {ratio_words(c)} {old}")
+        if old_new is not None and (f.a, f.op) in base:
+            value, rounds = old_new
+            own = stats.compare(base[(f.a, f.op)], rounds, paired=True)
+            reproduces |= abs(math.log(own.ratio)) >= abs(math.log(step)) / 2 and \
+                (own.ratio - 1) * (step - 1) > 0
+            said.append(f"with a {size_words(value)} {knob.what} {old} is {ratio_words(own)} "
+                        "its own default")
+    except ValueError:      # no round with both sides: nothing compared
+        said = []
+    if not said:
+        failed = failure_words(an.data.manifest, f, knob)
+        return None if failed is None else Outcome(knob, False, failed, failed=True)
+    head = "confirmed by ablation" if reproduces else (
+        f"not reproduced by the ablation ({head_ratio:.2f} of the step's {step:.2f})"
+        if head_ratio is not None else f"not reproduced by the ablation (the step: {step:.2f})")
     return Outcome(knob, reproduces, f"{head}: {'; '.join(said)}")

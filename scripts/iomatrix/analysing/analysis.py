@@ -16,7 +16,7 @@ import pandas as pd
 
 from iomatrix import stats
 from iomatrix.analysing import counts, study
-from iomatrix.measuring import native, phase
+from iomatrix.measuring import knobs, native, phase
 from iomatrix.storing import store
 
 COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
@@ -34,6 +34,9 @@ class RunData:
     # Every series, those of further allocator conditions ("3.13@default") included; ``frame``
     # holds the run's own condition only, which every table but the allocator's is about.
     all_conditions: pd.DataFrame | None = None
+    # The ablations' processes (measuring.knobs): each under its release's own series, its op
+    # named "OP~KNOB=VALUE" (analysing.ablation reads them); None when the run has none.
+    ablations: pd.DataFrame | None = None
 
     @property
     def paired(self) -> bool:
@@ -65,15 +68,41 @@ def load_run(run: store.Run) -> RunData:
         rows += series_rows
     machine_phase, phase_problems = phase.read_phase(run.path)
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    ablated = frame["series"].map(lambda series: is_ablation(manifest, series)).astype(bool)
+    ablations = ablation_rows(manifest, frame[ablated]) if ablated.any() else None
+    frame = frame[~ablated].reset_index(drop=True)
     twins = frame["series"].map(lambda series: is_condition_twin(manifest, series)).astype(bool)
     return RunData(run, manifest, frame[~twins].reset_index(drop=True), problems + phase_problems,
-                   machine_phase, all_conditions=frame if twins.any() else None)
+                   machine_phase, all_conditions=frame if twins.any() else None,
+                   ablations=ablations)
 
 
 def is_condition_twin(manifest: dict, series: str) -> bool:
-    """A series timed again under a further allocator condition (runner: allocator_twins)."""
+    """A series timed again under a further allocator condition (runner: allocator_twins),
+    or with one knob set (an ablation's): the same build measured another way."""
     info = manifest.get("interpreters", {}).get(series, {})
-    return bool(info.get("allocator_of")) or "@" in series
+    return bool(info.get("allocator_of")) or "@" in series or is_ablation(manifest, series)
+
+
+def is_ablation(manifest: dict, series: str) -> bool:
+    """An ablation's series ("3.14.7~buffering=4096", measuring.knobs)."""
+    info = manifest.get("interpreters", {}).get(series, {})
+    return bool(info.get("ablation_of")) or knobs.SEPARATOR in series
+
+
+def ablation_rows(manifest: dict, frame: pd.DataFrame) -> pd.DataFrame:
+    """The ablations' rows under the series they time again, their ops "OP~KNOB=VALUE"."""
+    frame = frame.copy()
+    for index, series in zip(frame.index, frame["series"]):
+        info = manifest.get("interpreters", {}).get(series, {})
+        split = knobs.split_ablation(series)
+        base = info.get("ablation_of") or (split[0] if split else series)
+        knob = info.get("knob") or (split[1] if split else "knob")
+        value = info.get("knob_value") if info.get("knob_value") is not None else \
+            (split[2] if split else 0)
+        frame.at[index, "series"] = base
+        frame.at[index, "op"] = knobs.ablation_op(frame.at[index, "op"], knob, value)
+    return frame.reset_index(drop=True)
 
 
 def with_all_conditions(data: RunData) -> RunData:

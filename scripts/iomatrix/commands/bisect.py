@@ -187,6 +187,7 @@ def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: No
         from iomatrix.analysing import changelog
     except ImportError:
         return ["candidates: the changelog module is not available"]
+    from iomatrix.reporting import rst    # roles as docs.python.org shows them, escaped
     from iomatrix.reporting.markdown import code, md
     log = changelog.changelog_for(new, say)
     if log is None:
@@ -201,7 +202,7 @@ def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: No
         link = f"[{md(entry.number)}]({md(entry.url)})" if entry.url else md(entry.number)
         lines.append(f"- {link} ({md(entry.release)}, {md(entry.section)}; score "
                      f"{candidate.score:g}, matched {md(', '.join(map(str, candidate.matched)))}): "
-                     f"{md(entry.text)[:400]}")
+                     f"{rst.render(entry.text, 400)}")
     return lines
 
 

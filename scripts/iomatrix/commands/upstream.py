@@ -76,7 +76,7 @@ def finding(results_dir: Path, run_id: str | None, op: str, old: str, new: str) 
                     or row["counter"].startswith("syscall:")):
                 per_call.setdefault(row["series"], {})[row["counter"]] = row["per_call"]
         return {"run": run, "manifest": manifest, "old": a, "new": b,
-                "comparison": comparison, "counts": per_call}
+                "comparison": comparison, "counts": per_call, "data": data}
     if run_id:
         raise cli.BadInput(f"run {run_id} in {results_dir} holds no {op} under both {old} and "
                            f"{new}")
@@ -97,9 +97,58 @@ def counts_lines(found: dict) -> list[str]:
         ["Counts: not counted in this run."]
 
 
+def cause_and_status(found: dict, op: str) -> list[str]:
+    """The lines the issue leads with (issue 43): the cause the acceptance rule names, with the
+    evidence that passed and the ablation's result (analysing.evidence, analysing.ablation),
+    or that none was tested and what the data shows; then where it stands in each branch's
+    newest patch at hand (analysing.status). Markdown; every changelog word escaped."""
+    from iomatrix.analysing import evidence, status
+    from iomatrix.analysing.comparisons import Finding, analyse
+    from iomatrix.reporting import rst
+    from iomatrix.reporting.markdown import md
+    data = found.get("data")
+    if data is None or op not in set(data.frame["op"]):
+        return []
+    from iomatrix import stats
+    an = analyse(data, None, stats.FINDING_THRESHOLD)
+    f = Finding(op, found["old"], found["new"], found["comparison"])
+    verdict = evidence.verdict_for(an, f)
+    if verdict.candidate is not None:
+        entry = verdict.candidate.entry
+        cause = (f"**Tested cause:** [{md(entry.number)}]({md(entry.url)}) ({md(entry.release)}): "
+                 f"{rst.render(entry.text, 300)} — *{md(verdict.evidence)}*: "
+                 f"{md(verdict.detail)}")
+    elif verdict.cause is not None:
+        cause = (f"**Stated cause:** [{md(verdict.cause[0])}]({verdict.cause[1]}) "
+                 f"(*{md(verdict.evidence)}*): {md(verdict.detail)}")
+    else:
+        cause = (f"**No cause tested:** no changelog entry passes the acceptance rule (an "
+                 f"entry that speaks of the op's machinery, and that a bisect, the source of "
+                 f"a function that moved or an ablation agrees with); {md(verdict.shows)}")
+    if verdict.ablation and verdict.evidence != evidence.ABLATION:
+        cause += f". Ablation: {md(verdict.ablation)}"
+    lines = [cause + ("" if cause.endswith(".") else "."), ""]
+    now = status.status_words(an, f)
+    if now:
+        lines += [f"**Status per branch** (the newest patch at hand of each minor version, "
+                  f"against {md(f.a)}): {md(now)}.", ""]
+    return lines
+
+
+def title_of(op: str, old: str, new: str, found: dict | None) -> str:
+    """The issue's title by behaviour: what got slower, by how much, since which release."""
+    if found is None:
+        return f"# {op}: {old} -> {new}"
+    ratio = found["comparison"].ratio
+    how = f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"
+    return f"# {op} is {how} since {new} (than {old})"
+
+
 def issue_text(op, suite, old, new, found, repro_name, repro_output, cands) -> str:
     from iomatrix.reporting.markdown import fmt_ratio
-    lines = [f"# {op}: {old} -> {new}", ""]
+    lines = [title_of(op, old, new, found), ""]
+    if found is not None:
+        lines += cause_and_status(found, op)
     if found is None:
         lines += ["No stored run holds this op under both releases: run "
                   f"`nox -s bisect -- {op} --between {old} {new}` first.", ""]

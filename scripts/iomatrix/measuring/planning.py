@@ -50,6 +50,10 @@ class SeriesPlan:
     # process freed, so each op's history is its own untimed calls only).
     allocator: str | None = None
     rounds: int | None = None                                 # None: the profile's rounds
+    # An ablation's series ("3.14.7~buffering=4096", measuring.knobs): the series it times
+    # again with one knob set, and (knob, value); its workers get --knob.
+    ablation_of: str | None = None
+    knob: tuple | None = None
 
     def planned_rounds(self, profile: Profile) -> int:
         return self.rounds if self.rounds is not None else profile.rounds

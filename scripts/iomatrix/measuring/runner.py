@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,8 @@ from pathlib import Path
 
 from iomatrix import cli, procs
 from iomatrix.interpreters import environments
-from iomatrix.measuring import counters, machine, native, phase, planning, record, sampling, selection, workers
+from iomatrix.measuring import (counters, knobs, machine, native, phase, planning, record,
+                                sampling, selection, workers)
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.interpreters.discovery import Interpreter
 from iomatrix.measuring.planning import SeriesPlan
@@ -185,8 +187,8 @@ def counted_plans(run, plans: dict, spec: RunSpec) -> dict:
     further allocator condition."""
     counted = {}
     for name, plan in plans.items():
-        if plan.allocator is not None:
-            continue  # counted under the run's own condition only (what a call does)
+        if plan.allocator is not None or plan.ablation_of is not None:
+            continue  # counted under the run's own condition and defaults only (what a call does)
         ops = plan.ops
         if not ops and plan.kept:
             try:
@@ -233,7 +235,57 @@ def _plan_series(run, interpreters, spec: RunSpec, manifest: dict, log) -> dict:
                 for allocator in spec.allocator_twins:
                     twin = _plan_allocator_twin(run, plan, allocator, spec, manifest, log)
                     plans[twin.series] = twin
+    for ablation in _plan_ablations(run, plans, spec, manifest, log):
+        plans[ablation.series] = ablation
     return plans
+
+
+def _plan_ablations(run, plans: dict, spec: RunSpec, manifest: dict, log) -> list[SeriesPlan]:
+    """The ablations of the lineage's steps (measuring.knobs): for each step OLD -> NEW
+    whose releases changed a knob's default, NEW's series timed again with the old value
+    and OLD's with the new one, for the ops the knob applies to, as series of their own
+    ("3.14.7~buffering=4096") in the same lockstep rounds, for the profile's twin rounds.
+    The values are those the releases take on the fixtures' file system (Knob.effective)."""
+    lineage = planning.lineage_labels([p.interp for p in plans.values()
+                                       if p.interp is not None and p.allocator is None])
+    steps = sorted((p for p in plans.values() if p.interp is not None and p.allocator is None
+                    and p.io_stack == "c" and p.interp.label in lineage
+                    and p.interp.label != spec.aa_twin),
+                   key=lambda p: p.interp.version_info)
+    try:
+        blksize = os.stat(spec.work_dir or tempfile.gettempdir()).st_blksize
+    except OSError:
+        blksize = None
+    found = []
+    for old, new in zip(steps, steps[1:]):
+        between = knobs.knobs_between(knobs.release_key(old.interp.version),
+                                      knobs.release_key(new.interp.version))
+        for knob in between:
+            old_value, new_value = knob.values_on(blksize)
+            for plan, value in ((new, old_value), (old, new_value)):
+                ops = [(s, op) for s, op in plan.ops if re.search(knob.ops, op)]
+                if ops:
+                    found.append(_plan_ablation(run, plan, knob, value, ops, spec, manifest,
+                                                log))
+    return found
+
+
+def _plan_ablation(run, plan: SeriesPlan, knob, value: int, ops: list, spec: RunSpec,
+                   manifest: dict, log) -> SeriesPlan:
+    series = knobs.ablation_series(plan.series, knob, value)
+    ablation = SeriesPlan(series, plan.interp, plan.io_stack, env=plan.env, ops=ops,
+                          op_info=plan.op_info, skipped=plan.skipped, error=plan.error,
+                          rounds=spec.profile.twin_rounds, ablation_of=plan.series,
+                          knob=(knob.name, value))
+    entry = manifest["interpreters"].setdefault(series, {})
+    entry.update({k: v for k, v in manifest["interpreters"][plan.series].items()
+                  if k not in ("counters", "status", "missing", "results_file")})
+    entry.update({"series": series, "ablation_of": plan.series, "knob": knob.name,
+                  "knob_value": value})
+    if os.path.lexists(run.series_file(series)):
+        log(f"iomatrix: {series}: {run.series_file(series)} exists; kept, not rerun")
+        ablation.kept = True
+    return ablation
 
 
 def _plan_allocator_twin(run, plan: SeriesPlan, allocator: str, spec: RunSpec, manifest: dict,

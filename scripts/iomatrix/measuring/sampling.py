@@ -106,9 +106,10 @@ def ratio_half_width(comparison: stats.Comparison) -> float:
 def sampled_series(plans: dict) -> list:
     """The series that take extra rounds: interpreters that ran this session, not the C
     reference (it enters no ratio's significance), nor the series of a further allocator
-    condition (their planned twin rounds only: a round of them costs a process per op)."""
+    condition (their planned twin rounds only: a round of them costs a process per op), nor
+    an ablation's (its planned rounds only: it tests a finding's cause, not a step)."""
     return [p for p in plans.values() if p.interp is not None and p.error is None and p.ops
-            and not p.kept and p.allocator is None]
+            and not p.kept and p.allocator is None and p.ablation_of is None]
 
 
 def reference_order(plan: planning.SeriesPlan):

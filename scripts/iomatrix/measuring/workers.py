@@ -64,6 +64,7 @@ def worker_command(session: Session, batch: Batch, ops: list[str]) -> list[str]:
             *(["--keep-allocator-env"] if spec.keep_allocator_env else []),
             "--output-state", conditions.output,
             *([] if conditions.clock == "auto" else ["--clock", conditions.clock]),
+            *(["--knob", "%s=%d" % plan.knob] if plan.knob else []),
             "--round", str(task.round_index), "--warmups", str(warmups),
             "--values", str(profile.values), "--output", str(batch.partial),
             "--errors", str(batch.errors_file)]

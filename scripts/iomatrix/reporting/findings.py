@@ -10,7 +10,7 @@ moved while the time did not decide. Split from pages.py, which re-exports these
 from __future__ import annotations
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import counts, evidence
+from iomatrix.analysing import counts, evidence, status
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import allocator_section
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
@@ -212,6 +212,9 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
             step = nowrap(f"{md(label(f.a))} → {md(label(f.b))}")
             if with_why:    # below the step it is about, not a column of its own (width)
                 step += "<br>" + why_cell(why[id(f)], verdicts[id(f)])
+            now = status.short_words(an, f)    # where a regression stands now, a line a group
+            if now:
+                step += "<br>" + "<br>".join(md(part) for part in f"now: {now}".split("; "))
             rows.append([str(rank), op_cell, step,
                          fmt_ratio(f.comparison, an.threshold, interval_below=True)
                          + (pooled(f.op, f.a, f.b) if pooled else ""),
@@ -232,6 +235,9 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         if with_notes:
             headers, align = headers + ["counts per call"], align + ["left"]
         lines += [f"### {title}", "", table(rows, headers, align), ""]
+    now_note = status.note(an, slower)
+    if now_note:
+        lines += [md(now_note), ""]
     checked = [(f, an.recipe_check(f)) for f in findings]
     checked = [(f, check) for f, check in checked if check is not None]
     if checked:

@@ -12,7 +12,7 @@ import math
 import re
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import counts, evidence
+from iomatrix.analysing import counts, evidence, status
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import process_means, with_all_conditions
 from iomatrix.analysing.comparisons import Analysis, Finding
@@ -114,6 +114,9 @@ def section_candidates(an: Analysis, ops: list) -> list[str]:
             lines += ["  " + line for line in candidate_lines(an.candidates_of(f),
                                                               verdict=evidence.verdict_for(an, f))]
             lines += ["  " + later_line(fix, undoing) for fix, undoing in later_shown(an, f)]
+            now = status.status_words(an, f)
+            if now:     # where the regression stands in each branch's newest patch at hand
+                lines += [f"  - now: {md(now)}"]
     if not lines:
         return []
     return ["## Candidate upstream changes", "",
@@ -498,7 +501,14 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               # rule (analysing.evidence), with the class of the evidence that passed
               # ("changelog + source", ..., "API"; "none": no changelog entry matches); blank
               # for other rows.
-              "candidate", "candidate_release", "cause_evidence"]
+              "candidate", "candidate_release", "cause_evidence",
+              # Where a regression stands now (analysing.status): on its finding's row the
+              # branches in words ("3.12-3.13 have it; 3.14-3.15 fixed"); on a row
+              # now_ratio_to_older (series: a branch's newest patch at hand, against: the
+              # step's older side) that branch's state ("has it", "has part of it", "fixed",
+              # "unclear", "unknown"), with candidate and candidate_release the change that
+              # moved it back and its release where the builds at hand place one.
+              "status"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -506,7 +516,7 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # column's cell (a name, a class: TEXT_FIELDS) that starts with one of those gets a leading
 # ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
-               "modes", "candidate", "candidate_release", "cause_evidence"}
+               "modes", "candidate", "candidate_release", "cause_evidence", "status"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -522,6 +532,7 @@ class TextGuardedWriter:
         self.writer = csv.writer(out, lineterminator="\n")
 
     def writerow(self, row):
+        row = list(row) + [""] * (len(CSV_FIELDS) - len(row))   # a row without the last columns
         self.writer.writerow([csv_text(cell) if field in TEXT_FIELDS else cell
                               for field, cell in zip(CSV_FIELDS, row)] + list(row[len(CSV_FIELDS):]))
 
@@ -615,7 +626,9 @@ def tidy_csv(an: Analysis) -> str:
             writer.writerow([run_id, s, op, an.suite_of[op], an.category_of[op], statistic,
                              against_of(s), repr(c.ratio), number(c.low), number(c.high),
                              "" if c.significant is None else str(c.significant).lower(),
-                             c.n_b, c.n_b if c.paired else "", *class_columns(finding, an)])
+                             c.n_b, c.n_b if c.paired else "", *class_columns(finding, an),
+                             status.short_words(an, finding) if finding is not None and
+                             finding.evidence != "counts only" else ""])
 
     def time_rows(means):
         for (s, op), by_process in sorted(means.items()):
@@ -651,4 +664,18 @@ def tidy_csv(an: Analysis) -> str:
             a, b = (pairs[x][allocator_section.UNTOUCHED] for x in (older, newer))
             ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
     later_and_shared_rows(an, writer, run_id)
+    status_rows(an, writer, run_id)
     return out.getvalue()
+
+
+def status_rows(an: Analysis, writer, run_id: str) -> None:
+    """For each regression, a row ``now_ratio_to_older`` per branch (analysing.status)."""
+    for f in an.findings():
+        for branch in status.status_of(an, f):
+            c = branch.ratio
+            writer.writerow([run_id, branch.release, f.op, an.suite_of[f.op],
+                             an.category_of[f.op], "now_ratio_to_older", f.a, repr(c.ratio),
+                             number(c.low), number(c.high),
+                             "" if c.significant is None else str(c.significant).lower(),
+                             c.n_b, c.n_b if c.paired else "", *class_columns(None)[:-3],
+                             branch.change or "", branch.fixed_in or "", "", branch.state])

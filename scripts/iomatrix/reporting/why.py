@@ -169,7 +169,8 @@ def named_causes(tops: list) -> list[str]:
         elif verdict.candidate is not None:
             named.setdefault(verdict.candidate.entry.number,
                              (verdict.candidate, []))[1].append((row, verdict))
-        elif not why.note.startswith("no changelog") or why.cause is not None:
+        elif not why.note.startswith("no changelog") or why.cause is not None \
+                or verdict.ablation:    # an ablation's result is said beside its row anyway
             unmatched.append((row, verdict))
     if not named and not unmatched:
         return []

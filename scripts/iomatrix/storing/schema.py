@@ -110,6 +110,8 @@ class Metadata(Open):
         None, description="how far the resident set grew during one call, in bytes")
     iomatrix_peak_rss_method: Optional[str] = None
     iomatrix_cpu: Optional[str] = Field(None, description="the CPU(s) the worker ran on")
+    iomatrix_knob: Optional[str] = Field(
+        None, description="an ablation's knob and value, buffering=4096 (measuring.knobs)")
     iomatrix_run_id: Optional[RunId] = Field(
         None, description="the run a part was made for (store.seal_part)")
     iomatrix_series: Optional[SeriesName] = Field(
@@ -226,6 +228,10 @@ class InterpreterEntry(SeriesStatus):
     allocator: Text = Field(None, description="a further allocator condition's series: its "
                                               "allocator (the run's own otherwise)")
     allocator_of: Text = Field(None, description="the series it times again under it")
+    ablation_of: Text = Field(None, description="an ablation's series: the series it times "
+                                                "again with one knob set (measuring.knobs)")
+    knob: Text = Field(None, description="an ablation's knob: buffering, copy_bufsize")
+    knob_value: Optional[Annotated[int, Field(ge=0, le=2 ** 40)]] = None
     pyperf_version: Text = None
     environment_notes: Text = None
     counters: Optional[CounterEntry] = None

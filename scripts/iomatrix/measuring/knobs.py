@@ -1,0 +1,108 @@
+"""The knobs an ablation sets: one entry of KNOBS per default that changed (issue 43).
+
+Where a release changed a default that an op's time hangs on (3.14's 128 KiB buffer,
+gh-117151), the run times the op again with the knob set to the other side's value: under
+the new release with the old value, under the old release with the new one, as series of
+their own in the same lockstep rounds (``3.14.7~buffering=4096``: ``ablation_series``).
+The report reads them back as ops ``OP~buffering=4096`` of the release's own series
+(analysing.ablation) and says beside the finding whether the knob reproduces the step.
+
+A knob is one entry of KNOBS: its name (what the worker sets: suites/_api.py,
+``Context.set_knob``), the words of a changelog entry that speak of it, the release whose
+default changed, the values on either side and the ops it applies to. ``effective`` gives
+the values a release really takes on the fixtures' file system where that is not the
+documented default: 3.13's open() took the file's ``st_blksize`` (4 KiB on Linux's file
+systems), not io.DEFAULT_BUFFER_SIZE (8 KiB), so the old side's value there is 4 KiB.
+docs/methodology.md, "Ablations", has the table.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+# An ablation series is "<series>~<knob>=<value>" (3.14.7~buffering=4096); its ops are read
+# back as "<op>~<knob>=<value>" (cli.SERIES_PATTERN allows the suffix).
+SEPARATOR = "~"
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str            # what the worker sets: "buffering" (open()'s buffering=VALUE)
+    words: str           # an entry that speaks of it ("a|b|c", changelog's matching)
+    changed_in: str      # the first release with the new default ("3.14.0a6")
+    entry: str           # the changelog entry that changed it ("gh-117151")
+    old_value: int       # the documented default before
+    new_value: int       # the documented default from changed_in on
+    ops: str             # the ops it applies to (re.search on the op name)
+    what: str = "buffer"  # the page's noun: "with a 4 KiB buffer"
+    # (old, new) as the two releases really take them on a file system of this block size;
+    # None: the documented values
+    effective: Callable[[int], tuple[int, int]] | None = None
+
+    def values_on(self, blksize: int | None) -> tuple[int, int]:
+        if self.effective is None or not blksize:
+            return self.old_value, self.new_value
+        return self.effective(blksize)
+
+
+def _open_buffer(blksize: int) -> tuple[int, int]:
+    # up to 3.13: st_blksize when above 1, else DEFAULT_BUFFER_SIZE (8 KiB);
+    # from 3.14.0a6: max(min(st_blksize, 8 MiB), DEFAULT_BUFFER_SIZE (128 KiB))
+    old = blksize if blksize > 1 else 8192
+    return old, max(min(blksize, 8 << 20), 131072)
+
+
+KNOBS = [
+    # gh-117151: io.DEFAULT_BUFFER_SIZE 8 KiB -> 128 KiB, and open() takes
+    # max(min(st_blksize, 8 MiB), DEFAULT_BUFFER_SIZE) where it took st_blksize.
+    Knob("buffering", "default_buffer_size|buffer size|buffering|st_blksize", "3.14.0a6",
+         "gh-117151", 8192, 131072,
+         r"^(read_by|write_by|chunks_|mmapio_slices_seek|iobench_)", "buffer", _open_buffer),
+    # bpo-36103: shutil.copyfileobj's default length (COPY_BUFSIZE) 16 KiB -> 64 KiB.
+    Knob("copy_bufsize", "copyfileobj|copy_bufsize|buffer size", "3.8.0a3", "bpo-36103",
+         16384, 65536, r"^copies_copyfileobj_default$", "copy buffer"),
+    # gh-117151 (3.14.0a1): COPY_BUFSIZE 64 KiB -> 256 KiB on non-Windows platforms.
+    Knob("copy_bufsize", "copyfileobj|copy_bufsize|buffer size", "3.14.0a1", "gh-117151",
+         65536, 262144, r"^copies_copyfileobj_default$", "copy buffer"),
+]
+NAMES = frozenset(k.name for k in KNOBS)
+
+
+def release_key(version: str) -> tuple | None:
+    """A version text as numbers that sort as releases do (3.14.0a6 < 3.14.0 < 3.14.7), as
+    discovery.release_order sorts builds; None when it is none."""
+    match = re.fullmatch(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:(a|b|rc)([0-9]+))?\+?",
+                         str(version).strip())
+    if match is None:
+        return None
+    major, minor, micro, pre, serial = match.groups()
+    level = ({"a": 0, "b": 1, "rc": 2}[pre], int(serial)) if pre else (3, 0)
+    return (int(major), int(minor), int(micro or 0), *level)
+
+
+def knobs_between(old: tuple | None, new: tuple | None, op: str | None = None) -> list[Knob]:
+    """The knobs whose default changed in the step OLD -> NEW (release_key tuples), and that
+    apply to ``op`` when it is given."""
+    if old is None or new is None:
+        return []
+    return [k for k in KNOBS if old < release_key(k.changed_in) <= new
+            and (op is None or re.search(k.ops, op))]
+
+
+def ablation_series(series: str, knob: Knob, value: int) -> str:
+    return f"{series}{SEPARATOR}{knob.name}={value}"
+
+
+def ablation_op(op: str, knob, value: int) -> str:
+    """"OP~KNOB=VALUE"; ``knob`` a Knob or its name."""
+    return f"{op}{SEPARATOR}{getattr(knob, 'name', knob)}={value}"
+
+
+def split_ablation(name: str) -> tuple[str, str, int] | None:
+    """(base, knob, value) of "3.14.7~buffering=4096" or "OP~buffering=4096", else None."""
+    base, sep, rest = str(name).rpartition(SEPARATOR)
+    knob, eq, value = rest.partition("=")
+    if not sep or not eq or not value.isdigit() or not base:
+        return None
+    return base, knob, int(value)
