@@ -213,7 +213,9 @@ def test_an_excerpt_is_plain_short_and_escaped():
     text = ("Increase ``io.DEFAULT_BUFFER_SIZE`` and adjust :func:`open` by applying "
             ":pep:`687` <b>x</b> [a](javascript:b) " + "word " * 40)
     out = why.excerpt(text, limit=110)
-    assert out.startswith("Increase io.DEFAULT\\_BUFFER\\_SIZE and adjust open() by applying PEP 687")
+    # as docs.python.org shows it: literals and roles of objects as code, :pep: as words
+    assert out.startswith("Increase `io.DEFAULT_BUFFER_SIZE` and adjust `open()` by applying "
+                          "PEP 687")
     assert "<b>" not in out and "\\[a\\](javascript:b)" in out and out.endswith("…")
 
 

@@ -27,35 +27,61 @@ import dataclasses
 import json
 import os
 import re
-import tarfile
+import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable, Literal, Optional
 
 from packaging.version import InvalidVersion, Version
+from pydantic import Field, ValidationError, model_validator
 
+from iomatrix import cli
 from iomatrix.interpreters import cache, sources
+from iomatrix.storing import store
+from iomatrix.storing.fields import Ours
+from iomatrix.storing.schema import describe_error
 
 FORMAT = 1                     # of the JSON cache beside a tarball
 MAX_NEWS_BYTES = 32 << 20      # Misc/NEWS of 3.14.7 is 2.6 MB; a bigger member is not NEWS
+MAX_CACHE_BYTES = 64 << 20     # its JSON cache is about 1.5 times that
 SHORT_TIMEOUT = 10             # python.org, offline machines give up fast
 GH_URL = "https://github.com/python/cpython/issues/{}"
 BPO_URL = "https://bugs.python.org/issue{}"
-DEBIAN_POOL = "http://deb.debian.org/debian/pool/main/p/{package}/{package}_{upstream}.orig.tar.xz"
+# NEWS text is untrusted (a tarball or cache anyone can put in the cache directory): every
+# regular expression over it is linear, and what they read is cut to these lengths first.
+# The longest real entry is ~3,000 characters, a heading or a date line under 60.
+MAX_ENTRY_CHARS = 20_000       # an entry's text, cut there
+MAX_LINE_CHARS = 200           # a heading, a section title or a date line: longer is none
+MAX_UNPARSED = 10_000          # lines that did not parse, kept to name them
+# An issue number: gh-N or bpo-N, N of at most 7 digits (gh is at 140,000 in 2025, bpo
+# ended at 47,000); a longer "number" is not an issue and never a candidate.
+MAX_ISSUE_DIGITS = 7
+ISSUE_RE = re.compile(r"(gh|bpo)-([1-9][0-9]{0,%d})" % (MAX_ISSUE_DIGITS - 1))
 
 Say = Callable[[str], None]
+
+
+def warn(text: str) -> None:
+    """One line on stderr: what a reading tool (report, compare) says of a changelog it
+    could not use, a damaged cache or a tarball refused, and goes on without it."""
+    print(cli.one_line(f"changelog: {text}"), file=sys.stderr)
 
 
 # -- the model ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Entry:
-    number: str          # "gh-117151" or "bpo-33671"
-    url: str             # built from the number, never taken from the text
+    number: str          # "gh-117151" or "bpo-33671": ISSUE_RE, digits bounded
     release: str         # the release it entered, "3.14.0a6"
     date: str | None     # that release's date, "2025-03-14"
     section: str         # "Library", "Core and Builtins", ...
     text: str            # raw and unescaped: escape when rendering
+
+    @property
+    def url(self) -> str:
+        """The issue's page, built from the number's digits only ("" for no number)."""
+        return url_of(self.number) or ""
 
 
 @dataclass
@@ -88,17 +114,79 @@ class Changelog:
 
     @classmethod
     def from_json(cls, data: dict) -> "Changelog":
-        return cls([Release(r["version"], r["date"], [Entry(**e) for e in r["entries"]])
+        """The changelog of a cache document; SchemaError unless NewsCache validates it
+        (an entry's number, version, date and lengths, its release's own)."""
+        check_cache(data)
+        return cls([Release(r["version"], r["date"],
+                            [Entry(e["number"], e["release"], e["date"], e["section"], e["text"])
+                             for e in r["entries"]])
                     for r in data["releases"]], list(data["unparsed"]), data["source"],
                    data.get("version", ""))
+
+
+# -- the cache's schema ------------------------------------------------------------------
+
+# The JSON beside a tarball is read like a run's files: untrusted, one schema (pydantic, as
+# storing/schema.py), a document that fails it named in one line and parsed again from the
+# tarball. Its URL fields (older versions wrote one per entry) are never read: a link is
+# built from the number.
+ReleaseVersion = Annotated[str, Field(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}"
+                                              r"((a|b|rc)[0-9]{1,3})?$", max_length=24)]
+ReleaseDate = Optional[Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]]
+
+
+class CachedEntry(Ours):
+    number: Annotated[str, Field(pattern=f"^{ISSUE_RE.pattern}$")] = Field(
+        description="gh-N or bpo-N, N of at most 7 digits")
+    url: Optional[Annotated[str, Field(max_length=200)]] = Field(
+        None, description="written by older versions; never read")
+    release: ReleaseVersion
+    date: ReleaseDate
+    section: Annotated[str, Field(max_length=MAX_LINE_CHARS)]
+    text: Annotated[str, Field(max_length=MAX_ENTRY_CHARS)]
+
+
+class CachedRelease(Ours):
+    version: ReleaseVersion
+    date: ReleaseDate
+    entries: list[CachedEntry]
+
+    @model_validator(mode="after")
+    def entries_are_its_own(self):
+        if any(e.release != self.version or e.date != self.date for e in self.entries):
+            raise ValueError(f"an entry of {self.version} names another release or date")
+        return self
+
+
+class NewsCache(Ours):
+    """``<tarball>.news.json``: a tarball's Misc/NEWS parsed (Changelog.to_json)."""
+    format: Literal[1]
+    source: Annotated[str, Field(max_length=4096)]
+    version: Annotated[str, Field(max_length=24)] = ""
+    unparsed: Annotated[list[Annotated[str, Field(max_length=400)]],
+                        Field(max_length=MAX_UNPARSED)]
+    releases: list[CachedRelease]
+
+
+def check_cache(data) -> None:
+    """SchemaError (a ValueError naming the field) unless ``data`` is a NewsCache."""
+    if not isinstance(data, dict):
+        raise store.NotAResult(f"a JSON object was expected, not {type(data).__name__}")
+    try:
+        NewsCache.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(describe_error(exc)) from None
 
 
 # -- versions ----------------------------------------------------------------------------
 
 PRE = {"alpha": "a", "beta": "b", "release candidate": "rc", "a": "a", "b": "b", "rc": "rc"}
-HEADING_RE = re.compile(r"What's New in Python (.*?)\??\s*$", re.IGNORECASE)
+# Over lines cut to MAX_LINE_CHARS; neither backtracks more than linearly (no two adjacent
+# quantifiers that can take the same characters, as "(.*?)\s*$" could).
+HEADING_RE = re.compile(r"What's New in Python (.*)", re.IGNORECASE)
 HEADING_VERSION_RE = re.compile(
-    r"(\d+\.\d+(?:\.\d+)?)\s*(?:(alpha|beta|release candidate|rc|a|b)\s*(\d+)|final)?\s*$",
+    r"([0-9]{1,4}\.[0-9]{1,4}(?:\.[0-9]{1,4})?)[ \t]*"
+    r"(?:(alpha|beta|release candidate|rc|a|b)[ \t]*([0-9]{1,3})|final)?",
     re.IGNORECASE)
 
 
@@ -112,13 +200,26 @@ def version_key(text: str) -> Version | None:
 
 def heading_version(title: str) -> str | None:
     """ "3.14.0 alpha 6" -> "3.14.0a6", "3.13.15 final" -> "3.13.15", else None."""
-    match = HEADING_VERSION_RE.fullmatch(title.strip())
+    match = HEADING_VERSION_RE.fullmatch(title.strip()[:MAX_LINE_CHARS].rstrip())
     if match is None:
         return None
     release, kind, serial = match.groups()
     if release.count(".") == 1:
         release += ".0"
-    return release + (PRE[kind.lower()] + serial if kind else "")
+    return release + (PRE[kind.lower()] + str(int(serial)) if kind else "")
+
+
+def heading_title(line: str) -> str | None:
+    """The title of a "What's New in Python 3.14.0 alpha 6?" line ("3.14.0 alpha 6"), None
+    for another line (or one longer than MAX_LINE_CHARS, which no heading is)."""
+    line = line.strip()
+    if len(line) > MAX_LINE_CHARS:
+        return None
+    match = HEADING_RE.match(line)
+    if match is None:
+        return None
+    title = match.group(1).rstrip()
+    return title[:-1].rstrip() if title.endswith("?") else title
 
 
 def branch(version: str) -> tuple:
@@ -128,13 +229,21 @@ def branch(version: str) -> tuple:
 
 # -- parsing -----------------------------------------------------------------------------
 
-NUMBER_RE = re.compile(r"^- (?:(gh|bpo)-(\d+)|Issue #(\d+))(?:\s*,\s*(?:gh|bpo)-\d+)*\s*:\s*")
-DATE_RE = re.compile(r"^\*?Release date:\s*(\d{4}-\d{2}-\d{2})\s*\*?\s*$")
+# An entry's first words: "- gh-117151: ", "- gh-1, gh-2: ", "- Issue #33671: ". Digits
+# bounded (MAX_ISSUE_DIGITS) and not followed by more; every part meets a fixed character
+# before the next quantifier, so a failing match backtracks linearly at most.
+NUMBER_RE = re.compile(r"- (?:(gh|bpo)-([0-9]{1,7})|Issue #([0-9]{1,7}))(?![0-9])"
+                       r"(?:[ \t]*,[ \t]*(?:gh|bpo)-[0-9]{1,7}(?![0-9]))*[ \t]*:[ \t]*")
+DATE_RE = re.compile(r"\*?Release date:[ \t]*([0-9]{4}-[0-9]{2}-[0-9]{2})[ \t]*\*?")
 
 
-def url_of(number: str) -> str:
-    kind, _, digits = number.partition("-")
-    return (GH_URL if kind == "gh" else BPO_URL).format(int(digits))
+def url_of(number: str) -> str | None:
+    """https://github.com/python/cpython/issues/N for gh-N, https://bugs.python.org/issueN
+    for bpo-N: made of the digits only; None for what is not such a number."""
+    match = ISSUE_RE.fullmatch(str(number))
+    if match is None:
+        return None
+    return (GH_URL if match[1] == "gh" else BPO_URL).format(int(match[2]))
 
 
 def _underline(line: str, char: str) -> bool:
@@ -147,39 +256,48 @@ def parse_news(text: str, source: str = "") -> Changelog:
     that names no version, an entry without a gh-/bpo- number or outside any release is
     counted in ``unparsed`` (with where it stood and its first words)."""
     lines = str(text).splitlines()
-    releases, unparsed = [], []
+    releases: list = []
+    unparsed: list = []
     release: Release | None = None
     skipping = None          # the title of a heading that did not parse: its entries go too
     section = ""
     entry: list | None = None
 
+    def note(text: str):
+        if len(unparsed) < MAX_UNPARSED:
+            unparsed.append(text[:300])
+
     def close_entry():
         nonlocal entry
         if entry is None:
             return
-        body = " ".join(part.strip() for part in entry if part.strip())
+        # cut first: every expression below reads at most MAX_ENTRY_CHARS
+        body = " ".join(part.strip() for part in entry if part.strip())[:MAX_ENTRY_CHARS]
         entry = None
         where = release.version if release else (f"under {skipping!r}" if skipping
                                                  else "before any release")
         match = NUMBER_RE.match(body)
         if release is None or match is None:
-            unparsed.append(f"{where} {section or '(no section)'}: {body[:70]}")
+            note(f"{where} {section or '(no section)'}: {body[:70]}")
             return
         kind, digits, issue = match.groups()
         number = f"{kind}-{int(digits)}" if kind else f"bpo-{int(issue)}"
-        release.entries.append(Entry(number, url_of(number), release.version, release.date,
-                                     section, body[match.end():]))
+        if url_of(number) is None:       # gh-0: not an issue
+            note(f"{where} {section or '(no section)'}: {body[:70]}")
+            return
+        release.entries.append(Entry(number, release.version, release.date, section,
+                                     body[match.end():]))
 
     k = 0
     while k < len(lines):
         line = lines[k]
         following = lines[k + 1] if k + 1 < len(lines) else ""
-        heading = HEADING_RE.match(line.strip()) if not line.startswith((" ", "-")) else None
-        if heading and _underline(following, "="):
+        title = heading_title(line) if not line.startswith((" ", "-")) else None
+        if title is not None and _underline(following, "="):
             close_entry()
-            version = heading_version(heading.group(1))
+            version = heading_version(title)
             if version is None or version_key(version) is None:
-                unparsed.append(f"heading {line.strip()[:70]!r}: no version")
+                note(f"heading {line.strip()[:70]!r}: no version")
                 release, skipping = None, line.strip()[:70]
             else:
                 release, skipping = Release(version, None, []), None
@@ -189,20 +307,21 @@ def parse_news(text: str, source: str = "") -> Changelog:
             continue
         if line.strip() and not line.startswith((" ", "-", "*")) and _underline(following, "-"):
             close_entry()
-            section = line.strip()
+            section = line.strip()[:MAX_LINE_CHARS]
             k += 2
             continue
         if _underline(line, "+") or _underline(line, "="):
             close_entry()
             k += 1
             continue
-        date = DATE_RE.match(line.strip())
-        if line.strip().lower().startswith(("*release date", "release date")):
+        stripped = line.strip()
+        if stripped.lower().startswith(("*release date", "release date")):
             close_entry()
+            date = DATE_RE.fullmatch(stripped) if len(stripped) <= MAX_LINE_CHARS else None
             if release is not None and date:
                 release.date = date.group(1)
             elif release is not None and "X" not in line:
-                unparsed.append(f"{release.version}: release date {line.strip()[:40]!r}")
+                note(f"{release.version}: release date {stripped[:40]!r}")
             k += 1
             continue
         if line.startswith("- "):
@@ -221,22 +340,27 @@ def parse_news(text: str, source: str = "") -> Changelog:
 
 # -- where a changelog comes from ---------------------------------------------------------
 
-def news_of_tarball(path) -> str | None:
-    """``<top>/Misc/NEWS`` of a source tarball, read as a stream (nothing else is extracted);
-    None when the tarball has none, cannot be read, or the member is implausibly large."""
+def _is_news(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 3 and parts[1:] == ["Misc", "NEWS"]
+
+
+def news_of_tarball(path, say: Say = lambda text: None) -> str | None:
+    """``<top>/Misc/NEWS`` of a source tarball, read as a stream (nothing else is extracted),
+    every header on the way held to sources.read_member's bounds (a member over 64 MiB, a
+    long-name or pax header over 8 KiB, more than 1 GiB or 100,000 members before NEWS, a
+    NEWS over MAX_NEWS_BYTES: refused from the header, before its data is read); None, with
+    the reason said, when the tarball has none, cannot be read or is refused."""
     try:
-        with tarfile.open(path, "r|*") as archive:
-            for member in archive:
-                parts = member.name.split("/")
-                if len(parts) == 3 and parts[1:] == ["Misc", "NEWS"] and member.isfile():
-                    if member.size > MAX_NEWS_BYTES:
-                        return None
-                    handle = archive.extractfile(member)
-                    return handle.read(MAX_NEWS_BYTES).decode("utf-8", "replace") \
-                        if handle else None
-    except (OSError, tarfile.TarError, EOFError):
+        data = sources.read_member(Path(path), _is_news, MAX_NEWS_BYTES)
+    except sources.TAR_ERRORS as exc:
+        say(f"{Path(path).name}: no readable Misc/NEWS (refused: "
+            f"{cli.one_line(str(exc))[:200] or type(exc).__name__})")
         return None
-    return None
+    if data is None:
+        say(f"{Path(path).name}: no readable Misc/NEWS")
+        return None
+    return data.decode("utf-8", "replace")
 
 
 TARBALL_RE = re.compile(r"(?:Python-(?P<a>[0-9][0-9.a-z]*)\.tar\.xz"
@@ -273,47 +397,75 @@ def _json_path(tarball: Path) -> Path:
     return tarball.with_name(tarball.name + ".news.json")
 
 
-_LOADED: dict = {}     # (path, mtime) -> Changelog: one parse per tarball and process
+_LOADED: dict = {}     # (path, mtime) -> [Changelog or None, whether the JSON holds it]
 
 
-def load_tarball_changelog(tarball: Path, say: Say = print) -> Changelog | None:
-    """The parsed NEWS of a tarball, from its JSON beside it when that is newer than the
-    tarball, else read and parsed (and the JSON written); None when it has no NEWS."""
+def load_tarball_changelog(tarball: Path, say: Say = print, write: bool = False) \
+        -> Changelog | None:
+    """The parsed NEWS of a tarball: from its JSON beside it when that is newer than the
+    tarball and valid (NewsCache), else read and parsed from the tarball; None when it has
+    none. A JSON that is damaged or foreign is named in one line and not used. Only with
+    ``write`` (the changelog command, bisect: the commands that fetch) is the JSON written;
+    the report and compare only read the cache. Once per tarball and process."""
     tarball = Path(tarball)
     try:
         key = (str(tarball), tarball.stat().st_mtime)
     except OSError:
         return None
     if key not in _LOADED:
-        _LOADED[key] = _load_tarball_changelog(tarball, say)
-    return _LOADED[key]
+        _LOADED[key] = list(_load_tarball_changelog(tarball, say))
+    log, kept = _LOADED[key]
+    if write and log is not None and not kept:
+        _LOADED[key][1] = _write_cache(tarball, log)
+    return log
 
 
-def _load_tarball_changelog(tarball: Path, say: Say) -> Changelog | None:
+def read_cache(path: Path) -> Changelog:
+    """A tarball's JSON cache, read like a run's files: a regular file of at most
+    MAX_CACHE_BYTES, JSON nested at most store.MAX_DEPTH, valid NewsCache; ValueError or
+    OSError naming what is wrong otherwise."""
+    # O_NONBLOCK: a FIFO planted under the name is refused, not waited on
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(MAX_CACHE_BYTES + 1)
+    if len(data) > MAX_CACHE_BYTES:
+        raise ValueError(f"over {MAX_CACHE_BYTES >> 20} MiB")
+    return Changelog.from_json(store.parse_json(data))
+
+
+def _load_tarball_changelog(tarball: Path, say: Say) -> tuple:
     cache = _json_path(tarball)
     try:
-        if cache.is_file() and cache.stat().st_mtime >= tarball.stat().st_mtime:
-            data = json.loads(cache.read_text())
-            if data.get("format") == FORMAT:
-                return Changelog.from_json(data)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass                      # a damaged cache is read again from the tarball
-    text = news_of_tarball(tarball)
+        if cache.exists() and cache.stat().st_mtime >= tarball.stat().st_mtime:
+            return read_cache(cache), True
+    except (OSError, ValueError, RecursionError) as exc:  # named, then read from the tarball
+        say(f"{cache.name}: not a valid changelog cache ({str(exc)[:200]}); "
+            "read from the tarball instead")
+    text = news_of_tarball(tarball, say)
     if text is None:
-        say(f"{tarball.name}: no readable Misc/NEWS")
-        return None
+        return None, False
     log = parse_news(text, str(tarball))
     log.version = tarball_version(tarball.name) or ""
     if not log.releases:
         say(f"{tarball.name}: Misc/NEWS has no release section that parses")
-        return None
+        return None, False
+    return log, False
+
+
+def _write_cache(tarball: Path, log: Changelog) -> bool:
+    """Write the JSON beside the tarball (a part file, then rename); False when it cannot
+    be written (a read-only cache: parsed again next time)."""
+    cache = _json_path(tarball)
     part = cache.with_name(cache.name + f".part-{os.getpid()}")
     try:
         part.write_text(json.dumps(log.to_json()))
         os.replace(part, cache)
+        return True
     except OSError:
-        part.unlink(missing_ok=True)    # a read-only cache: parse again next time
-    return log
+        part.unlink(missing_ok=True)
+        return False
 
 
 def _fetch(version: str, tarballs: Path, say: Say) -> Path | None:
@@ -337,10 +489,10 @@ def _fetch(version: str, tarballs: Path, say: Say) -> Path | None:
 
 
 def changelog_for(version: str, say: Say = print, fetch: bool = True,
-                  directory: Path | None = None) -> Changelog | None:
+                  directory: Path | None = None, write: bool = True) -> Changelog | None:
     """The changelog of exactly ``version``: its tarball in the cache (provisioned builds
-    leave theirs there), else fetched into it (``fetch``); None, with the reason said, when
-    none can be had."""
+    leave theirs there), else fetched into it (``fetch``), its parsed NEWS cached beside it
+    (``write``); None, with the reason said, when none can be had."""
     directory = Path(directory) if directory is not None else tarballs_dir()
     key = version_key(version)
     if key is None:
@@ -354,7 +506,7 @@ def changelog_for(version: str, say: Say = print, fetch: bool = True,
         say(f"no changelog for {version}: no tarball in {directory}"
             + ("" if fetch else " (not fetched)"))
         return None
-    return load_tarball_changelog(path, say)
+    return load_tarball_changelog(path, say, write=write)
 
 
 def release_date_of(version: str, directory: Path | None = None) -> str | None:
@@ -365,10 +517,11 @@ def release_date_of(version: str, directory: Path | None = None) -> str | None:
 
 
 def covering_changelog(version: str, directory: Path | None = None,
-                       say: Say = lambda text: None) -> Changelog | None:
-    """From the cache only (no download): the changelog that holds most of ``version``'s
-    history: its own tarball's, else the oldest later tarball of its branch, else the oldest
-    tarball of a later minor (its main line only)."""
+                       say: Say = warn) -> Changelog | None:
+    """From the cache only (no download, nothing written): the changelog that holds most of
+    ``version``'s history: its own tarball's, else the oldest later tarball of its branch,
+    else the oldest tarball of a later minor (its main line only). What could not be read
+    is said (``warn``: one line on stderr) and skipped."""
     key = version_key(version)
     if key is None:
         return None

@@ -34,7 +34,7 @@ NEWEST_PATCH = {
     "3.7": 17, "3.8": 20, "3.9": 25, "3.10": 19, "3.11": 14, "3.12": 12, "3.13": 15,
     "3.14": 7, "3.15": None,  # 3.15.0 not released: its candidates are the newest
 }
-# Debian's source pool (deb.debian.org/debian/pool/main/p/python3.Y/), as issue 33 found it:
+# Debian's source pool (pool/main/p/python3.Y/ of apt's archive), as issue 33 found it:
 # provisioning fetches these with --debian-source (sources.debian_fetch).
 DEBIAN_POOL = {
     "3.13": ("3.13.5", "3.13.12", "3.13.14", "3.13.15"),

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 from iomatrix import cli, stats
@@ -187,7 +188,14 @@ def regression_candidates(a: Side, b: Side, s: Section, r: OpResult) \
         return None
     frame = a.data.frame
     suite = next(iter(frame.loc[frame["op"] == r.op, "suite"]), "")
-    return changelog.Why({"A": versions[0], "B": versions[1]}).of(r.op, suite, "A", "B")
+    try:
+        return changelog.Why({"A": versions[0], "B": versions[1]}).of(r.op, suite, "A", "B")
+    except Exception as exc:  # noqa: BLE001 - the cache is untrusted input, not the gate's
+        # A changelog or cache that breaks the ranking loses the regression its candidate,
+        # never its verdict: the gate's exit code stays the comparison's.
+        print(cli.one_line(f"compare: warning: no candidate change for {r.op}: "
+                           f"{type(exc).__name__}: {str(exc)[:200]}"), file=sys.stderr)
+        return None
 
 
 def per_op_tables(sections: list[Section], fail_above: float, significant_only: bool) -> str:

@@ -6,8 +6,10 @@ source offers (pre-releases count where a minor has no final release yet: 3.15.0
 
 - the cache's ``tarballs/`` (``Python-X.tar.xz`` and Debian's ``python3.Y_X.orig.tar.xz``);
 - apt's source index (``apt-cache showsrc python3.Y``: what the deb-src entries list);
-- the Debian pool: its directory listing where the mirror serves one, else each candidate
-  orig tarball asked for by name (HEAD requests; see ``probe_pool``);
+- the Debian pool of each archive apt's own entries name (``sources.debian_mirrors``: no
+  mirror is written here): its directory listing where the mirror serves one, else each
+  candidate orig tarball asked for by name (HEAD requests through apt's proxy; see
+  ``probe_pool``);
 - python.org's ``/ftp/python/`` listing, when the machine is online.
 
 A release the machine has (any CPython of that version, of the kind asked for) is left
@@ -28,7 +30,6 @@ from pathlib import Path
 from iomatrix.interpreters import cache, discovery, sources
 from iomatrix.interpreters.sources import Version, parse_version
 
-DEBIAN_MIRROR = "http://deb.debian.org/debian/"
 PYTHON_ORG = "https://www.python.org/ftp/python/"
 LISTING_TIMEOUT = 10
 # The free-threaded build exists from 3.13 on.
@@ -119,7 +120,7 @@ def _fetch(url: str) -> str | None:
         return None if error else dest.read_text(errors="replace")[: 1 << 22]
 
 
-# Where the mirror serves no directory listing (deb.debian.org does not), the pool is asked
+# Where the mirror serves no directory listing (Debian's own CDN does not), the pool is asked
 # for each candidate's orig tarball by name with a HEAD request (a few hundred bytes each):
 # every patch release up to MAX_PATCH and the pre-releases of X.Y.0. The pool keeps some
 # patch releases and not others (python3.13: 3.13.5, .12, .14, .15), so none is skipped.
@@ -130,10 +131,11 @@ HEAD_TIMEOUT = 5
 
 
 def _pool_has(url: str) -> bool | None:
-    """True/False for a 200/404 answer; None when the mirror cannot be reached."""
+    """True/False for a 200/404 answer; None when the mirror cannot be reached. Asked the
+    way apt's downloader asks (sources.apt_opener: apt's proxy)."""
     try:
         request = urllib.request.Request(url, method="HEAD")
-        with urllib.request.urlopen(request, timeout=HEAD_TIMEOUT) as response:
+        with sources.apt_opener(url).open(request, timeout=HEAD_TIMEOUT) as response:
             return response.status == 200
     except urllib.error.HTTPError as exc:
         return False if exc.code in (403, 404, 410) else None
@@ -141,13 +143,13 @@ def _pool_has(url: str) -> bool | None:
         return None
 
 
-def probe_pool(series: str) -> list[Version] | None:
-    """The releases of ``series`` whose orig tarball Debian's pool holds, asked by name;
-    None when the mirror cannot be reached."""
+def probe_pool(series: str, mirror: str) -> list[Version] | None:
+    """The releases of ``series`` whose orig tarball the pool of ``mirror`` (an archive URI
+    ending in "/") holds, asked by name; None when the mirror cannot be reached."""
     package = f"python{series}"
     upstreams = [f"{series}.{n}" for n in range(MAX_PATCH + 1)] + \
         [f"{series}.0~{pre}" for pre in PRE_RELEASES]
-    urls = [f"{DEBIAN_MIRROR}pool/main/p/{package}/{package}_{u}.orig.tar.xz" for u in upstreams]
+    urls = [f"{mirror}pool/main/p/{package}/{package}_{u}.orig.tar.xz" for u in upstreams]
     if _pool_has(urls[0]) is None and _pool_has(urls[-1]) is None:
         return None
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -157,16 +159,22 @@ def probe_pool(series: str) -> list[Version] | None:
 
 
 def offers_in_pool(series: str, notes: list[str], probe: bool = True) -> list[Offer]:
+    """The releases of ``series`` in the pool of the first archive apt names that answers
+    (sources.debian_mirrors); a note when none does."""
     package = f"python{series}"
-    url = f"{DEBIAN_MIRROR}pool/main/p/{package}/"
-    html = _fetch(url)
-    if html is not None:
-        return [Offer(v, "Debian's pool") for v in parse_pool_listing(html, series)]
-    found = probe_pool(series) if probe else None
-    if found is None:
-        notes.append(f"Debian's pool cannot be reached ({url})")
-        return []
-    return [Offer(v, "Debian's pool") for v in found]
+    where = f"pool/main/p/{package}/"
+    mirrors = sources.debian_mirrors()
+    for mirror in mirrors:
+        html = _fetch(mirror + where)
+        if html is not None:
+            return [Offer(v, "Debian's pool") for v in parse_pool_listing(html, series)]
+        found = probe_pool(series, mirror) if probe else None
+        if found is not None:
+            return [Offer(v, "Debian's pool") for v in found]
+    notes.append(f"Debian's pool cannot be reached ({where} of "
+                 + (f"{len(mirrors)} archive(s) apt lists)" if mirrors else
+                    "no archive: apt lists no deb or deb-src entry)"))
+    return []
 
 
 def offers_on_python_org(minors: set[str], notes: list[str]) -> list[Offer]:

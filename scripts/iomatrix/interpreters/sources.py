@@ -16,14 +16,17 @@ the README's provisioning section.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import lzma
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
 from dataclasses import dataclass
@@ -49,6 +52,12 @@ VERSION_RE = re.compile(
 MAX_MEMBER_BYTES = 64 << 20
 MAX_TOTAL_BYTES = 1 << 30
 MAX_MEMBERS = 100_000
+# A header that carries data of its own (a GNU long name or link, a pax extended or global
+# header) is read whole into memory by tarfile before anything else: at most this much. A
+# path is at most 4,096 bytes (PATH_MAX); CPython's tarballs carry a 52-byte pax comment.
+MAX_HEADER_BYTES = 8 << 10
+# A download (python.org, --url) larger than this is not a source tarball (~20-30 MB).
+MAX_DOWNLOAD_BYTES = 256 << 20
 
 Say = Callable[[str], None]
 
@@ -64,6 +73,11 @@ class UsageError(ProvisionError):
 class BadTarball(UsageError):
     """A tarball that is refused before anything is extracted (unreadable, not CPython's,
     a checksum that does not match, an unsafe member); exit status 2."""
+
+
+class TarLimit(tarfile.TarError):
+    """A tar header beyond the limits (BoundedTarInfo), refused before its data is read.
+    Not a tarfile.HeaderError, which tarfile would take for the end of the archive."""
 
 
 # -- versions ------------------------------------------------------------------------
@@ -158,13 +172,79 @@ def check_sha256(tarball: Path, expected: str | None) -> str:
     return actual
 
 
+HEADER_TYPES = {tarfile.GNUTYPE_LONGNAME: "GNU long name", tarfile.GNUTYPE_LONGLINK:
+                "GNU long link", tarfile.XHDTYPE: "pax extended", tarfile.XGLTYPE: "pax global",
+                tarfile.SOLARIS_XHDTYPE: "Solaris extended"}
+
+
+def shown_name(name: str, limit: int = 80) -> str:
+    """A member's name for a message: quoted, cut to ``limit`` characters."""
+    return repr(name[:limit]) + ("..." if len(name) > limit else "")
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """tarfile's member header (``tarfile.open(..., tarinfo=BoundedTarInfo)``), held to the
+    limits before tarfile reads what a header announces: tarfile reads a GNU long name or a
+    pax header whole into memory (a header claiming 1 GiB costs 1 GiB), and a stream skips
+    a member by reading it (a 100 GiB member claimed in a header is 100 GiB decompressed).
+    So a header with data of its own over MAX_HEADER_BYTES, a member over MAX_MEMBER_BYTES
+    (its header's size, or a pax header's) and a GNU sparse member (its map is read block by
+    block, without a bound) are TarLimit, raised from the header alone."""
+
+    def _proc_member(self, tarfile_):
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise TarLimit(f"member {shown_name(self.name)} is a GNU sparse file; a source "
+                           "tarball holds none")
+        if self.type in HEADER_TYPES and self.size > MAX_HEADER_BYTES:
+            raise TarLimit(f"a {HEADER_TYPES[self.type]} header of {self.size:,} bytes; at most "
+                           f"{MAX_HEADER_BYTES:,}")
+        member = super()._proc_member(tarfile_)
+        if member.size > MAX_MEMBER_BYTES:
+            raise TarLimit(f"member {shown_name(member.name)} is {member.size:,} bytes; at most "
+                           f"{MAX_MEMBER_BYTES >> 20} MiB a member")
+        return member
+
+    def _proc_gnusparse_10(self, next, pax_headers, tarfile_):
+        # GNU sparse 1.0 (announced in a pax header): its map is read from the data until
+        # the counts it states are met
+        raise TarLimit(f"member {shown_name(next.name)} is a GNU sparse file; a source "
+                       "tarball holds none")
+
+
+# What reading a tarball may raise: tarfile's own errors (TarLimit among them), the
+# decompressors', the file's, and a chain of headers deeper than the interpreter recurses.
+TAR_ERRORS = (tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError, RecursionError)
+
+
+def read_member(tarball: Path, wanted, limit: int) -> bytes | None:
+    """The data of the first regular member whose name ``wanted(name)`` accepts, read as a
+    stream (nothing extracted), at most ``limit`` bytes; None when no member is wanted.
+    Every header on the way is held to BoundedTarInfo's limits, and the members skipped to
+    MAX_MEMBERS and MAX_TOTAL_BYTES: TarLimit (or another of TAR_ERRORS) otherwise."""
+    total = 0
+    with tarfile.open(tarball, "r|*", tarinfo=BoundedTarInfo) as archive:
+        for count, member in enumerate(archive, 1):
+            total += member.size
+            if count > MAX_MEMBERS or total > MAX_TOTAL_BYTES:
+                raise TarLimit(f"more than {MAX_MEMBERS:,} members or "
+                               f"{MAX_TOTAL_BYTES >> 30} GiB before the one wanted")
+            if member.isreg() and wanted(member.name):
+                if member.size > limit:
+                    raise TarLimit(f"member {shown_name(member.name)} is {member.size:,} "
+                                   f"bytes; at most {limit:,}")
+                handle = archive.extractfile(member)
+                return handle.read(limit) if handle is not None else None
+    return None
+
+
 def check_member(member: tarfile.TarInfo, tarball: Path) -> None:
     """Refuse a member that extraction could turn against the machine: anything but a
     regular file or a directory (symlinks, hard links, devices, fifos), an absolute or
     ``..`` path, or a file over MAX_MEMBER_BYTES. Read from its header, before its data."""
     name = member.name
     def refuse(why: str) -> None:
-        raise BadTarball(f"{tarball}: member {name!r} {why}; refused before extraction")
+        raise BadTarball(f"{tarball}: member {shown_name(name)} {why}; refused before "
+                         "extraction")
     parts = Path(name).parts
     if not parts or name.startswith("/") or ".." in parts or "\0" in name:
         refuse("has an unsafe path (absolute, .. or empty)")
@@ -192,7 +272,7 @@ def extract(tarball: Path, dest: Path) -> None:
                              f"{MAX_TOTAL_BYTES >> 30} GiB; extraction stopped")
         return member
 
-    with tarfile.open(tarball, "r:*") as tar:
+    with tarfile.open(tarball, "r:*", tarinfo=BoundedTarInfo) as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(dest, filter=lambda member, path: tarfile.data_filter(
                 checked(member), path))
@@ -208,21 +288,22 @@ def inspect_tarball(tarball: Path) -> str:
     names = set()
     total = 0
     try:
-        with tarfile.open(tarball, "r:*") as tar:
+        with tarfile.open(tarball, "r:*", tarinfo=BoundedTarInfo) as tar:
             for member in tar:
                 check_member(member, tarball)
                 total += member.size
                 if total > MAX_TOTAL_BYTES:
                     raise BadTarball(f"{tarball}: its members add up to more than "
-                                     f"{MAX_TOTAL_BYTES >> 30} GiB (at {member.name!r}); "
-                                     "refused before extraction")
+                                     f"{MAX_TOTAL_BYTES >> 30} GiB (at "
+                                     f"{shown_name(member.name)}); refused before extraction")
                 if len(names) >= MAX_MEMBERS:
                     raise BadTarball(f"{tarball}: more than {MAX_MEMBERS:,} members; refused "
                                      "before extraction")
                 names.add(member.name)
                 tops.add(Path(member.name).parts[0])
-    except (tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError) as exc:
-        raise BadTarball(f"{tarball} is not a readable source tarball: {exc}") from exc
+    except TAR_ERRORS as exc:
+        raise BadTarball(f"{tarball} is not a readable source tarball: "
+                         f"{str(exc)[:200] or type(exc).__name__}") from exc
     if len(tops) != 1:
         raise BadTarball(f"{tarball} is not a CPython source tarball: top entries "
                          f"{sorted(tops)[:5]}")
@@ -242,7 +323,12 @@ def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) 
     say(f"downloading {url} (timeout {timeout:g}s)")
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
-            shutil.copyfileobj(response, out, COPY_BLOCK)
+            copied = 0
+            while block := response.read(COPY_BLOCK):
+                copied += len(block)
+                if copied > MAX_DOWNLOAD_BYTES:   # no tarball is that large: not one
+                    raise ValueError(f"more than {MAX_DOWNLOAD_BYTES >> 20} MiB")
+                out.write(block)
         os.replace(part, dest)
     except (OSError, ValueError) as exc:  # URLError and socket.timeout are OSErrors
         part.unlink(missing_ok=True)
@@ -281,18 +367,89 @@ def _upstream_of(debian_version: str) -> str:
     return version.rsplit("-", 1)[0] if "-" in version else version
 
 
-def _apt_source_mirrors() -> list[str]:
-    proc = _apt(["apt-get", "indextargets", "--format", "$(REPO_URI)", "Created-By: Sources"],
-                timeout=APT_QUERY_TIMEOUT)
-    return list(dict.fromkeys(uri if uri.endswith("/") else uri + "/"
-                              for uri in proc.stdout.split()))
+def debian_mirrors() -> list[str]:
+    """The archive URIs of apt's own entries, deb-src ones first, then deb ones, each ending
+    in "/" (the pool is ``<uri>pool/main/p/python3.Y/``): the mirror is read from the
+    system's configuration, never written here, so a machine set up with another mirror, a
+    proxy or a local archive is followed. ``apt-get indextargets --no-release-info`` reads
+    the entries as apt does (sources.list and sources.list.d, or what APT_CONFIG names),
+    whether or not ``apt-get update`` has run. Only http(s) URIs: urllib asks them too
+    (newest.probe_pool). [] where apt is not installed or lists none."""
+    if shutil.which("apt-get") is None:
+        return []
+    try:
+        proc = _apt(["apt-get", "indextargets", "--no-release-info", "--format",
+                     "$(TARGET_OF) $(REPO_URI)"], timeout=APT_QUERY_TIMEOUT)
+    except ProvisionError:
+        return []
+    if proc.returncode != 0:
+        return []
+    found = {"deb-src": [], "deb": []}
+    for line in proc.stdout.splitlines():
+        kind, _, uri = line.strip().partition(" ")
+        if kind in found and uri.startswith(("http://", "https://")) and " " not in uri:
+            found[kind].append(uri if uri.endswith("/") else uri + "/")
+    return list(dict.fromkeys(found["deb-src"] + found["deb"]))
+
+
+def _apt_config(*names: str) -> dict:
+    """{name: value} of apt's configuration (``apt-config shell``), unset names left out."""
+    pairs = [part for k, name in enumerate(names) for part in (f"V{k}", name)]
+    try:
+        proc = _apt(["apt-config", "shell", *pairs], timeout=APT_QUERY_TIMEOUT)
+    except ProvisionError:
+        return {}
+    values = {}
+    for line in proc.stdout.splitlines():
+        try:
+            (word,) = shlex.split(line)
+        except ValueError:
+            continue
+        var, _, value = word.partition("=")
+        if var.startswith("V") and var[1:].isdigit() and int(var[1:]) < len(names):
+            values[names[int(var[1:])]] = value
+    return values
+
+
+@functools.lru_cache(maxsize=None)
+def apt_opener(url: str) -> urllib.request.OpenerDirector:
+    """A urllib opener that reaches ``url``'s host as apt's downloader does: through apt's
+    proxy (``Acquire::http::Proxy``, its per-host form, https falling back to http's),
+    directly where apt says DIRECT, else as the environment says (http_proxy, which apt
+    honours too). A request urllib makes to a mirror (newest.probe_pool's HEAD requests)
+    then takes the way the tarball fetch (apt-helper) takes."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    schemes = ("https", "http") if parts.scheme == "https" else ("http",)
+    names = [name for scheme in schemes for name in
+             (f"Acquire::{scheme}::Proxy::{host}", f"Acquire::{scheme}::Proxy")]
+    config = _apt_config(*names) if shutil.which("apt-config") else {}
+    proxy = next((config[name] for name in names if config.get(name)), None)
+    if proxy is None:
+        return urllib.request.build_opener()
+    if proxy.upper() == "DIRECT":
+        return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(urllib.request.ProxyHandler({parts.scheme: proxy}))
 
 
 def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     """Get Debian's orig tarball of version into tarballs/ with apt."""
     if shutil.which("apt-get") is None:
         raise ProvisionError("--debian-source needs apt-get, which is not installed here")
+    new_dirs = [d for d in (tarballs, *tarballs.parents) if not d.exists()]
     tarballs.mkdir(parents=True, exist_ok=True)
+    try:
+        return _debian_fetch(version, tarballs, say)
+    except ProvisionError:
+        for directory in new_dirs:  # deepest first: leave the cache as it was
+            try:
+                directory.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def _debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     package, upstream = version.debian_source, version.debian_upstream
     dest = tarballs / f"{package}_{upstream}.orig.tar.xz"
     listed = [v for v in _apt_source_versions(package) if _upstream_of(v) == upstream]
@@ -300,16 +457,19 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     if listed:
         cmd = ["apt-get", "source", "--download-only", f"{package}={listed[-1]}"]
         say(f"in {tarballs}: {' '.join(cmd)}")
+        debian_parts = f"{package}_{upstream}-*.debian.tar.*"
+        before = set(tarballs.glob(debian_parts))
         proc = _apt(cmd, cwd=tarballs, timeout=APT_TIMEOUT)
-        # Only the orig tarball and the .dsc (its checksum) are wanted.
-        for extra in tarballs.glob(f"{package}_{upstream}-*.debian.tar.*"):
+        # Only the orig tarball and the .dsc (its checksum) are wanted; what was there
+        # before stays.
+        for extra in set(tarballs.glob(debian_parts)) - before:
             extra.unlink()
         if proc.returncode == 0 and dest.exists():
             return dest
         tried.append(f"{' '.join(cmd)}: {brief(proc.stderr)}")
     # The pool keeps versions its index no longer lists (and may not yet hold
-    # ones it does): ask for the orig tarball by its pool path.
-    for mirror in _apt_source_mirrors() if APT_HELPER.exists() else []:
+    # ones it does): ask for the orig tarball by its pool path, from each archive apt has.
+    for mirror in debian_mirrors() if APT_HELPER.exists() else []:
         pool = f"{mirror}pool/main/{package[0]}/{package}/"
         # The first Debian revision's .dsc, when the pool has it, carries the
         # orig tarball's sha256 (checked by resolve_tarball).
@@ -324,8 +484,9 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
         tried.append(f"{pool + dest.name}: {error}")
     if not tried:
         raise ProvisionError(
-            f"no deb-src entry lists {package} (apt-cache showsrc {package}); add one and run "
-            "apt-get update (README.md: \"Offline builds from Debian's source tarballs\")")
+            f"no deb-src entry lists {package} (apt-cache showsrc {package}) and apt lists no "
+            "archive to ask its pool; add one and run apt-get update (README.md: \"Offline "
+            "builds from Debian's source tarballs\")")
     raise ProvisionError(f"could not fetch {dest.name} with apt:\n  " + "\n  ".join(tried))
 
 

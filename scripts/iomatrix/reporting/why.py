@@ -1,37 +1,119 @@
 """The candidate upstream changes of findings on the pages (analysing.changelog).
 
 An entry's text comes from a tarball's Misc/NEWS and is untrusted: it reaches a page only
-through ``markdown.md`` (no HTML, no link, no emphasis survives), and the only link is the
-gh/bpo URL that analysing.changelog builds from the entry's number.
+through ``excerpt`` (its reST roles and literals as code spans made by ``markup.code``,
+everything else through ``markup.md``: no HTML, no link, no emphasis survives), and the
+only link is the gh/bpo URL built from the entry's number's digits (``news.url_of``).
 """
 from __future__ import annotations
 
 import re
 
-from iomatrix.analysing.changelog import Candidate, LaterFix, StepWhy
+from iomatrix.analysing.changelog import Candidate, LaterFix, StepWhy, url_of
 from iomatrix.analysing.evidence import NO_MATCH, Verdict
-from iomatrix.reporting.markdown import md
+from iomatrix.reporting.markdown import code, md
 
 EXCERPT_CHARS = 110
 SUITE_PAGE_TOP = 3
 
+# reST as docs.python.org renders Misc/NEWS: ``literal`` and the roles of objects as code
+# (":class:`io.BufferedReader`" -> `io.BufferedReader`, ":func:`open`" -> `open()`), the
+# others as their words (":pep:`687`" -> PEP 687, ":gh:`1`" -> gh-1). A role's text is at
+# most ROLE_CHARS (longer is left as written), and every quantifier is bounded, so a scan
+# is linear in the text; excerpt reads at most EXCERPT_INPUT_CHARS of it.
+ROLE_CHARS = 200
+EXCERPT_INPUT_CHARS = 2_000
+TOKEN_RE = re.compile(r"``(?P<literal>[^`]{1,%d})``"
+                      r"|:(?:(?P<domain>[a-z]{1,8}):)?(?P<role>[a-z]{1,12}):`(?P<text>[^`]{0,%d})`"
+                      % (ROLE_CHARS, ROLE_CHARS))
+CODE_ROLES = {"class", "mod", "exc", "attr", "data", "const", "obj", "func", "meth", "type",
+              "member", "macro", "var", "envvar", "keyword", "option", "program", "file",
+              "samp", "kbd", "expr", "enum", "struct", "union", "enumerator"}
+CALL_ROLES = {"func", "meth"}       # shown with "()", as Sphinx does
+WORD_ROLES = {"pep": "PEP {}", "rfc": "RFC {}", "gh": "gh-{}", "issue": "bpo-{}",
+              "cve": "CVE-{}", "cwe": "CWE-{}"}
+
+
+def _role_text(role: str, text: str) -> tuple[str, bool]:
+    """(what a role shows, whether as code)."""
+    title, bracket, _ = text.partition("<")
+    shown = title.strip() if bracket and title.strip() else text.strip()
+    explicit = bool(bracket and title.strip())
+    if not explicit and shown[:1] in "~!":
+        tilde, shown = shown[0] == "~", shown[1:]
+        if tilde:
+            shown = shown.rsplit(".", 1)[-1]
+    if role in WORD_ROLES:
+        return WORD_ROLES[role].format(shown), False
+    if role in CODE_ROLES:
+        if role in CALL_ROLES and not explicit and shown and not shown.endswith(")"):
+            shown += "()"
+        return shown, True
+    return shown, False             # :ref:, :term:, :doc:, an unknown role: its words
+
+
+def pieces(text: str) -> list[tuple[str, bool]]:
+    """(shown text, whether code) of an entry's text, its whitespace collapsed."""
+    out, at = [], 0
+    for match in TOKEN_RE.finditer(text):
+        out.append((text[at:match.start()], False))
+        if match["literal"] is not None:
+            out.append((match["literal"], True))
+        else:
+            out.append(_role_text(match["role"], match["text"]))
+        at = match.end()
+    out.append((text[at:], False))
+    # whitespace collapsed across pieces: runs of spaces and line breaks become one space
+    collapsed, space = [], True
+    for shown, is_code in out:
+        shown = re.sub(r"\s+", " ", shown) if not is_code else " ".join(shown.split())
+        if space:
+            shown = shown.lstrip()
+        if shown:
+            collapsed.append((shown, is_code))
+            space = shown.endswith(" ")
+    if collapsed and not collapsed[-1][1]:
+        collapsed[-1] = (collapsed[-1][0].rstrip(), False)
+    return [(shown, is_code) for shown, is_code in collapsed if shown]
+
+
+def _render(shown: str, is_code: bool) -> str:
+    if is_code:
+        return code(shown)
+    # spaces kept outside md(), which would make a leading space an entity
+    core = shown.strip()
+    lead, trail = shown[:len(shown) - len(shown.lstrip())], shown[len(shown.rstrip()):]
+    return lead + md(core) + trail if core else shown
+
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """The entry's first words, its reST roles and literals made plain, escaped."""
-    plain = re.sub(r":pep:`(\d+)`", r"PEP \1", str(text))
-    plain = re.sub(r":(?:func|meth):`[~!]?([^`<]*?)(?:\s*<[^`>]*>)?`", r"\1()", plain)
-    plain = re.sub(r":[a-z]+:`[~!]?([^`<]*?)(?:\s*<[^`>]*>)?`", r"\1", plain)
-    plain = plain.replace("``", "")
-    plain = " ".join(plain.split())
-    if len(plain) > limit:
-        plain = plain[:limit].rsplit(" ", 1)[0] + " …"
-    return md(plain)
+    """The entry's first words as docs.python.org shows them (roles and literals as code,
+    reST markup gone), at most ``limit`` characters shown, cut at a word; escaped."""
+    parts = pieces(str(text)[:EXCERPT_INPUT_CHARS])
+    shown = "".join(s for s, _ in parts)
+    if len(shown) > limit:
+        room = len(shown[:limit].rsplit(" ", 1)[0])
+        kept, used = [], 0
+        for s, is_code in parts:
+            if used + len(s) <= room:
+                kept.append((s, is_code))
+            elif not is_code and room > used:
+                kept.append((s[:room - used], False))
+            used += len(s)
+            if used >= room:
+                break
+        parts = [(s.rstrip(), c) if k == len(kept) - 1 else (s, c)
+                 for k, (s, c) in enumerate(kept)]
+        return "".join(_render(s, c) for s, c in parts) + " …"
+    return "".join(_render(s, c) for s, c in parts)
 
 
 def link(c: Candidate) -> str:
     """[gh-117151](https://github.com/python/cpython/issues/117151): both parts built from
-    the number's digits, never from the text."""
-    return f"[{c.entry.number}]({c.entry.url})"
+    the number's digits (news.url_of), never from the text or a cache's URL; a number that
+    is not gh-N or bpo-N (N of at most 7 digits) is shown as text, linked nowhere."""
+    url = url_of(c.entry.number)
+    return f"[{c.entry.number}]({url})" if url else md(c.entry.number)
 
 
 def release_of(c: Candidate) -> str:
