@@ -319,7 +319,7 @@ def test_a_later_fix_and_the_lineage_step_it_undoes_reach_the_suite_page(tmp_pat
     page = "\n".join(pages.build_pages(analysis.load_run(run)).suites.values())
     line = next(line for line in page.splitlines() if "later: [gh-144380]" in line)
     assert "(https://github.com/python/cpython/issues/144380) (3.13.12, 2026-02-03; " \
-        "also 3.14.3): Improve performance of io.BufferedReader line iteration" in line
+        "also 3.14.3): Improve performance of `io.BufferedReader` line iteration" in line
     assert "the lineage's 3.12 → 3.13 step is 0.71 with it as its top candidate" in line
     assert "found by that rule, not a proof" in page
 

@@ -101,7 +101,7 @@ def test_the_main_page_and_data_csv_carry_the_later_change_and_the_shared_share(
     suite = "\n".join(built.suites.values()).replace("\u00a0", " ")
     later = next(line for line in suite.splitlines() if "later: [gh-144380]" in line)
     said = "later: [gh-144380](https://github.com/python/cpython/issues/144380) (3.13.12, " \
-        "2026-02-03; also 3.14.3): Improve performance of io.BufferedReader line iteration by"
+        "2026-02-03; also 3.14.3): Improve performance of `io.BufferedReader` line iteration by"
     assert said in later and said + " …" in line
     lineage = "(the lineage's 3.12 → 3.13 step is 0.71 with it as its top candidate)"
     assert lineage in later and lineage in line

@@ -411,7 +411,6 @@ def _apt_config(*names: str) -> dict:
     return values
 
 
-@functools.lru_cache(maxsize=None)
 def apt_opener(url: str) -> urllib.request.OpenerDirector:
     """A urllib opener that reaches ``url``'s host as apt's downloader does: through apt's
     proxy (``Acquire::http::Proxy``, its per-host form, https falling back to http's),
@@ -419,8 +418,13 @@ def apt_opener(url: str) -> urllib.request.OpenerDirector:
     honours too). A request urllib makes to a mirror (newest.probe_pool's HEAD requests)
     then takes the way the tarball fetch (apt-helper) takes."""
     parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    schemes = ("https", "http") if parts.scheme == "https" else ("http",)
+    return _apt_opener(parts.scheme, parts.hostname or "", os.environ.get("APT_CONFIG"))
+
+
+@functools.lru_cache(maxsize=None)
+def _apt_opener(scheme: str, host: str, apt_config: str | None) -> urllib.request.OpenerDirector:
+    # once per scheme, host and apt configuration: probe_pool asks 55 URLs of one host
+    schemes = ("https", "http") if scheme == "https" else ("http",)
     names = [name for scheme in schemes for name in
              (f"Acquire::{scheme}::Proxy::{host}", f"Acquire::{scheme}::Proxy")]
     config = _apt_config(*names) if shutil.which("apt-config") else {}
@@ -429,7 +433,7 @@ def apt_opener(url: str) -> urllib.request.OpenerDirector:
         return urllib.request.build_opener()
     if proxy.upper() == "DIRECT":
         return urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    return urllib.request.build_opener(urllib.request.ProxyHandler({parts.scheme: proxy}))
+    return urllib.request.build_opener(urllib.request.ProxyHandler({scheme: proxy}))
 
 
 def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
