@@ -40,7 +40,6 @@ from iomatrix import cli
 from iomatrix.interpreters import cache, sources
 from iomatrix.storing import store
 from iomatrix.storing.fields import Ours
-from iomatrix.storing.schema import describe_error
 
 FORMAT = 1                     # of the JSON cache beside a tarball
 MAX_NEWS_BYTES = 32 << 20      # Misc/NEWS of 3.14.7 is 2.6 MB; a bigger member is not NEWS
@@ -175,7 +174,11 @@ def check_cache(data) -> None:
     try:
         NewsCache.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(describe_error(exc)) from None
+        # the field and the rule, not the value: a warning line never echoes what a
+        # hostile cache holds
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(the document)"
+        raise ValueError(f"field {where}: {first['msg']}") from None
 
 
 # -- versions ----------------------------------------------------------------------------
