@@ -193,23 +193,33 @@ def header(name: str, size: int, kind=tarfile.REGTYPE, fmt=tarfile.GNU_FORMAT) -
     return info.tobuf(format=fmt)
 
 
-def crafted(path: Path, *blocks: bytes) -> Path:
-    """An uncompressed tar made of headers only (no data after them, as if cut): a reader
-    that believed a header's size would read or allocate that much."""
+def crafted(path: Path, *blocks: bytes, hole: int = 0, after: bytes = b"") -> Path:
+    """An uncompressed tar of ``blocks`` (headers), then ``hole`` bytes of zeros that cost no
+    disk (a sparse file: the data the last header announces, there to be read), then
+    ``after``: a reader that believed a header would read or allocate the whole hole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"".join(blocks))
+    with open(path, "wb") as f:
+        f.write(b"".join(blocks))
+        f.seek(-(-hole // 512) * 512, os.SEEK_CUR)
+        f.write(after + bytes(1024))
     return path
 
 
+def news_member(name: str = "Python-3.14.7/Misc/NEWS", text: str = TRIMMED) -> bytes:
+    data = text.encode()
+    return header(name, len(data)) + data + bytes(-len(data) % 512)
+
+
 TOP = "Python-3.14.7"
-HOSTILE_TARBALLS = {
-    "a 100 GiB member before NEWS": lambda: [header(f"{TOP}/huge.bin", 100 << 30)],
-    "a 1 GiB GNU long name": lambda: [header("././@LongLink", 1 << 30, tarfile.GNUTYPE_LONGNAME,
-                                             tarfile.USTAR_FORMAT)],
-    "a 1 GiB pax header": lambda: [header("pax", 1 << 30, tarfile.XHDTYPE, tarfile.USTAR_FORMAT)],
-    "a GNU sparse member": lambda: [header(f"{TOP}/sparse", 10, tarfile.GNUTYPE_SPARSE)],
-    "a pax size of 100 GiB": lambda: [pax_sized(f"{TOP}/Misc/NEWS", 100 << 30)],
-    "a 40 MiB Misc/NEWS": lambda: [header(f"{TOP}/Misc/NEWS", 40 << 20)],
+HOSTILE_TARBALLS = {   # header, the size of the data it announces (a hole), what follows
+    "a 100 GiB member before NEWS": lambda: ([header(f"{TOP}/huge.bin", 100 << 30)], 100 << 30),
+    "a 1 GiB GNU long name": lambda: ([header("././@LongLink", 1 << 30, tarfile.GNUTYPE_LONGNAME,
+                                              tarfile.USTAR_FORMAT)], 1 << 30),
+    "a 1 GiB pax header": lambda: ([header("pax", 1 << 30, tarfile.XHDTYPE,
+                                           tarfile.USTAR_FORMAT)], 1 << 30),
+    "a GNU sparse member": lambda: ([header(f"{TOP}/sparse", 10, tarfile.GNUTYPE_SPARSE)], 512),
+    "a pax size of 100 GiB": lambda: ([pax_sized(f"{TOP}/big", 100 << 30)], 100 << 30),
+    "a 40 MiB Misc/NEWS": lambda: ([header(f"{TOP}/Misc/NEWS", 40 << 20)], 40 << 20),
 }
 
 
@@ -223,8 +233,9 @@ def pax_sized(name: str, size: int) -> bytes:
 def test_a_tarball_header_claiming_too_much_is_refused_before_it_is_read(tmp_path, monkeypatch,
                                                                           title):
     monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
+    blocks, hole = HOSTILE_TARBALLS[title]()
     path = crafted(tmp_path / "cache" / "tarballs" / "Python-3.14.7.tar.xz",
-                   header(f"{TOP}/README", 0), *HOSTILE_TARBALLS[title]())
+                   header(f"{TOP}/README", 0), *blocks, hole=hole, after=news_member())
     said = []
     assert changelog.news_of_tarball(path, said.append) is None
     assert len(said) == 1 and "no readable Misc/NEWS (refused" in said[0], said
@@ -238,6 +249,10 @@ def test_a_bounded_tarball_still_gives_its_news(tmp_path):
     path = tmp_path / "Python-3.14.7.tar.xz"
     make_tarball(path, "3.14.7", TRIMMED)
     assert changelog.news_of_tarball(path) == TRIMMED
+    # the crafted form itself reads, when its headers keep to the bounds
+    small = crafted(tmp_path / "small.tar", header(f"{TOP}/README", 100), hole=100,
+                    after=news_member())
+    assert changelog.news_of_tarball(small) == TRIMMED
 
 
 # -- exit codes --------------------------------------------------------------------------
@@ -279,7 +294,7 @@ def test_the_changelog_command_exits_2_or_3_never_1(tmp_path, monkeypatch, capsy
         changelog_script.main(["--bogus"])
     assert exited.value.code == cli.EXIT_BAD_INPUT
     crafted(tmp_path / "cache" / "tarballs" / "Python-3.14.7.tar.xz",
-            header(f"{TOP}/huge", 100 << 30))
+            header(f"{TOP}/huge", 100 << 30), hole=100 << 30, after=news_member())
     assert changelog_script.main(["3.14.7", "--offline"]) == cli.EXIT_INTERNAL_ERROR
     assert "refused" in capsys.readouterr().out
 

@@ -790,6 +790,147 @@ def cases() -> list[Case]:
                           (tmp / "results" / RUN_A / "manifest.json").unlink(),
                           os.mkfifo(tmp / "results" / RUN_A / "manifest.json"),
                           (report_argv(), {}))[3], clean(codes=(0, 2))))
+
+    out += changelog_cases()
+    return out
+
+
+# -- changelogs and their cache (issue 40, item 2) ----------------------------------------
+# A run whose 3.13 (3.13.0) is twice as slow as its 3.12 (3.12.0): a finding on every op,
+# whose candidates come from cache/tarballs/Python-3.13.0.tar.xz (the case's IOMATRIX_CACHE)
+# and the .news.json beside it. compare of the two series files has a regression: exit 1,
+# whatever the cache holds. The report and compare only read the cache (allowed: out/).
+
+NEWS_TOP = "Python-3.13.0"
+NEWS_HEAD = ("What's New in Python 3.13.0 final?\n==================================\n\n"
+             "*Release date: 2024-10-07*\n\nLibrary\n-------\n\n")
+NEWS_ENTRY = ("- gh-117151: Faster line iteration (readline) of :class:`io.TextIOWrapper` "
+              "by 20%.\n")
+SLOW_313 = dict(speed={"3.13": 2.0})
+
+
+def news_tarball(tmp: Path, news: str | None = None, blocks: list | None = None) -> Path:
+    """cache/tarballs/Python-3.13.0.tar.xz (uncompressed: tarfile reads it by its magic):
+    a README and Misc/NEWS holding ``news``, or ``blocks`` of raw headers instead."""
+    path = tmp / "cache" / "tarballs" / f"{NEWS_TOP}.tar.xz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if blocks is not None:
+        # the headers, the data the last one announces as a sparse hole (zeros that cost no
+        # disk, there to be read by a reader that believes the header), then a good NEWS
+        headers, hole = blocks
+        data = (NEWS_HEAD + NEWS_ENTRY).encode()
+        news = tar_header(f"{NEWS_TOP}/Misc/NEWS", len(data)) + data + bytes(-len(data) % 512)
+        with open(path, "wb") as f:
+            f.write(tar_header(f"{NEWS_TOP}/README", 0) + b"".join(headers))
+            f.seek(-(-hole // 512) * 512, os.SEEK_CUR)
+            f.write(news + bytes(1024))
+        return path
+    with tarfile.open(path, "w") as tar:
+        for name, text in ((f"{NEWS_TOP}/README", "readme"),
+                           (f"{NEWS_TOP}/Misc/NEWS", news or NEWS_HEAD + NEWS_ENTRY)):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def news_cache(tmp: Path, change) -> None:
+    """A .news.json beside the tarball: the good one (as the changelog command writes it)
+    with ``change(document, first entry)`` applied; bytes for a cache that is not JSON."""
+    path = news_tarball(tmp)
+    entry = {"number": "gh-117151", "release": "3.13.0", "date": "2024-10-07",
+             "section": "Library", "text": NEWS_ENTRY.split(": ", 1)[1].strip()}
+    document = {"format": 1, "source": str(path), "version": "3.13.0", "unparsed": [],
+                "releases": [{"version": "3.13.0", "date": "2024-10-07", "entries": [entry]}]}
+    changed = change(document, entry)
+    cache = path.with_name(path.name + ".news.json")
+    cache.write_bytes(changed if isinstance(changed, bytes) else json.dumps(document).encode())
+
+
+def tar_header(name: str, size: int, kind=tarfile.REGTYPE, fmt=tarfile.GNU_FORMAT) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.type = size, kind
+    return info.tobuf(format=fmt)
+
+
+def compare_files_argv(tmp: Path):
+    return [script("compare"), f"results/{RUN_A}/3.12.json", f"results/{RUN_A}/3.13.json",
+            "--out", "out/c.md"]
+
+
+def changelog_cases() -> list[Case]:
+    out: list[Case] = []
+    many = 150_000
+    hostile_news = {
+        "a heading followed by 150,000 spaces": "What's New in Python 3.1 x" + " " * many
+                                                + "y\n=====\n" + NEWS_HEAD + NEWS_ENTRY,
+        "a date line followed by 150,000 spaces": NEWS_HEAD.replace(
+            "2024-10-07*", "2024-10-07" + " " * many + "y") + NEWS_ENTRY,
+        "an entry followed by 150,000 digits": NEWS_HEAD + NEWS_ENTRY.rstrip() + " "
+                                               + "1" * many + "\n",
+        "an entry followed by 150,000 spaces and a role": NEWS_HEAD + NEWS_ENTRY.rstrip()
+                                                          + " :func:`" + " " * many + "x\n",
+        "a 4,000-digit issue number": NEWS_HEAD + "- gh-" + "9" * 4000 + ": Faster line "
+                                      "iteration (readline) by 90%.\n" + NEWS_ENTRY,
+        "entries with markup": NEWS_HEAD + "".join(
+            f"- gh-{k}: Faster line iteration (readline) {text} by 9%.\n"
+            for k, (_, text) in enumerate(MARKUP, 1)),
+    }
+    for title, text in hostile_news.items():
+        for tool, argv_of, codes in (("report", lambda tmp: report_argv(), (0,)),
+                                     ("compare", compare_files_argv, (1,))):
+            out.append(Case("changelogs", f"{tool}: NEWS with {title}",
+                            with_run(argv_of, lambda: RunSpec(**SLOW_313),
+                                     also=lambda tmp, text=text: news_tarball(tmp, text)),
+                            clean(codes=codes, forbidden=("9" * 50,))))
+
+    hostile_caches = {
+        "a URL to another site": lambda d, e: e.update(url="https://evil.example/x"),
+        "a number holding <img onerror>": lambda d, e: e.update(
+            number="gh-1<img src=x onerror=alert(1)>"),
+        "a 4,000-digit number": lambda d, e: e.update(number="gh-" + "9" * 4000),
+        "not JSON": lambda d, e: b"{not json",
+        "nested 100,000 levels": lambda d, e: b"[" * 100_000,
+        "a text with a script": lambda d, e: e.update(text="Faster readline <script>alert(1)"
+                                                           "</script> [x](javascript:alert(1))"),
+    }
+    for title, change in hostile_caches.items():
+        for tool, argv_of, codes in (("report", lambda tmp: report_argv(), (0,)),
+                                     ("compare", compare_files_argv, (1,))):
+            out.append(Case("changelogs", f"{tool}: .news.json with {title}",
+                            with_run(argv_of, lambda: RunSpec(**SLOW_313),
+                                     also=lambda tmp, change=change: news_cache(tmp, change)),
+                            clean(codes=codes, forbidden=("evil.example", "9" * 50))))
+
+    hostile_tarballs = {   # (headers, the data's size: a sparse hole), then a good NEWS
+        "a 100 GiB member (sparse)": lambda: ([tar_header(f"{NEWS_TOP}/huge", 100 << 30)],
+                                              100 << 30),
+        "a 1 GiB GNU long-name header (sparse)": lambda: ([tar_header(
+            "././@LongLink", 1 << 30, tarfile.GNUTYPE_LONGNAME, tarfile.USTAR_FORMAT)], 1 << 30),
+        "a 1 GiB pax header (sparse)": lambda: ([tar_header(
+            "pax", 1 << 30, tarfile.XHDTYPE, tarfile.USTAR_FORMAT)], 1 << 30),
+    }
+    for title, blocks_of in hostile_tarballs.items():
+        out.append(Case("changelogs", f"report: a tarball with {title}",
+                        with_run(lambda tmp: report_argv(), lambda: RunSpec(**SLOW_313),
+                                 also=lambda tmp, b=blocks_of: news_tarball(tmp, blocks=b())),
+                        clean(codes=(0,))))
+        out.append(Case("changelogs", f"compare: a tarball with {title}",
+                        with_run(compare_files_argv, lambda: RunSpec(**SLOW_313),
+                                 also=lambda tmp, b=blocks_of: news_tarball(tmp, blocks=b())),
+                        clean(codes=(1,))))
+        out.append(Case("changelogs", f"changelog: a tarball with {title}",
+                        lambda tmp, b=blocks_of: (news_tarball(tmp, blocks=b()), (
+                            [script("changelog"), "--offline", "3.13.0"], {}))[1],
+                        clean(codes=(3,), allowed=())))
+    out.append(Case("changelogs", "changelog: NEWS with an entry followed by 150,000 digits",
+                    lambda tmp: (news_tarball(tmp, hostile_news[
+                        "an entry followed by 150,000 digits"]),
+                        ([script("changelog"), "--offline", "3.13.0"], {}))[1],
+                    clean(codes=(0,), allowed=("cache",))))
+    out.append(Case("changelogs", "changelog: a version of non-ASCII digits",
+                    lambda tmp: ([script("changelog"), "--offline", "٣.١٣.٠"], {}), REFUSED))
     return out
 
 
