@@ -113,7 +113,7 @@ class Changelog:
 
     @classmethod
     def from_json(cls, data: dict) -> "Changelog":
-        """The changelog of a cache document; SchemaError unless NewsCache validates it
+        """The changelog of a cache document; ValueError unless NewsCache validates it
         (an entry's number, version, date and lengths, its release's own)."""
         check_cache(data)
         return cls([Release(r["version"], r["date"],
@@ -168,7 +168,7 @@ class NewsCache(Ours):
 
 
 def check_cache(data) -> None:
-    """SchemaError (a ValueError naming the field) unless ``data`` is a NewsCache."""
+    """A ValueError naming the field (never its value) unless ``data`` is a NewsCache."""
     if not isinstance(data, dict):
         raise store.NotAResult(f"a JSON object was expected, not {type(data).__name__}")
     try:
