@@ -18,15 +18,14 @@ with ``{`` at the start of a line and ends with the first ``}`` at the start of 
 
 That is enough to tell whether a function's text changed; it is not a C parser (a function
 written otherwise is simply not found, and the answer is "not compared"). Tarball contents
-are untrusted: a member is read only if its header passes ``sources.check_member`` and only
-up to MAX_SOURCE_BYTES; a file path from the counts is only ever compared with member names,
+are untrusted: a member is read only as a regular file whose headers keep to
+``sources.read_member``'s bounds, and only up to MAX_SOURCE_BYTES; a file path from the counts is only ever compared with member names,
 never opened.
 """
 from __future__ import annotations
 
 import functools
 import re
-import tarfile
 from pathlib import Path
 
 from iomatrix.interpreters import sources
@@ -90,23 +89,17 @@ def functions_of(text: str) -> dict:
 @functools.lru_cache(maxsize=64)
 def member_text(tarball: str, path: str) -> str | None:
     """``<top>/<path>`` of a source tarball, read as a stream and bounded; None when the
-    tarball has no such member, cannot be read, or the member is refused (its header:
-    sources.check_member) or larger than MAX_SOURCE_BYTES."""
+    tarball has no such regular member, cannot be read, or is refused: its headers are held
+    to sources.read_member's bounds (a long-name or pax header, a member, the members before
+    it) before tarfile reads what they announce, and the member to MAX_SOURCE_BYTES."""
+    def wanted(name: str) -> bool:
+        parts = name.split("/", 1)
+        return len(parts) == 2 and parts[1] == path
     try:
-        with tarfile.open(tarball, "r|*") as archive:
-            for member in archive:
-                parts = member.name.split("/", 1)
-                if len(parts) != 2 or parts[1] != path:
-                    continue
-                sources.check_member(member, Path(tarball))
-                if not member.isfile() or member.size > MAX_SOURCE_BYTES:
-                    return None
-                handle = archive.extractfile(member)
-                return handle.read(MAX_SOURCE_BYTES).decode("utf-8", "replace") \
-                    if handle else None
-    except (OSError, tarfile.TarError, EOFError, sources.BadTarball):
+        data = sources.read_member(Path(tarball), wanted, MAX_SOURCE_BYTES)
+    except sources.TAR_ERRORS:
         return None
-    return None
+    return data.decode("utf-8", "replace") if data is not None else None
 
 
 def bare_name(name: str) -> str:
