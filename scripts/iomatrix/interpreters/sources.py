@@ -489,8 +489,8 @@ def _debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     if not tried:
         raise ProvisionError(
             f"no deb-src entry lists {package} (apt-cache showsrc {package}) and apt lists no "
-            "archive to ask its pool; add one and run apt-get update (README.md: \"Offline "
-            "builds from Debian's source tarballs\")")
+            "archive to ask its pool; add one and run apt-get update "
+            "(README.md: \"Offline builds from Debian's source tarballs\")")
     raise ProvisionError(f"could not fetch {dest.name} with apt:\n  " + "\n  ".join(tried))
 
 
