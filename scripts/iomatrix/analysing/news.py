@@ -20,6 +20,12 @@ to 3.4 (Python 3's new io stack), which NEWS does not cover (Misc/HISTORY does, 
 numbers for most entries): the note says so.
 
 Ranking the entries a step may owe to is ``changelog``'s (which re-exports these names).
+
+Tarballs and the JSON cache beside them are untrusted input (docs/methodology.md, "When and
+why"): the cache has one schema (``NewsCache``) and only the commands that fetch write it;
+a link is built from a bounded issue number alone (``url_of``); every expression over NEWS
+text is linear and reads lines and entries cut to a stated length; a tarball is read
+through ``sources.read_member``, its headers bounded before tarfile reads what they announce.
 """
 from __future__ import annotations
 
