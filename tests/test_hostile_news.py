@@ -20,7 +20,7 @@ import changelog as changelog_script
 from iomatrix import cli
 from iomatrix.analysing import changelog, news
 from iomatrix.interpreters import newest, sources
-from iomatrix.reporting import why
+from iomatrix.reporting import rst, why
 from test_changelog import TRIMMED, make_tarball
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -46,7 +46,8 @@ def _everything(text: str) -> None:
     log = changelog.parse_news(text)
     for op in ("read_byBlocks_binaryMode", "read_byLines_textMode", "mmapio_find_mmap"):
         for c in changelog.candidates(log, op, "", "3.13.0", "3.14.7"):
-            why.excerpt(c.entry.text), why.excerpt(c.entry.text, 400), why.link(c)
+            why.excerpt(c.entry.text), why.link(c)
+            rst.render(c.entry.text, 400), rst.render(c.entry.text)   # bisect's, ISSUE.md's
         for fix in changelog.later_fixes([log], op, "", "3.13.0"):
             why.later_text(fix, [])
     for release in log.releases:

@@ -86,10 +86,11 @@ def _render(shown: str, is_code: bool) -> str:
     return lead + md(core) + trail if core else shown
 
 
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(text: str, limit: int = EXCERPT_CHARS, read: int = EXCERPT_INPUT_CHARS) -> str:
     """The entry's first words as docs.python.org shows them (roles and literals as code,
-    reST markup gone), at most ``limit`` characters shown, cut at a word; escaped."""
-    parts = pieces(str(text)[:EXCERPT_INPUT_CHARS])
+    reST markup gone), at most ``limit`` characters shown, cut at a word; escaped. Only the
+    first ``read`` characters of ``text`` are read."""
+    parts = pieces(str(text)[:read])
     shown = "".join(s for s, _ in parts)
     if len(shown) > limit:
         room = len(shown[:limit].rsplit(" ", 1)[0])
