@@ -6,6 +6,15 @@ that defines:
     fixtures(profile) -> list of Fixture   files made once per run, outside timing
     ops(ctx)          -> list of Op        the timed operations
     FIXTURE_BYTES(profile), scratch_bytes(profile)   (optional) disk it needs
+    CONTROLS          (optional) {op: what its control times}: the ops that have a
+                      control op (``control_op``), as a literal the host reads
+
+A control is an op of its own, named ``<op>__control`` (CONTROL_SUFFIX): the op's
+Python loop and payload over data already in memory (the same lines from a list,
+the same blocks from a list made in setup, the same transform on a string), with
+no file and no system call. It is timed in the same lockstep rounds and counted in
+the same pass as every op, and verified like every op; the host sets a release step
+of the op beside its control's (iomatrix.analysing.controls).
 
 Suites import from this module and from ``_data`` (the data generators), never
 from each other. Like every file here it runs under every interpreter of the
@@ -22,6 +31,9 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES_MANIFEST = "fixtures.json"
 CRC_CHUNK = 1 << 20
+# An op's control op is named after it: "<op>__control" (see the module docstring).
+CONTROL_SUFFIX = "__control"
+CONTROL_CATEGORY = "control"
 # Machinery, not suites: the entry point and every _private module.
 NOT_SUITES = ("harness.py",)
 
@@ -59,12 +71,13 @@ class Op(object):
     call of each worker process. ``outputs`` lists the files one call
     creates; the harness puts them in the state ``ctx.output`` names before
     every timed call (removed for "new"; left from the previous call for
-    "overwrite"), outside the timed region.
+    "overwrite"), outside the timed region. ``control_of`` names the op whose
+    control this op is (``control_op``), None for every other op.
     """
 
     def __init__(self, name, category, nbytes, run, verify, setup=None,
                  teardown=None, inner_loops=None, unavailable=None, evict=(), native=None,
-                 track_peak_rss=False, outputs=(), clock=None):
+                 track_peak_rss=False, outputs=(), clock=None, control_of=None):
         self.name = name
         self.category = category
         self.nbytes = int(nbytes)
@@ -79,11 +92,50 @@ class Op(object):
         self.track_peak_rss = track_peak_rss
         self.outputs = tuple(outputs)
         self.clock = clock  # "wall" for work in other threads or processes; None: the run's
+        self.control_of = control_of
 
     @property
     def bytes_per_value(self):
         """Bytes behind one pyperf value: pyperf divides a call's time by inner_loops."""
         return self.nbytes // (self.inner_loops or 1)
+
+
+def control_op(op, run, verify=None, setup=None, teardown=None):
+    """The control of ``op``: ``run`` does op's loop and payload over data in memory
+    (``setup`` puts it there, outside timing; ``teardown`` frees it). It processes the
+    bytes op does, as many times a call (inner_loops), on op's clock, and is unavailable
+    where op is; ``verify`` defaults to op's own check (the control returns what op does).
+    No fixture is evicted and no file is written: a control does no I/O."""
+    return Op(op.name + CONTROL_SUFFIX, CONTROL_CATEGORY, op.nbytes, run, verify or op.verify,
+              setup=setup, teardown=teardown, inner_loops=op.inner_loops,
+              unavailable=op.unavailable, clock=op.clock, control_of=op.name)
+
+
+def next_of(items):
+    """A C callable of no argument that returns the next of ``items`` (a list iterator's
+    ``__next__``; ``next`` on 2.7): a control's stand-in for ``f.read(n)``, over the same
+    pieces made in setup, the last of them the empty block that ends the op's loop. The
+    pieces are made outside timing, so what ``read`` does (the system call, the copy, the
+    new object) is all on the op's side."""
+    it = iter(items)
+    return getattr(it, "__next__", None) or it.next
+
+
+class Sink(object):
+    """Where a write op's control writes: keeps the last item and counts the calls outside
+    the loop (``write`` is a C method of one argument, as a file's write is; the count and
+    the item are read after the call, outside timing)."""
+
+    def __init__(self):
+        import collections
+        self.last = collections.deque(maxlen=1)
+        self.write = self.last.append
+
+    def take(self):
+        """The last item written since the previous take (None: nothing)."""
+        item = self.last[0] if self.last else None
+        self.last.clear()
+        return item
 
 
 def expect_equal(what, got, expected):

@@ -23,7 +23,9 @@ all-suites reference report (reports/20261122T083756Z-vm.md):
 """
 from __future__ import division
 
-from _api import Fixture, Op, expect_equal
+import io
+
+from _api import Fixture, Op, control_op, expect_equal, next_of
 from _data import DeterministicBytes, write_bytes
 
 KIB = 1024
@@ -74,6 +76,16 @@ CORE = {
     "chunks_read_64KiB": "64 KiB reads, slower in 3.14 (1.20x) while 4 KiB got 0.43x",
 }
 
+# The ops with a control op ("<op>__control", _api.control_op): the op's Python loop over the
+# file's content in memory, timed beside it. iomatrix.measuring.selection reads this literal
+# too: core takes the controls of its core ops.
+CONTROLS = {
+    "chunks_iterate_lines": "for chunk in a list of the same pieces",
+    "chunks_read_4KiB": "the same 4 KiB chunks from a list",
+    "chunks_read_64KiB": "the same 64 KiB chunks from a list",
+    "chunks_read_1MiB": "the same 1 MiB chunks from a list",
+}
+
 
 def ops(ctx):
     path = ctx.path(FIXTURE)
@@ -111,6 +123,26 @@ def ops(ctx):
 
     out = [Op("chunks_iterate_lines", "read-binary", nbytes, iterate, verify_iterate,
               inner_loops=inner, evict=(FIXTURE,))]
+    content = {}      # the file's content, for the controls (setup, outside timing)
+
+    def load_content():
+        with open(path, "rb") as f:
+            content["data"] = f.read()
+        # split at b"\n" only, as the file's iteration does (splitlines also splits at \r)
+        content["pieces"] = list(io.BytesIO(content["data"]))
+
+    def iterate_control():
+        pieces = content["pieces"]
+        total = 0
+        count = 0
+        last = None
+        for _ in range(passes):
+            for chunk in pieces:
+                count += 1
+                total += len(chunk)
+                last = chunk
+        return total, count, last
+    out.append(control_op(out[0], iterate_control, setup=load_content, teardown=content.clear))
 
     def reader(size):
         def run():
@@ -136,10 +168,43 @@ def ops(ctx):
             expect_equal("last chunk of %s" % path, last, _tail(path, len(last)))
         return run, verify
 
+    def read_control(size):
+        """The op's loop of reads, each ``read(size)`` the next of the same chunks, cut in
+        setup (``next_of``; the last is the empty chunk that ends the loop)."""
+        cut = []
+
+        def setup():
+            load_content()
+            data = content["data"]
+            cut[:] = [data[i:i + size] for i in range(0, len(data), size)] + [b""]
+
+        def run():
+            total = 0
+            count = 0
+            last = None
+            for _ in range(passes):
+                read = next_of(cut)
+                block = read()
+                while block:
+                    count += 1
+                    total += len(block)
+                    last = block
+                    block = read()
+            return total, count, last
+
+        def teardown():
+            content.clear()
+            del cut[:]
+        return setup, run, teardown
+
     for size in READ_SIZES:
         run, verify = reader(size)
-        out.append(Op("chunks_read_%s" % size_label(size), "read-binary", nbytes, run, verify,
-                      inner_loops=inner, evict=(FIXTURE,), native=("read", FIXTURE, size)))
+        op = Op("chunks_read_%s" % size_label(size), "read-binary", nbytes, run, verify,
+                inner_loops=inner, evict=(FIXTURE,), native=("read", FIXTURE, size))
+        out.append(op)
+        if op.name in CONTROLS:
+            setup, run, teardown = read_control(size)
+            out.append(control_op(op, run, setup=setup, teardown=teardown))
 
     def readinto(size):
         buffers = []

@@ -367,7 +367,8 @@ def find_op(ctx, suite_name, op_name):
 
 
 def list_ops(suite_names, io_stack="c", profile="quick"):
-    """[{suite, op, category, bytes, unavailable, native}] for this interpreter and profile."""
+    """[{suite, op, category, bytes, unavailable, clock, control_of, native}] for this
+    interpreter and profile (control_of: the op a control op is the control of)."""
     try:
         ctx = Context(os.devnull, os.devnull, profile=profile, io_stack=io_stack)
         missing_stack = None
@@ -381,6 +382,7 @@ def list_ops(suite_names, io_stack="c", profile="quick"):
                          "bytes": op.bytes_per_value,
                          "unavailable": missing_stack or op.unavailable,
                          "clock": op.clock,
+                         "control_of": op.control_of,
                          "native": list(op.native) if op.native else None})
     return rows
 

@@ -34,7 +34,7 @@ from __future__ import division
 
 import os
 
-from _api import Fixture, Op, expect_equal
+from _api import Fixture, Op, Sink, control_op, expect_equal, next_of
 from _data import DeterministicBytes, ascii_text, write_bytes
 
 TEXT_FILE = "large.txt"
@@ -114,15 +114,64 @@ def _read_ops(ctx, filename, suffix, modes):
     # The native ceiling reads the same file with the same block size in C.
     native = {"byLines": None, "byBlocks": ("read", filename, BLOCK_SIZE),
               "allAtOnce": ("read", filename, 0)}
+    controls = {"byLines": lines_control, "byBlocks": blocks_control}
     ops = []
     for kind, make in (("byLines", by_lines), ("byBlocks", by_blocks), ("allAtOnce", all_at_once)):
         for mode_name, mode in modes:
             if kind == "byLines" and suffix:
                 continue  # the study read its binary file by blocks and at once only
-            ops.append(Op("read_%s_%sMode%s" % (kind, mode_name, suffix),
-                          "read-%s" % mode_name, size, make(mode), verify,
-                          evict=(filename,), native=native[kind]))
+            op = Op("read_%s_%sMode%s" % (kind, mode_name, suffix),
+                    "read-%s" % mode_name, size, make(mode), verify,
+                    evict=(filename,), native=native[kind])
+            ops.append(op)
+            if op.name in CONTROLS:
+                ops.append(controls[kind](op, open_, path, mode))
     return ops
+
+
+def _read_whole(open_, path, mode):
+    """The file's content as ``open_(path, mode)`` returns it (setup, outside timing)."""
+    with open_(path, mode) as f:
+        return f.read()
+
+
+def lines_control(op, open_, path, mode):
+    """op's loop, ``for line in f: n += len(line)``, over a list of the same lines."""
+    state = {}
+
+    def setup():
+        with open_(path, mode) as f:
+            state["lines"] = list(f)
+
+    def run():
+        n = 0
+        for line in state["lines"]:
+            n += len(line)
+        return n
+    return control_op(op, run, setup=setup, teardown=state.clear)
+
+
+def blocks_control(op, open_, path, mode):
+    """op's loop of 4 KiB reads, each ``f.read(BLOCK_SIZE)`` replaced by the next of the
+    same 4 KiB blocks, cut in setup (``next_of``; the last is the empty block that ends
+    the loop)."""
+    state = {}
+
+    def setup():
+        data = _read_whole(open_, path, mode)
+        state["blocks"] = [data[i:i + BLOCK_SIZE] for i in range(0, len(data), BLOCK_SIZE)] \
+            + [data[:0]]
+
+    def run():
+        read = next_of(state["blocks"])
+        n = 0
+        while True:
+            block = read()
+            if not block:
+                break
+            n += len(block)
+        return n
+    return control_op(op, run, setup=setup, teardown=state.clear)
 
 
 def _write_ops(ctx):
@@ -180,6 +229,23 @@ def _write_ops(ctx):
         if os.path.exists(out_path):
             os.remove(out_path)
 
+    def write_control(op, count, item):
+        """op's loop, ``for _ in range(count): f.write(item)``, writing to a Sink: the loop
+        and a C method call of one argument a write, no file."""
+        sink = Sink()
+
+        def run():
+            write = sink.write
+            calls = 0
+            for calls in range(1, count + 1):
+                write(item)
+            return calls
+
+        def check(calls):
+            expect_equal("calls of the control of %s" % op.name, calls, count)
+            expect_equal("item written by the control of %s" % op.name, sink.take(), item)
+        return control_op(op, run, check)
+
     ops = []
     for mode_name, mode in (("text", "w"), ("binary", "wb")):
         line, block = payload[mode_name]
@@ -191,9 +257,13 @@ def _write_ops(ctx):
             expected_tail = WRITE_LINE.encode("ascii") if kind == "byLines" else tail
             native = {"byLines": None, "byBlocks": ("write", WRITE_BYTES, len(WRITE_BLOCK)),
                       "allAtOnce": ("write", WRITE_BYTES, 0)}[kind]
-            ops.append(Op("write_%s_%sMode" % (kind, mode_name), "write-%s" % mode_name,
-                          write_bytes_, run, verify(expected_tail), setup=setup,
-                          teardown=teardown, native=native, outputs=(out_path,)))
+            op = Op("write_%s_%sMode" % (kind, mode_name), "write-%s" % mode_name,
+                    write_bytes_, run, verify(expected_tail), setup=setup,
+                    teardown=teardown, native=native, outputs=(out_path,))
+            ops.append(op)
+            if op.name in CONTROLS:
+                ops.append(write_control(op, lines if kind == "byLines" else blocks,
+                                         line if kind == "byLines" else block))
     return ops
 
 
@@ -214,6 +284,21 @@ CORE = {
     "write_byLines_binaryMode": "binary lines: 3.13 -> 3.14 0.49x, 3.14 -> 3.15 0.77x",
     "write_byBlocks_binaryMode": "4 KiB binary blocks: 3.13 -> 3.14 0.27x",
     "write_allAtOnce_binaryMode": "one 25 MiB binary write: the system-call floor",
+}
+
+# The ops with a control op ("<op>__control", _api.control_op): the op's Python loop over data
+# in memory, timed beside it. iomatrix.measuring.selection reads this literal too: core takes
+# the controls of its core ops.
+CONTROLS = {
+    "read_byLines_textMode": "for line in a list of the same lines: n += len(line)",
+    "read_byLines_binaryMode": "for line in a list of the same lines: n += len(line)",
+    "read_byBlocks_textMode": "the same 4 KiB blocks from a list: n += len(block)",
+    "read_byBlocks_binaryMode": "the same 4 KiB blocks from a list: n += len(block)",
+    "read_byBlocks_binaryMode[large.bin]": "the same 4 KiB blocks from a list: n += len(block)",
+    "write_byLines_textMode": "the 64-byte line written to a Sink, 409,600 times",
+    "write_byLines_binaryMode": "the 64-byte line written to a Sink, 409,600 times",
+    "write_byBlocks_textMode": "the 4 KiB block written to a Sink, 6,400 times",
+    "write_byBlocks_binaryMode": "the 4 KiB block written to a Sink, 6,400 times",
 }
 
 

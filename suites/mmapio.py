@@ -39,7 +39,7 @@ import re
 import shutil
 import zlib
 
-from _api import Fixture, Op, expect_equal, file_crc32
+from _api import Fixture, Op, control_op, expect_equal, file_crc32, next_of
 from _data import ascii_text, write_bytes
 
 KIB = 1024
@@ -108,6 +108,13 @@ CORE = {
         "f.seek(i); f.read(n): 3.13 -> 3.14 4.34x (each small read after a seek refills "
         "a 128 KiB buffer)",
     "mmapio_find_mmap": "mmap.find: 3.10 -> 3.11 0.23x",
+}
+
+# The ops with a control op ("<op>__control", _api.control_op): the op's loop over the file's
+# content in memory, timed beside it. iomatrix.measuring.selection reads this literal too: core
+# takes the controls of its core ops.
+CONTROLS = {
+    "mmapio_slices_seek_read": "the same records from a list, one per offset",
 }
 
 
@@ -275,6 +282,25 @@ def ops(ctx):
     out.append(op("slices_mmap", "mmap", record_bytes, slices_mmap, verify_records))
     out.append(op("slices_read_bytes", "mmap", size, slices_read, verify_records))
     out.append(op("slices_seek_read", "mmap", record_bytes, slices_seek_read, verify_records))
+    records_read = []
+
+    def control_setup():
+        reference()
+        with open(path, "rb") as f:
+            data = f.read()
+        records_read[:] = [data[i:i + RECORD_BYTES] for i in ref["offsets"]]
+
+    def slices_seek_read_control():
+        """slices_seek_read's loop, each ``seek(i); read(n)`` replaced by the next of the same
+        records, cut in setup (``next_of``)."""
+        read = next_of(records_read)
+        records = []
+        append = records.append
+        for i in ref["offsets"]:
+            append(read())
+        return records
+    out.append(control_op(out[-1], slices_seek_read_control, setup=control_setup,
+                          teardown=lambda: records_read.__delitem__(slice(None))))
 
     # -- seek + find: the line from each offset -------------------------------------------
     def lines_mmap():

@@ -39,7 +39,7 @@ import os
 import sys
 import zlib
 
-from _api import Fixture, Op, expect_equal, file_crc32
+from _api import Fixture, Op, Sink, control_op, expect_equal, file_crc32
 from _data import LATIN_WORDS, ascii_text, multilingual_text, write_bytes
 
 PY2 = sys.version_info[0] == 2
@@ -173,6 +173,18 @@ CORE = {
     "textio_write_lines_ascii": "ascii text written by lines: 3.13 -> 3.14 0.52x",
 }
 
+# The ops with a control op ("<op>__control", _api.control_op): the op's loop over the same lines
+# in memory, timed beside it (reads: the lines from a list; writes: each line to a Sink, a C
+# method of one argument as write is). iomatrix.measuring.selection reads this literal too:
+# core takes the controls of its core ops.
+CONTROLS = {
+    "textio_read_lines_ascii": "for line in a list of the same lines",
+    "textio_read_lines_utf8": "for line in a list of the same lines",
+    "textio_write_lines_ascii": "each line written to a Sink",
+    "textio_write_lines_utf8": "each line written to a Sink",
+    "textio_print_lines_utf8": "print(line, end=EOL, file=a Sink) for each line",
+}
+
 
 def ops(ctx):
     size = _text_bytes(ctx.profile, ctx.counting)
@@ -221,6 +233,28 @@ def ops(ctx):
             expect_equal("lines read from %s" % path, result[0], passes * ref["lines"])
             expect_equal("last line of %s" % path, result[1], ref["last_line"])
         add(name, "text-read", fixture, passes, run, verify, setup=setup, unavailable=unavailable)
+        if out[-1].name not in CONTROLS:
+            return
+        lines = []
+
+        def control_setup():
+            setup()
+            with io_open(path, "r", encoding=encoding, errors=errors, newline=newline) as f:
+                lines[:] = list(f)
+
+        def control_run():
+            count = 0
+            last = None
+            for _ in range(passes):
+                for line in lines:
+                    count += 1
+                    last = line
+            return count, last
+
+        def control_teardown():
+            del lines[:]
+        out.append(control_op(out[-1], control_run, setup=control_setup,
+                              teardown=control_teardown))
 
     def read_whole_op(name, fixture, encoding, errors="strict", unavailable=None):
         path = ctx.path(fixture)
@@ -289,6 +323,24 @@ def ops(ctx):
             remove_scratch()
         add(name, "text-write", fixture, passes, run, verify, setup=setup, teardown=teardown,
             unavailable=unavailable, reads=False)
+        if out[-1].name not in CONTROLS:
+            return
+        sink = Sink()
+
+        def control_run():
+            lines = state["lines"]
+            for _ in range(passes):
+                write_all(sink, lines)
+            return passes * len(lines)
+
+        def control_verify(count):
+            lines = state["lines"]
+            expect_equal("lines written by the control of %s" % name, count,
+                         passes * len(lines))
+            expect_equal("last item written by the control of %s" % name, sink.take(),
+                         EOL if use_print else lines[-1])
+        out.append(control_op(out[-1], control_run, control_verify, setup=setup,
+                              teardown=state.clear))
 
     for name, fixture, encoding in CODECS:
         read_lines_op("read_lines_" + name, fixture, encoding)
