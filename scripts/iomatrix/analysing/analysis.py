@@ -16,7 +16,7 @@ import pandas as pd
 
 from iomatrix import stats
 from iomatrix.analysing import counts, study
-from iomatrix.measuring import knobs, native, phase
+from iomatrix.measuring import knobs, native, phase, selection
 from iomatrix.storing import store
 
 COLUMNS = ["series", "op", "suite", "category", "bytes", "round", "io", "cache", "profile",
@@ -187,13 +187,18 @@ def cell_values(frame: pd.DataFrame, column: str) -> dict:
 
 
 def ordered_ops(data: RunData) -> list[str]:
-    """Ops in suite order as the suites define them (first appearance in the results)."""
+    """Ops in suite order as the suites define them (first appearance in the results); an
+    op's control (``<op>__control``) right after it."""
     frame = data.frame
     suite_rank = {s: i for i, s in enumerate(data.manifest.get("suites", []))}
     firsts = frame.drop_duplicates("op")[["op", "suite"]]
     suite_of = dict(zip(firsts["op"], firsts["suite"]))
-    return sorted(suite_of, key=lambda op: (
-        suite_rank.get(suite_of[op], 99), study.op_rank(op), op))
+
+    def key(op):
+        suffix = selection.CONTROL_SUFFIX
+        of = op[:-len(suffix)] if op.endswith(suffix) else op
+        return (suite_rank.get(suite_of[op], 99), study.op_rank(of), of, op != of)
+    return sorted(suite_of, key=key)
 
 
 def python_ops(frame: pd.DataFrame) -> set:

@@ -250,10 +250,11 @@ class Analysis:
         return older, newer, c, same_way
 
     def listed(self) -> tuple[list[Finding], list[Finding]]:
-        """The findings the main page lists: the largest slowdowns, then the largest speed-ups."""
-        found = self.findings()
-        return ([f for f in found if f.comparison.ratio > 1][:MAX_FINDINGS],
-                [f for f in found if f.comparison.ratio < 1][:MAX_FINDINGS])
+        """The findings the main page lists: the largest slowdowns, then the largest speed-ups,
+        of the I/O findings (analysing.controls: not a control's own step, nor one its
+        control explains)."""
+        from iomatrix.analysing import controls     # it imports this module
+        return controls.listed(self, MAX_FINDINGS)
 
 
 def analyse(data: RunData, baseline: str | None, threshold: float) -> Analysis:

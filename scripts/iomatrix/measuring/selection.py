@@ -7,6 +7,11 @@ one line per op); this module collects them. They are read from the files with
 ``ast``, not imported: the suites are worker code (every Python from 2.7), and the
 host never imports them.
 
+Core also takes the control of each of its ops that has one: a suite's literal
+``CONTROLS = {"op": "what its control times"}`` names the ops that have a control op,
+``<op>__control`` (suites/_api.py, control_op), which the host sets beside the op's
+release steps (iomatrix.analysing.controls).
+
 What core costs: a lockstep round of core took 1.9 to 2.25 times as long as a round
 of the study alone (the same three interpreters, 2.7, 3.13 and PyPy, quick profile,
 alternating runs on this 2-core host). A study round of the main command's 16 series
@@ -28,6 +33,22 @@ ALL = "all"
 STUDY_SUITE = "lutz2009"
 # Machinery in suites/, not suites (the same rule as suites/_api.available_suites).
 NOT_SUITES = ("harness.py",)
+# An op's control op is named after it (suites/_api.py: CONTROL_SUFFIX).
+CONTROL_SUFFIX = "__control"
+
+
+def control_name(op: str) -> str:
+    return op + CONTROL_SUFFIX
+
+
+def declared_controls(directory: Path = SUITES_DIR) -> dict[str, dict[str, str]]:
+    """{suite: {op: what its control times}}, from every suite's ``CONTROLS``."""
+    found = {}
+    for suite in available_suites(directory):
+        controls = declared(suite, "CONTROLS", directory)
+        if controls:
+            found[suite] = dict(controls)
+    return found
 
 
 class SelectionError(ValueError):
@@ -82,13 +103,24 @@ def resolve(value: str, directory: Path = SUITES_DIR) -> tuple[tuple, tuple | No
         return tuple(available_suites(directory)), None
     if names == [CORE]:
         core = core_ops(directory)
-        return tuple(core), tuple(op for ops in core.values() for op in ops)
+        controls = declared_controls(directory)
+        chosen = []
+        for suite, ops in core.items():
+            for op in ops:
+                chosen.append(op)
+                if op in controls.get(suite, {}):
+                    chosen.append(control_name(op))
+        return tuple(core), tuple(chosen)
     return tuple(dict.fromkeys(names)), None
 
 
 def core_reason(op: str, directory: Path = SUITES_DIR) -> str | None:
-    """Why ``op`` is in core, or None when it is not."""
-    for ops in core_ops(directory).values():
+    """Why ``op`` is in core, or None when it is not (a control: as its op's control)."""
+    controls = declared_controls(directory)
+    for suite, ops in core_ops(directory).items():
         if op in ops:
             return ops[op]
+        for name in ops:
+            if op == control_name(name) and name in controls.get(suite, {}):
+                return f"the control of {name}: {controls[suite][name]}"
     return None

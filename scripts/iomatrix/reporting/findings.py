@@ -10,7 +10,7 @@ moved while the time did not decide. Split from pages.py, which re-exports these
 from __future__ import annotations
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import counts, evidence, status
+from iomatrix.analysing import controls, counts, evidence, status
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import allocator_section
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
@@ -87,7 +87,7 @@ def recipe_note(an: Analysis, f: Finding) -> str | None:
 
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
                   where: str | None = None, bytes_note: str | None = None,
-                  recipe_note: str | None = None) -> str:
+                  recipe_note: str | None = None, control_note: str | None = None) -> str:
     """What the counts say, after the finding's classes where they are not the usual ones
     (time only, counts only, borderline), whether its series splits into modes, and what
     the step is under glibc's untouched allocator where that differs."""
@@ -98,6 +98,8 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
     parts = [f"*{', '.join(nowrap(tag) for tag in tags)}*"] if tags else []
     if recipe_note:
         parts.append(f"*{recipe_note}*")
+    if control_note:    # the loop without I/O (analysing.controls): first, it reframes the rest
+        parts.insert(0, control_note)
     if bytes_note:
         parts.append(f"*{md(bytes_note)}*")
     if untouched_note:
@@ -183,11 +185,14 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     if not findings:
         return lines + [f"None: no step of the lineage changed an op significantly by more "
                         f"than {an.threshold:.0%}.", ""]
+    # The I/O findings: neither a control's own step nor one its control explains
+    # (analysing.controls); those stay on the suite pages and in data.csv, labelled.
     slower, faster = an.listed()
+    control_steps = {id(f): controls.step(an, f.op, f.a, f.b) for f in slower + faster}
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
     untouched = an.untouched_steps if an.data.all_conditions is not None else {}
     functions = an.functions
-    with_notes = bool(counted) or bool(untouched) or any(
+    with_notes = bool(counted) or bool(untouched) or any(control_steps.values()) or any(
         bytes_on_2x_note(an, f.op, f.a) or an.recipe_check(f) for f in slower + faster) or any(
         getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
@@ -224,7 +229,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                                               untouched, f.op, f.a, f.b, an.threshold),
                                           top_function(functions, counted, f),
                                           bytes_on_2x_note(an, f.op, f.a),
-                                          recipe_note(an, f))]
+                                          recipe_note(an, f),
+                                          control_cell(control_steps[id(f)]))]
                            if with_notes else []))
         # Each cell in lines as narrow as it reads well: with the likely change in a column
         # of its own and the interval beside the ratio, the table was 1,164 px wide in
@@ -252,7 +258,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     lines += named_causes([(numbers[id(f)], why[id(f)], verdicts[id(f)])
                            for f in slower + faster])
     lines += section_later_and_shared(an, [(numbers[id(f)], f) for f in slower + faster])
-    more = len(findings) - len(slower) - len(faster)
+    lines += controls_paragraph(an, link)
+    more = len(controls.io_findings(an)) - len(slower) - len(faster)
     if more:
         lines += [f"{more} more findings are on the suite pages (the largest "
                   f"{MAX_FINDINGS} each way are listed here): they are the marked cells of each "
@@ -271,6 +278,33 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                          + [f"![per-process values of findings]({path})"
                             for path in strip_figures] + [""])
     return lines
+
+
+def control_cell(found) -> str | None:
+    """The loop without I/O beside a finding (controls.sentence), on lines of their own so
+    the cell stays narrow; None for an op without a control."""
+    if found is None:
+        return None
+    text = md(controls.sentence(found))
+    return "<br>".join(nowrap(part) for part in text.replace(", the loop", ",<br>the loop")
+                       .replace(" (", "<br>(").split("<br>"))
+
+
+def controls_paragraph(an: Analysis, link: str) -> list[str]:
+    """How many findings are the code around the I/O (their control explains them) and
+    are therefore not listed above, with where they are; [] when none."""
+    apart = controls.set_apart(an)
+    if not apart:
+        return []
+    named = "; ".join(f"{code(f.op)} {nowrap(f'{md(f.a)} → {md(f.b)}')}"
+                      for f in apart[:MAX_FINDINGS])
+    more = f" and {len(apart) - MAX_FINDINGS} more" if len(apart) > MAX_FINDINGS else ""
+    steps = "1 significant step is" if len(apart) == 1 else f"{len(apart)} significant steps are"
+    return [f"{steps} {controls.AROUND}: the op's control (the "
+            "same loop and payload over data in memory) moved by at least "
+            f"{controls.EXPLAINED_SHARE:.0%} of the op's change and the op without it did "
+            f"not (docs/methodology.md, Controls). Not listed above: {named}{more}; each is "
+            "on its suite page, labelled, and in data.csv.", ""]
 
 
 MAIN_PAGE_EXCERPT = 60    # characters of a later entry's text on the main page (the suite

@@ -12,7 +12,7 @@ import math
 import re
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import counts, evidence, status
+from iomatrix.analysing import controls, counts, evidence, status
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import process_means, with_all_conditions
 from iomatrix.analysing.comparisons import Analysis, Finding
@@ -86,6 +86,7 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
         lines += [f"## Against {code(an.baseline)}", ""] + wide_table(rows, [
             (column_title(an.data, s), lambda op, s=s: ratio_cell(an.baseline_cmp.get((op, s))))
             for s in order if s != an.baseline])
+    lines += section_controls(an, ops)
     lines += section_candidates(an, ops)
     lines += section_functions(an, ops)
     lines += section_times(an, ops, rows, order, anchors)
@@ -96,6 +97,43 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
     if suite == "lutz2009" and others:
         lines += section_sentences(ops, order, an.oldest, an.oldest_cmp)
     return "\n".join(lines)
+
+
+def section_controls(an: Analysis, ops: list) -> list[str]:
+    """Each release-step finding of these ops that has a control, beside the control's step
+    (analysing.controls): both times, the share of the change the control explains, the op's
+    step without the control, and the verdict; [] when none of them has a control."""
+    rows = []
+    for f in an.findings():
+        found = controls.step(an, f.op, f.a, f.b) if f.op in ops else None
+        if found is None:
+            continue
+        if found.verdict == controls.MISSING:
+            cells = ["—", "—", "—", "—"]
+        else:
+            (ta, tb), (ca, cb) = found.op_times, found.control_times
+            cells = [nowrap(f"{fmt_time(ta)} → {fmt_time(tb)}"),
+                     nowrap(f"{fmt_time(ca)} → {fmt_time(cb)}"),
+                     fmt_value(found.share, ".0%", signed=True), ratio_cell(found.without, an.threshold)]
+        verdict = controls.sentence(found) if found.verdict == controls.MISSING \
+            else found.verdict
+        rows.append([code(f.op), step_title(f.a, f.b), ratio_cell(f.comparison, an.threshold),
+                     *cells, f"**{md(verdict)}**" if found.around else md(verdict)])
+    if not rows:
+        return []
+    return ["## The loop without I/O (controls)", "",
+            "Each finding of an op that has a control, the op `<op>__control` of this suite: the "
+            "same loop and payload over data already in memory, timed in the same rounds (its "
+            "own steps are in the tables as an op of its own). \"share\": the control's change "
+            "of time over the op's; \"without\": the op's step on the per-round differences op "
+            "− control (the I/O alone). A step is **" + controls.AROUND + "** when the share "
+            f"is {controls.EXPLAINED_SHARE:.0%} or more and the step without the control is no "
+            "finding (docs/methodology.md, Controls): it is not among the main page's I/O "
+            "findings. \"control missing\": the control has no times on a side (it failed, did "
+            "not verify, or the run predates it).", "",
+            table(rows, ["op", "step", "ratio", "op time", "control time", "share", "without",
+                         "verdict"],
+                  ["left", "left", "right", "right", "right", "right", "right", "left"]), ""]
 
 
 WHERE_TOP = 5
@@ -485,7 +523,9 @@ def section_noise(an: Analysis, ops: list, rows: list, order: list) -> list[str]
 # its suite page says beyond its candidates (later_and_shared_rows): later_change (value: its
 # rank among the later entries shown, 1 the best; candidate and candidate_release: its
 # number and a release that lists it, one row per release), instructions_change_per_call,
-# shared_only_change_per_call and shared_only_share (the shared build's share).
+# shared_only_change_per_call and shared_only_share (the shared build's share); for a finding
+# of an op that has a control (control_rows), control_share and without_control_ratio, with the
+# control's verdict in the evidence column.
 CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "against", "value",
               "low", "high", "significant", "processes",
               # The paired rounds behind a ratio's interval (a lockstep run), blank when unpaired.
@@ -611,6 +651,29 @@ def later_and_shared_rows(an: Analysis, writer, run_id: str) -> None:
                                      *class_columns(None)])
 
 
+def control_rows(an: Analysis, writer, run_id: str) -> None:
+    """For each finding of an op that has a control (analysing.controls), a row
+    ``control_share`` (value: the control's change of time over the op's) and a row
+    ``without_control_ratio`` (the op's step without the control, with its interval), each
+    with the verdict in the evidence column ("the code around the I/O, not I/O", "I/O" or
+    "control missing")."""
+    blank = class_columns(None)
+    for f in an.findings():
+        found = controls.step(an, f.op, f.a, f.b)
+        if found is None:
+            continue
+        start = [run_id, f.b, f.op, an.suite_of[f.op], an.category_of[f.op]]
+        verdict = [found.verdict] + blank[1:]
+        writer.writerow(start + ["control_share", f.a, number(found.share), "", "", "", "",
+                                 "", *verdict])
+        c = found.without
+        if c is not None:
+            writer.writerow(start + ["without_control_ratio", f.a, repr(c.ratio), number(c.low),
+                                     number(c.high), "" if c.significant is None
+                                     else str(c.significant).lower(), c.n_b,
+                                     c.n_b if c.paired else "", *verdict])
+
+
 def tidy_csv(an: Analysis) -> str:
     """One row per run, series, op and statistic; ratio rows carry their interval bounds, and
     release steps the classes of the report's findings (blank for a step that is neither a
@@ -665,6 +728,7 @@ def tidy_csv(an: Analysis) -> str:
             ratio_rows("ratio_to_previous_release", {(op, b): c}, lambda s, a=a: a)
     later_and_shared_rows(an, writer, run_id)
     status_rows(an, writer, run_id)
+    control_rows(an, writer, run_id)
     return out.getvalue()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from iomatrix.analysing import ablation, counts, study
+from iomatrix.analysing import ablation, controls, counts, study
 from iomatrix.analysing.analysis import RunData, series_info
 from iomatrix.analysing.comparisons import Analysis
 from iomatrix.reporting.markdown import code, md
@@ -140,7 +140,9 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
     if len(an.lin.releases) < 2:
         return (f"This run has no release lineage ({len(an.lin.releases)} plain CPython "
                 "release), so there are no release steps to summarise.")
-    findings = an.findings()
+    # I/O only: a control's own step and a step its control explains are the code around
+    # the I/O (analysing.controls), not what the summary speaks of.
+    findings = controls.io_findings(an)
     firm_known = any(getattr(f, "firmness", None) is not None for f in findings)
     quoted = [f for f in findings if not firm_known or getattr(f, "firmness", None) == "firm"]
     first, last = an.lin.releases[0], an.lin.releases[-1]
