@@ -13,6 +13,13 @@ except under ``--cache cold``). Every op counts the bytes it got and
 keeps its last chunk; verify compares the total with the fixture's size, the
 number of chunks with what N implies and the last chunk with the file's tail.
 
+What a call's time is made of: ``open``, the reads (per call: a method call, a
+system call or a copy from the buffer, a new bytes object of N bytes; for
+iteration, ``readline``'s search for b"\n" per ~256-byte piece) and the loop's
+own ``count += 1; total += len(chunk); last = chunk`` per piece, which the
+controls of ``CONTROLS`` (``<op>__control``: the same loop over the same pieces
+in memory) time apart; ``readinto`` allocates nothing per call.
+
 In ``core``, the default selection (the 2009 study plus a handful of ops from each
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):

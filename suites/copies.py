@@ -17,6 +17,13 @@ the resident set grew during it as metadata ``iomatrix_peak_rss`` (see
 ``harness.peak_rss_delta``). pyperf's --track-memory is not used: its thread
 changes the timings.
 
+What a call's time is made of: ``open`` of both files, then per buffer a read (a
+system call and a copy into a new object, or into the reused buffer for
+``readinto``) and a write (a system call), or per chunk one ``sendfile`` or
+``copy_file_range`` call (no copy through user space); the Python loop runs once per
+buffer, a few hundred to a few thousand times a call, a small share beside the
+copies, so these ops have no control.
+
 In ``core``, the default selection (the 2009 study plus a handful of ops from each
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):

@@ -27,6 +27,19 @@ Writing ops work on copies under the scratch directory and toggle the copy
 between two payloads (the original and a transformed one), so every call must
 really write: verify compares the whole file's crc32 with the payload's.
 
+What a call's time is made of. Reads: per request, a method call, the buffered
+layer's copy (and for text the decoder's chunk and the universal-newline pass),
+a new object, and the loop's own bookkeeping (``calls += 1``, ``last = block``),
+which for 1- and 20-unit requests is a large share: their controls show it.
+Seeks: the ``seek`` call (text: a cookie and a decoder reset). Overwrites and
+appends: a ``write`` call per piece, the buffering, (text) encoding, and the
+system calls at each flush. Read-modify-write: per block ``tell`` (text), ``read``,
+``seek``, the transform and ``write``; the transform is cheap and the same on every
+version (binary: ``bytes.translate`` with a 256-byte table; text: the block
+reversed, a slice), so the step is the I/O's, not the transform's. The ops listed in
+``CONTROLS`` have a control ``<op>__control``: the same loop and transform over the
+same pieces in memory.
+
 In ``core``, the default selection (the 2009 study plus a handful of ops from each
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):

@@ -20,6 +20,15 @@ on 2.7, ``asyncio.to_thread`` before 3.9, fork pools where ``os.fork`` is missin
 The async code is compiled from a string at setup time: ``async def`` is a
 syntax error on 2.7, which must still import this module.
 
+What a call's time is made of. Writes: per file, making the text (``str()`` and
+``",".join`` of 10 numbers a row: most of the CPU time), ``open``, one ``write`` and
+``close`` (create, write and close system calls), and the cost of the concurrency
+tool (threads, pools, the event loop). Reads: per file, ``open``, ``read`` (decoding
+the whole file), ``len`` and ``count("\n")`` over the decoded text, and ``close``,
+in the chosen runner. The read ops listed in ``CONTROLS`` have a control
+``<op>__control``: the same jobs in the same runner, each counting a text already
+in memory, so what is the runner's and the counting's is timed apart from the files.
+
 In ``core``, the default selection (the 2009 study plus a handful of ops from each
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):

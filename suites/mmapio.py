@@ -23,6 +23,14 @@ compares counts, offsets and crc32s with references computed in setup from
 one plain read (outside timing). mmap objects are not context managers on
 2.7, hence the try/finally blocks.
 
+What a call's time is made of: ``open`` and ``mmap`` (or a whole ``read``), then the
+work: one C call for the whole-file, find and regex ops (copying, searching or
+matching the mapped pages or the bytes read); per offset, a slice, a ``find`` or a
+``seek`` and ``read``/``readline`` call with the loop's own ``append`` for the
+slices, seek + find and modify ops (20,000 offsets a call). ``slices_seek_read``
+has a control, ``mmapio_slices_seek_read__control`` (``CONTROLS``): the same loop
+appending the same records from a list, so its loop's share is set apart.
+
 In ``core``, the default selection (the 2009 study plus a handful of ops from each
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):

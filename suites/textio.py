@@ -24,6 +24,15 @@ Written files must be byte-identical to the fixture they were decoded from
 (crc32); reads verify characters, lines and the last line against a
 ``bytes.decode`` of the file made in setup.
 
+What a call's time is made of. File reads by lines: ``open``, the buffered reads,
+the decoder, the newline pass, a new str per line and the loop's ``count += 1;
+last = line``; whole reads: one read and one decode. Writes by lines: a ``write``
+(or ``print``, which calls ``write`` twice) per line, the encoder and the system
+calls at each flush. The in-memory ops are the same work without files (their
+names say which layer they keep). The ops in ``CONTROLS`` have a control
+``<op>__control``: the same loop over the same lines in memory, or writing each
+line to a ``Sink``.
+
 In ``core``, the default selection (the 2009 study plus a handful of ops from each
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):

@@ -200,3 +200,11 @@ def test_a_control_that_computes_something_else_fails_its_check(tmp_path):
                 op.verify(bad)
         finally:
             op.teardown and op.teardown()
+
+
+def test_the_rule_of_a_finding_is_the_analysis_own():
+    for c in (stats.Comparison(1.06, 1.01, 1.1, True, 9, 9, True),
+              stats.Comparison(0.94, 0.9, 0.99, True, 9, 9, True),
+              stats.Comparison(1.04, 1.01, 1.1, True, 9, 9, True),
+              stats.Comparison(1.5, 0.9, 2.0, False, 9, 9, True)):
+        assert controls.is_finding(c, 0.05) == comparisons.is_finding(c, 0.05)

@@ -41,7 +41,11 @@ def test_core_is_the_study_plus_telling_ops_of_every_other_suite():
               "manyfiles_read_sequential", "textio_decode_utf8"}
     assert wanted <= {op for ops in core.values() for op in ops}
     suites, ops = selection.resolve("core")
-    assert suites == tuple(core) and len(ops) == sum(map(len, core.values()))
+    # core takes the control of each core op that has one (issue 41; tests/test_controls.py)
+    controls = selection.declared_controls()
+    with_controls = sum(op in controls.get(suite, {}) for suite, chosen in core.items()
+                        for op in chosen)
+    assert suites == tuple(core) and len(ops) == sum(map(len, core.values())) + with_controls
 
 
 @pytest.mark.parametrize("suite", selection.available_suites())

@@ -31,7 +31,6 @@ import functools
 import math
 
 from iomatrix import stats
-from iomatrix.analysing.comparisons import is_finding
 from iomatrix.measuring import selection
 
 CONTROL_SUFFIX = selection.CONTROL_SUFFIX
@@ -84,6 +83,13 @@ def has_control(an, op: str) -> bool:
 def without_control(op_means: dict, control_means: dict) -> dict:
     """{round: op's mean − control's mean} of one series, for the rounds both have."""
     return {r: op_means[r] - control_means[r] for r in op_means if r in control_means}
+
+
+def is_finding(comparison: stats.Comparison, threshold: float) -> bool:
+    """comparisons.is_finding's rule (significant, beyond the threshold either way), here
+    because comparisons imports this module for its listing (Analysis.listed)."""
+    return bool(comparison.significant) and (comparison.beyond(threshold)
+                                             or comparison.ratio < 1 / (1 + threshold))
 
 
 def judge(share: float | None, without: stats.Comparison | None, threshold: float) -> str:
