@@ -710,6 +710,21 @@ CONTROLS = {
 }
 
 
+# How each op that reads or writes text on 3.x opens its file on 2.7, by op name or by
+# category (an op's name wins): "open" (the builtin: on 2.x the C stdio file object, which
+# reads and writes bytes, so its 2.7 -> 3.x step also times decoding), "io.open" or
+# "codecs.open" (they decode as 3.x does) or "mmap". Here: text files need an encoding: ``io.open`` on 2.7, which decodes as 3.x does.
+# iomatrix.analysing.study reads this literal (never imports it); tests/test_controls.py
+# checks it against what each op calls under 2.7.
+TEXT_API_27 = {
+    "read-text": "io.open", "write-text": "io.open",
+    # the seeks' category holds binary and text ops alike: the text ones by name
+    "iobench_seek_text_utf8_lf_20KiB_1000units": "io.open",
+    "iobench_seek_text_utf8_lf_400KiB_1000units": "io.open",
+    "iobench_seek_text_utf8_lf_10MiB_1000units": "io.open",
+}
+
+
 def ops(ctx):
     formats = dict((f[0], f) for f in TEXT_FORMATS)
     out = []

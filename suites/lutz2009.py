@@ -315,6 +315,15 @@ CONTROLS = {
 }
 
 
+# How each op that reads or writes text on 3.x opens its file on 2.7, by op name or by
+# category (an op's name wins): "open" (the builtin: on 2.x the C stdio file object, which
+# reads and writes bytes, so its 2.7 -> 3.x step also times decoding), "io.open" or
+# "codecs.open" (they decode as 3.x does) or "mmap". Here: On 2.x ``open()`` is the C stdio file object: its text mode reads and writes bytes (str).
+# iomatrix.analysing.study reads this literal (never imports it); tests/test_controls.py
+# checks it against what each op calls under 2.7.
+TEXT_API_27 = {"read-text": "open", "write-text": "open"}
+
+
 def ops(ctx):
     text_modes = (("text", "r"), ("binary", "rb"))
     return (_read_ops(ctx, TEXT_FILE, "", text_modes)

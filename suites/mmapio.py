@@ -126,6 +126,18 @@ CONTROLS = {
 }
 
 
+# How each op that reads or writes text on 3.x opens its file on 2.7, by op name or by
+# category (an op's name wins): "open" (the builtin: on 2.x the C stdio file object, which
+# reads and writes bytes, so its 2.7 -> 3.x step also times decoding), "io.open" or
+# "codecs.open" (they decode as 3.x does) or "mmap". Here: its two text reads use ``io.open`` on 2.7, which decodes as 3.x does; the others are bytes on every version.
+# iomatrix.analysing.study reads this literal (never imports it); tests/test_controls.py
+# checks it against what each op calls under 2.7.
+TEXT_API_27 = {
+    "mmapio_read_whole_file_text": "io.open",
+    "mmapio_regex_read_text": "io.open",
+}
+
+
 def ops(ctx):
     path = ctx.path(FIXTURE)
     size = _file_bytes(ctx.profile, ctx.counting)

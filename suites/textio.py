@@ -195,6 +195,15 @@ CONTROLS = {
 }
 
 
+# How each op that reads or writes text on 3.x opens its file on 2.7, by op name or by
+# category (an op's name wins): "open" (the builtin: on 2.x the C stdio file object, which
+# reads and writes bytes, so its 2.7 -> 3.x step also times decoding), "io.open" or
+# "codecs.open" (they decode as 3.x does) or "mmap". Here: ``io.open`` on 2.7, which decodes as 3.x does; the in-memory ops open no file.
+# iomatrix.analysing.study reads this literal (never imports it); tests/test_controls.py
+# checks it against what each op calls under 2.7.
+TEXT_API_27 = {"text-read": "io.open", "text-write": "io.open"}
+
+
 def ops(ctx):
     size = _text_bytes(ctx.profile, ctx.counting)
     io = ctx.io_module

@@ -7,18 +7,19 @@ import ast
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from iomatrix import stats
-from iomatrix.analysing import analysis, comparisons, controls
+from iomatrix.analysing import analysis, comparisons, controls, study
 from iomatrix.measuring import runner, selection
 from iomatrix.paths import SUITES_DIR
 from iomatrix.reporting import pages, suite_pages, summary
 from iomatrix.storing import store
-from conftest import all_pages, write_pyperf_file
+from conftest import ROOT, all_pages, write_pyperf_file
 
 import _api  # noqa: E402  (suites/ is on the path: pyproject.toml)
 
@@ -208,3 +209,65 @@ def test_the_rule_of_a_finding_is_the_analysis_own():
               stats.Comparison(1.04, 1.01, 1.1, True, 9, 9, True),
               stats.Comparison(1.5, 0.9, 2.0, False, 9, 9, True)):
         assert controls.is_finding(c, 0.05) == comparisons.is_finding(c, 0.05)
+
+
+# -- like with like: the API each op's 2.7 side really uses ------------------------------------
+
+PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
+PROBE = ROOT / "tests" / "data" / "probe_text_api.py"
+
+
+def py27_or_skip():
+    if not os.path.exists(PY27):
+        pytest.skip("no Python 2.7 here")
+    return PY27
+
+
+@pytest.fixture(scope="module")
+def probed_27(tmp_path_factory):
+    """{suite: {op: the APIs its setup and one call opened files with}} under 2.7."""
+    python = py27_or_skip()
+    base = tmp_path_factory.mktemp("probe")
+    fixtures, scratch = base / "fixtures", base / "scratch"
+    scratch.mkdir()
+    import _fixtures
+    _fixtures.make_fixtures(selection.available_suites(), "smoke", str(fixtures))
+    found = {}
+    for suite in selection.available_suites():
+        out = subprocess.run([python, str(PROBE), str(SUITES_DIR), str(fixtures), str(scratch),
+                              suite], capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        found[suite] = json.loads(out.stdout)
+    return found
+
+
+def test_each_text_ops_2_7_api_is_declared_as_it_really_is(probed_27):
+    """Every op that opened a file in text mode under 2.7 uses the API its suite declares
+    (TEXT_API_27), and every op the declaration names as "open" did call the builtin open in
+    text mode where its calls ran in this process."""
+    categories = {}
+    for suite in selection.available_suites():
+        for row in listed_ops(suite):
+            categories[row["op"]] = row["category"]
+    for suite, ops in probed_27.items():
+        for op, apis in ops.items():
+            text = sorted({api.split(":")[0] for api in apis if api.endswith(":text")})
+            declared = study.text_api_27(suite, categories[op], op)
+            if text:
+                assert text == [declared], (suite, op, apis)
+            elif declared == study.BUILTIN_OPEN and "process" not in op:
+                raise AssertionError(f"{op} is declared to read or write text with the builtin "
+                                     f"open on 2.7, but opened {apis}")
+
+
+def test_the_note_that_2_7_reads_bytes_is_where_the_builtin_open_is(an):
+    assert study.undecoded_on_2x("lutz2009", "read-text", "read_byLines_textMode")
+    assert study.undecoded_on_2x("manyfiles", "manyfiles", "manyfiles_read_sequential")
+    assert not study.undecoded_on_2x("lutz2009", "read-binary", "read_byLines_binaryMode")
+    assert not study.undecoded_on_2x("lutz2009", "control", "read_byLines_textMode__control")
+    assert not study.undecoded_on_2x("iobench", "write-text",
+                                     "iobench_readmodify_text_utf8_lf_400KiB_4096units")
+    # mmapio's text reads use io.open on 2.7: they decode, like 3.x
+    assert not study.undecoded_on_2x("mmapio", "mmap", "mmapio_read_whole_file_text")
+    # a suite that does not declare it (an older run's) keeps the categories of before
+    assert study.text_api_27("nosuchsuite", "manyfiles", "x") is None

@@ -8,8 +8,10 @@ study did ("3.13 is 2.41 times slower than 2.7").
 from __future__ import annotations
 
 import csv
+import functools
 
 from iomatrix import paths, stats
+from iomatrix.measuring import selection
 
 PUBLISHED = paths.DATA_DIR / "lutz2009-published.csv"
 
@@ -49,16 +51,41 @@ def sentence(op: str, series: str, baseline: str, comparison: stats.Comparison) 
 
 # On 2.x the builtin open() in text mode is the C stdio file object: it returns and takes
 # bytes (str) and decodes or encodes nothing, where 3.x's text mode decodes into str and
-# encodes on write. The suites that time the builtin open() in text mode (lutz2009, as the
-# study did; manyfiles, as scripts do) therefore time another operation on 2.7 than on 3.x;
-# the suites that need an encoding use io.open on 2.7 (iobench, mmapio's text reads,
-# textio), which decodes, so their 2.7 -> 3.x steps compare like with like.
+# encodes on write. An op that opens its file that way (lutz2009's text modes, as the study
+# did; manyfiles, as scripts do) times another operation on 2.7 than on 3.x; an op that uses
+# io.open or codecs.open on 2.7 decodes, so its 2.7 -> 3.x step compares like with like. Each
+# suite says which API each of its text ops uses on 2.7: its literal TEXT_API_27, by op name
+# or by category (the name wins), read here with ast (measuring.selection.declared), and
+# checked against what the ops call under 2.7 (tests/test_controls.py).
+BUILTIN_OPEN = "open"
+# Before the suites declared it: the categories whose ops used the builtin open on 2.7.
 BUILTIN_TEXT_CATEGORIES = {"lutz2009": ("read-text", "write-text"), "manyfiles": ("manyfiles",)}
 
 
-def undecoded_on_2x(suite: str, category: str) -> bool:
+@functools.lru_cache(maxsize=None)
+def declared_text_api(suite: str) -> dict | None:
+    """The suite's TEXT_API_27 ({op or category: API on 2.7}); None for a suite that does not
+    declare it (or is not in suites/: a run's suite that no longer exists)."""
+    if suite not in selection.available_suites():
+        return None
+    found = selection.declared(suite, "TEXT_API_27")
+    return dict(found) if found is not None else None
+
+
+def text_api_27(suite: str, category: str, op: str | None = None) -> str | None:
+    """The API the op opens its text file with on 2.7 ("open", "io.open", "codecs.open",
+    "mmap"), from its suite's declaration; None for an op that reads or writes no text."""
+    declared = declared_text_api(suite)
+    if declared is None:
+        return BUILTIN_OPEN if category in BUILTIN_TEXT_CATEGORIES.get(suite, ()) else None
+    if op is not None and op in declared:
+        return declared[op]
+    return declared.get(category)
+
+
+def undecoded_on_2x(suite: str, category: str, op: str | None = None) -> bool:
     """Whether the op, under a 2.x interpreter, neither decodes nor encodes (see above)."""
-    return category in BUILTIN_TEXT_CATEGORIES.get(suite, ())
+    return text_api_27(suite, category, op) == BUILTIN_OPEN
 
 
 def bytes_on_2x_note(op: str, category: str) -> str:

@@ -204,9 +204,10 @@ def ablation_sentence(an: Analysis, findings: list, label) -> str:
 
 def bytes_on_2x_note(an: Analysis, op: str, older: str) -> str | None:
     """The note of a step from 2.x on an op that 2.x's builtin open() does in bytes
-    (study.undecoded_on_2x): the 2009 study's comparison, kept and labelled."""
+    (study.undecoded_on_2x: the API its suite declares the op uses on 2.7): the 2009 study's
+    comparison, kept and labelled."""
     major = (series_info(an.data, older).get("version_info") or [0])[0]
     if major == 2 and study.undecoded_on_2x(an.suite_of.get(op, ""),
-                                            an.category_of.get(op, "")):
+                                            an.category_of.get(op, ""), op):
         return study.bytes_on_2x_note(op, an.category_of.get(op, ""))
     return None
