@@ -454,6 +454,61 @@ def moved_per_returned(rows, op: str, series: str) -> float | None:
     return row["per_call"] / row["bytes_per_call"]
 
 
+def counted_bytes_per_call(rows, op: str, series: str) -> float | None:
+    """The bytes one counted call of ``op`` processed under ``series`` (its counting
+    fixtures' size); None when it was not counted or records no size."""
+    index = lookup(rows).by_key
+    for counter in ("syscalls", "instructions", "syscall_bytes", "minflt"):
+        row = index.get((series, op, counter))
+        if row is not None and row.get("bytes_per_call"):
+            return float(row["bytes_per_call"])
+    return None
+
+
+def counting_divisor(rows, op: str, series, timed_bytes) -> float | None:
+    """How many times smaller than timed ``op`` was counted: the bytes a timed call processed
+    (``timed_bytes``: the op's bytes per value) over the bytes a counted call did, for the
+    series given (one or several: the largest); None when not counted, or counted at the
+    timed size (within 1%: a text file ends on a whole line)."""
+    series = [series] if isinstance(series, str) else list(series)
+    found = [counted_bytes_per_call(rows, op, s) for s in series]
+    found = [b for b in found if b]
+    if not found or not timed_bytes or not math.isfinite(timed_bytes):
+        return None
+    divisor = timed_bytes / min(found)
+    return divisor if abs(divisor - 1) > 0.01 else None
+
+
+def fmt_divisor(divisors) -> str:
+    """"1/8", "1/8 to 1/32" of the timed size, from the divisors (counting_divisor)."""
+    rounded = sorted({round(d) if d >= 1.5 else round(d, 2) for d in divisors})
+    text = [f"1/{d:g}" for d in rounded]
+    return text[0] if len(text) == 1 else f"{text[0]} to {text[-1]}"
+
+
+def size_sentence(rows, listed) -> str:
+    """For a table of findings ``listed`` as (op, a, b, timed bytes per call): where the
+    counting pass counted on smaller fixtures than timed, which size the counts per call
+    are at, said once; "" when every listed op was counted at its timed size or not at all.
+
+    Counts per call are never scaled to the timed size: a count per call does not scale with
+    the file (a buffer's refills, a last short read, open and close), so "24 times more
+    bytes" counted on a file 1/16 of the timed size is what the page says it is, at that
+    size (the same step moved 32 times more bytes at the timed size)."""
+    divisors = {}
+    for op, a, b, timed in listed:
+        d = counting_divisor(rows, op, (a, b), timed)
+        if d is not None:
+            divisors[op] = d
+    if not divisors:
+        return ""
+    return (f"Counts per call are the counting pass's, at {fmt_divisor(divisors.values())} of "
+            "the timed size (its fixtures and writes are that many times smaller, see the "
+            "bytes/call column of the counts page): compare them across versions, not with "
+            "the times, and not scaled, since a count per call need not grow with the file "
+            "(a buffer's refills, open and close).")
+
+
 def moved_differs(ratios) -> bool:
     """Whether any of these moved-per-returned ratios (None: not counted) is more than
     MOVED_DIFFERS away from 1, so the page shows both throughputs."""

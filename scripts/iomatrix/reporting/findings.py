@@ -244,6 +244,10 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     now_note = status.note(an, slower)
     if now_note:
         lines += [md(now_note), ""]
+    if counted:     # which size the counts per call are at (counts.size_sentence)
+        said = counts.size_sentence(counted, [(f.op, f.a, f.b, nbytes_of.get(f.op))
+                                              for f in slower + faster])
+        lines += [said, ""] if said else []
     checked = [(f, an.recipe_check(f)) for f in findings]
     checked = [(f, check) for f, check in checked if check is not None]
     if checked:

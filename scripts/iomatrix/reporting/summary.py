@@ -169,6 +169,8 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
                   f"{magnitude([f.comparison.ratio for f in entry['findings']])} than "
                   f"{label(a)}")
         said = counts_phrase(counted, ops, a, b, entry["findings"][0].comparison.ratio > 1)
+        if said:    # the counts' size, where the counting pass counted smaller files
+            said += counting_size(an, ops, a, b)
         notes = {bytes_on_2x_note(an, op, a) for op in ops}
         if None not in notes:
             clause += f" ({'; '.join(sorted(notes))}: the 2009 study's comparison)"
@@ -200,6 +202,17 @@ def ablation_sentence(an: Analysis, findings: list, label) -> str:
     return (f"An ablation tests {'one' if len(ran) == 1 else f'{len(ran)} of them'}: "
             f"{f.op}'s {label(f.a)} → {label(f.b)} ({f.comparison.ratio:.2f}) is "
             f"{result.words}.")
+
+
+def counting_size(an: Analysis, ops: list, a: str, b: str) -> str:
+    """" (per call at 1/8 of the timed size)" where the counting pass counted these ops on
+    smaller fixtures than it timed them on (counts.counting_divisor); "" otherwise."""
+    nbytes = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
+    divisors = [d for op in dict.fromkeys(ops)
+                if (d := counts.counting_divisor(an.counted, op, (a, b), nbytes.get(op)))]
+    if not divisors:
+        return ""
+    return f" (per call at {counts.fmt_divisor(divisors)} of the timed size)"
 
 
 def bytes_on_2x_note(an: Analysis, op: str, older: str) -> str | None:
