@@ -115,10 +115,11 @@ def section_controls(an: Analysis, ops: list) -> list[str]:
             cells = [nowrap(f"{fmt_time(ta)} → {fmt_time(tb)}"),
                      nowrap(f"{fmt_time(ca)} → {fmt_time(cb)}"),
                      fmt_value(found.share, ".0%", signed=True), ratio_cell(found.without, an.threshold)]
-        verdict = controls.sentence(found) if found.verdict == controls.MISSING \
-            else found.verdict
+        verdict = f"**{md(found.verdict)}**" if found.around else md(found.verdict)
+        if found.verdict == controls.MISSING:    # the sides in one piece: "(3.13, 3.14)"
+            verdict += " " + nowrap(f"({md(', '.join(found.missing_sides))})")
         rows.append([code(f.op), step_title(f.a, f.b), ratio_cell(f.comparison, an.threshold),
-                     *cells, f"**{md(verdict)}**" if found.around else md(verdict)])
+                     *cells, verdict])
     if not rows:
         return []
     return ["## The loop without I/O (controls)", "",
