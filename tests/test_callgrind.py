@@ -218,3 +218,27 @@ def test_calls_are_summed_over_every_call_edge_of_a_real_profile(tmp_path, machi
     assert "__tls_get_addr" in by_name                   # a shared libpython's TLS, from 3.12
     assert callgrind.shared_libpython_only("__tls_get_addr")
     assert not callgrind.shared_libpython_only("_dl_runtime_resolve_xsavec")
+
+
+def test_build_costs_are_told_apart_from_the_releases_code():
+    """callgrind.build_only (issue 41): a shared libpython's TLS calls, the dynamic linker,
+    PLT stubs and code callgrind could not name are the build's; everything else is code."""
+    for name in ("__tls_get_addr", "_dl_runtime_resolve_xsavec", "_dl_fixup",
+                 "_dl_lookup_symbol_x", "PyObject_Malloc@plt", "0x00000000048c73c0"):
+        assert callgrind.build_only(name), name
+    for name in ("buffered_iternext", "_PyEval_EvalFrameDefault", "memcpy",
+                 "__memmove_avx_unaligned_erms", "unicode_count_impl", "dl_iterate_phdr"):
+        assert not callgrind.build_only(name), name
+
+
+def test_functions_matched_by_what_they_do_across_versions():
+    """The stated tables: a rename (RENAMED) and work a release moved (SAME_WORK) are one
+    function; 2.7's str.count search and 3.x's are one row."""
+    assert callgrind.canonical_function("unicode_count") == "unicode_count_impl"
+    assert callgrind.canonical_function("fastsearch.constprop.0") == "unicode_count_impl"
+    assert callgrind.canonical_function("PyEval_EvalFrameEx") == "_PyEval_EvalFrameDefault"
+    two_seven = [("fastsearch.constprop.0", "Objects/stringlib/fastsearch.h", 2432800, 25)]
+    three_six = [("unicode_count", "Objects/unicodeobject.c", 2435125, 25)]
+    (row,) = callgrind.where_instructions_went(two_seven, three_six, 1, 1)
+    assert row["name"] == "unicode_count_impl" and row["change"] == 2435125 - 2432800
+    assert row["names"] == {"a": ["fastsearch.constprop.0"], "b": ["unicode_count"]}

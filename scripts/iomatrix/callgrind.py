@@ -80,7 +80,25 @@ LIBC_FAMILIES = {"memcpy": "memcpy/memmove", "memmove": "memcpy/memmove"}
 # Functions CPython renamed while their work stayed: the old name -> the newest one.
 RENAMED = {
     "PyEval_EvalFrameEx": "_PyEval_EvalFrameDefault",   # the eval loop: 2.7 -> 3.6 (PEP 523)
+    "unicode_count": "unicode_count_impl",              # str.count: 3.12's Argument Clinic
 }
+# Functions that do the same work under another name, because a release moved it into
+# another function: the old one -> the function that does it now. 2.7's str.count (and
+# find) call ``fastsearch`` out of line; 3.x inlines the same search into ``unicode_count``
+# (3.12 on ``unicode_count_impl``), whose own instructions are that search: for
+# manyfiles_read_sequential's count("\n") 2,432,800 instructions a call under 2.7 in
+# fastsearch, 2,435,125 under 3.6 in unicode_count (run 20261126T040828Z-vm), one job.
+SAME_WORK = {
+    "fastsearch": "unicode_count_impl",
+}
+# What the build adds, not the release's code (build_only): the functions only a shared
+# libpython runs (SHARED_LIBPYTHON_ONLY, below), the dynamic linker's (lazy binding of a PLT
+# slot: _dl_runtime_resolve*, _dl_fixup, _dl_lookup_symbol_x ...), PLT stubs (``name@plt``)
+# and code callgrind could not name (``0x...``: a stub of the procedure linkage table in a
+# shared libpython, or code of a stripped build). A finding's "most in" never names one of
+# these; their change is shown apart as the build's share.
+DYNAMIC_LINKER = re.compile(r"^_dl_")
+PLT_STUB = re.compile(r"@plt$|^0x[0-9a-fA-F]+$")
 
 
 # Functions only a shared libpython runs: the share of a step's instruction change that is
@@ -100,6 +118,15 @@ def shared_libpython_only(name: str) -> bool:
     return canonical_function(name) in SHARED_LIBPYTHON_ONLY
 
 
+def build_only(name: str) -> bool:
+    """Whether function ``name`` is a cost of how the interpreter was built and linked, not
+    of the release's code (SAME_WORK's comment: shared-libpython-only functions, the dynamic
+    linker, PLT stubs, unnamed code)."""
+    canonical = canonical_function(name)
+    return (canonical in SHARED_LIBPYTHON_ONLY or bool(DYNAMIC_LINKER.match(canonical))
+            or bool(PLT_STUB.search(canonical)))
+
+
 def canonical_function(name: str) -> str:
     """The name a function is matched by across interpreters and builds.
 
@@ -115,7 +142,10 @@ def canonical_function(name: str) -> str:
        as one, are both ``memcpy/memmove (libc)``, variant or not (``__memmove_avx_unaligned_erms``,
        ``__memcpy_avx_unaligned_erms``, ``memcpy``);
     4. a function CPython renamed without changing its job is its newest name (``RENAMED``:
-       ``PyEval_EvalFrameEx``, 2.7's eval loop, is ``_PyEval_EvalFrameDefault``).
+       ``PyEval_EvalFrameEx``, 2.7's eval loop, is ``_PyEval_EvalFrameDefault``);
+    5. a function whose work a release moved into another function is that function
+       (``SAME_WORK``: 2.7's ``fastsearch``, str.count's search, is ``unicode_count_impl``,
+       into which 3.x inlines it).
 
     Two names with one canonical name are one function: their self costs add up. Nothing
     else is merged; a function that is absent on one side is absent (inlined, new, gone).
@@ -128,7 +158,8 @@ def canonical_function(name: str) -> str:
         return f"{LIBC_FAMILIES[base]} (libc)"
     if variant:
         return f"{base} (libc)"
-    return RENAMED.get(name, name)
+    name = RENAMED.get(name, name)
+    return SAME_WORK.get(name, name)
 
 
 class CallgrindFormatError(ValueError):
