@@ -103,7 +103,15 @@ def judge(share: float | None, without: stats.Comparison | None, threshold: floa
 
 def step(an, op: str, a: str, b: str) -> ControlStep | None:
     """The control's step beside op's step a → b; None when op has no control (a control
-    op itself included)."""
+    op itself included). Computed once per analysis: the listing, the summary and every
+    page ask for it."""
+    cache = an.__dict__.setdefault("_control_steps", {})
+    if (op, a, b) not in cache:
+        cache[(op, a, b)] = _step(an, op, a, b)
+    return cache[(op, a, b)]
+
+
+def _step(an, op: str, a: str, b: str) -> ControlStep | None:
     if not has_control(an, op):
         return None
     control = control_of(op)
