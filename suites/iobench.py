@@ -44,8 +44,8 @@ In ``core``, the default selection (the 2009 study plus a handful of ops from ea
 suite), for what they showed as ratios of new to old time per call in the
 all-suites reference report (reports/20261122T083756Z-vm.md):
 
-- ``iobench_readmodify_text_utf8_lf_400KiB_4096units``: text read-modify-write:
-  3.11 -> 3.12 1.96x, 3.13 -> 3.14 0.28x
+- ``iobench_readmodify_text_utf8_lf_400KiB_4096units``: text read-modify-write (tell, read,
+  seek, write); its 3.12 and 3.14 steps were its old str.translate transform's
 - ``iobench_seek_text_utf8_lf_400KiB_1000units``: text seek and tell: 3.6 -> 3.7 0.79x,
   3.11 -> 3.12 1.20x
 """
@@ -682,7 +682,8 @@ def _smoke_gate(ctx, label, ops):
 # docstring says the same. iomatrix.measuring.selection reads this literal (never imports it).
 CORE = {
     "iobench_readmodify_text_utf8_lf_400KiB_4096units":
-        "text read-modify-write: 3.11 -> 3.12 1.96x, 3.13 -> 3.14 0.28x",
+        "text read-modify-write (tell, read, seek, write); its 3.12 and 3.14 steps were its "
+        "old str.translate transform's",
     "iobench_seek_text_utf8_lf_400KiB_1000units":
         "text seek and tell: 3.6 -> 3.7 0.79x, 3.11 -> 3.12 1.20x",
 }
