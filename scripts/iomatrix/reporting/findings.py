@@ -312,8 +312,8 @@ def controls_paragraph(an: Analysis, link: str) -> list[str]:
     apart = controls.set_apart(an)
     if not apart:
         return []
-    named = "; ".join(f"{code(f.op)} {nowrap(f'{md(f.a)} → {md(f.b)}')}"
-                      for f in apart[:MAX_FINDINGS])
+    named = "; ".join(f"[{code(f.op)}]({url(f'{link}/{an.suite_of[f.op]}.md')}#{row_id(f.op)}) "
+                      f"{nowrap(f'{md(f.a)} → {md(f.b)}')}" for f in apart[:MAX_FINDINGS])
     more = f" and {len(apart) - MAX_FINDINGS} more" if len(apart) > MAX_FINDINGS else ""
     steps = "1 significant step is" if len(apart) == 1 else f"{len(apart)} significant steps are"
     return [f"{steps} {controls.AROUND}: the op's control (the "
