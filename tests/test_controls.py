@@ -293,3 +293,22 @@ def test_most_in_never_headlines_a_cost_of_the_build():
     cell = findings.top_function(functions, rows, found)
     assert cell.startswith("most in `buffered_iternext`<br>+500,000/call")
     assert "build: +850,000/call" in cell.replace("\u00a0", " ")
+
+
+def test_counts_say_the_size_they_were_counted_at(tmp_path):
+    from iomatrix.analysing import counts
+    rows = [{"series": s, "op": op, "suite": "lutz2009", "counter": "syscalls", "per_call": 10,
+             "per_MiB": None, "bytes_per_call": 366925, "implementation": "cpython",
+             "method": "strace"} for s in ("3.11", "3.12") for op in (LINES, BLOCKS)]
+    assert counts.counting_divisor(rows, LINES, ("3.11", "3.12"), 2935401) == \
+        pytest.approx(8, rel=1e-4)
+    assert counts.counting_divisor(rows, LINES, "3.11", 366925) is None    # the timed size
+    assert counts.counting_divisor(rows, LINES, "3.10", 2935401) is None   # not counted
+    said = counts.size_sentence(rows, [(LINES, "3.11", "3.12", 2935401)])
+    assert "at 1/8 of the timed size" in said and "not scaled" in said
+    assert counts.fmt_divisor([8.0, 32.0]) == "1/8 to 1/32"
+    # the native reference's rows of an op record no bytes: the interpreters' are the timed ones
+    import pandas as pd
+    frame = pd.DataFrame({"series": ["native", "3.11"], "op": [BLOCKS, BLOCKS],
+                          "bytes": [0, 2935401]})
+    assert analysis.timed_bytes(frame) == {BLOCKS: 2935401}

@@ -208,6 +208,17 @@ def python_ops(frame: pd.DataFrame) -> set:
     return set(frame.loc[frame["series"] != native.SERIES, "op"])
 
 
+def timed_bytes(frame: pd.DataFrame) -> dict:
+    """{op: the bytes one timed call of it processes}, from the interpreters' rows (the native
+    reference's rows of an op may record none), the largest where they differ."""
+    python = frame[frame["series"] != native.SERIES]
+    out: dict = {}
+    for op, nbytes in zip(python["op"], python["bytes"]):
+        if nbytes == nbytes and nbytes is not None:     # not NaN
+            out[op] = max(out.get(op, 0), nbytes)
+    return out
+
+
 def compare_all(means: dict, ops: list[str], base: str, others: list[str],
                 paired: bool = False) -> dict:
     """{(op, series): Comparison} of every series against ``base``; ``paired``: round by

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from iomatrix import callgrind, stats
 from iomatrix.analysing import controls, counts, evidence, status
+from iomatrix.analysing.analysis import timed_bytes
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import allocator_section
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
@@ -257,7 +258,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     if now_note:
         lines += [md(now_note), ""]
     if counted:     # which size the counts per call are at (counts.size_sentence)
-        said = counts.size_sentence(counted, [(f.op, f.a, f.b, nbytes_of.get(f.op))
+        timed = timed_bytes(an.data.frame)
+        said = counts.size_sentence(counted, [(f.op, f.a, f.b, timed.get(f.op))
                                               for f in slower + faster])
         lines += [said, ""] if said else []
     checked = [(f, an.recipe_check(f)) for f in findings]

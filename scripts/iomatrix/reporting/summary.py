@@ -12,7 +12,7 @@ import math
 import re
 
 from iomatrix.analysing import ablation, controls, counts, study
-from iomatrix.analysing.analysis import RunData, series_info
+from iomatrix.analysing.analysis import RunData, series_info, timed_bytes
 from iomatrix.analysing.comparisons import Analysis
 from iomatrix.reporting.markdown import code, md
 
@@ -207,7 +207,7 @@ def ablation_sentence(an: Analysis, findings: list, label) -> str:
 def counting_size(an: Analysis, ops: list, a: str, b: str) -> str:
     """" (per call at 1/8 of the timed size)" where the counting pass counted these ops on
     smaller fixtures than it timed them on (counts.counting_divisor); "" otherwise."""
-    nbytes = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
+    nbytes = timed_bytes(an.data.frame)
     divisors = [d for op in dict.fromkeys(ops)
                 if (d := counts.counting_divisor(an.counted, op, (a, b), nbytes.get(op)))]
     if not divisors:
