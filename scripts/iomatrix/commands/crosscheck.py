@@ -45,7 +45,7 @@ from pathlib import Path
 
 from iomatrix import cli, procs, stats
 from iomatrix.interpreters import discovery
-from iomatrix.measuring import bench, machine, runner
+from iomatrix.measuring import bench, machine, runner, selection
 from iomatrix.storing import contract, store
 from iomatrix.paths import SUITES_DIR
 from iomatrix.storing.profiles import PROFILES
@@ -163,6 +163,8 @@ def harness_times(run_dir: Path, series: str) -> tuple[dict, set, set]:
     by_op: dict = {}
     clocks, outputs = set(), set()
     for row in store.load_series(store.stored_form(run_dir / f"{series}.json")):
+        if row["op"].endswith(selection.CONTROL_SUFFIX):
+            continue    # a control (the loop over data in memory) does no I/O to cross-check
         if row["suite"] == SUITE and row["io"] == "c":
             by_op.setdefault(row["op"], []).append(row["mean"])
             # "wall (no getrusage ...)" is a wall clock too

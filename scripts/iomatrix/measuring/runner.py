@@ -291,10 +291,13 @@ def _plan_ablation(run, plan: SeriesPlan, knob, value: int, ops: list, spec: Run
 def _plan_allocator_twin(run, plan: SeriesPlan, allocator: str, spec: RunSpec, manifest: dict,
                          log) -> SeriesPlan:
     """The series of ``plan`` timed again under a further allocator condition: the ops of
-    ALLOCATOR_TWIN_SUITES, one per process, for the profile's twin rounds."""
+    ALLOCATOR_TWIN_SUITES, one per process, for the profile's twin rounds; not their controls
+    (selection.CONTROL_SUFFIX: the loop over data in memory is compared with its op within one
+    condition, and one process per op and round under each condition would double the twin)."""
     series = spec.twin_series(plan.series, allocator)
     twin = SeriesPlan(series, plan.interp, plan.io_stack, env=plan.env,
-                      ops=[(s, op) for s, op in plan.ops if s in ALLOCATOR_TWIN_SUITES],
+                      ops=[(s, op) for s, op in plan.ops if s in ALLOCATOR_TWIN_SUITES
+                           and not op.endswith(selection.CONTROL_SUFFIX)],
                       op_info=plan.op_info, skipped=plan.skipped, error=plan.error,
                       allocator=allocator, rounds=spec.profile.twin_rounds)
     entry = manifest["interpreters"].setdefault(series, {})
