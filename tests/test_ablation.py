@@ -45,6 +45,8 @@ def test_the_knobs_of_a_step_and_the_values_a_release_takes():
     assert knobs.knobs_between(knobs.release_key("3.14.0a5"), knobs.release_key("3.14.0"),
                                "read_byBlocks_binaryMode")[0].name == "buffering"
     assert knobs.knobs_between(knobs.release_key("3.12.1"), knobs.release_key("3.13.0")) == []
+    assert knobs.knobs_between(knobs.release_key("3.14.0a5"), knobs.release_key("3.14.0"),
+                               "read_byBlocks_binaryMode__control") == []   # no I/O to ablate
     assert [k.entry for k in knobs.knobs_between(knobs.release_key("3.7.16"),
                                                  knobs.release_key("3.8.18"), OP)] == ["bpo-36103"]
     buffering = next(k for k in knobs.KNOBS if k.name == "buffering")

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from iomatrix.measuring.selection import CONTROL_SUFFIX
+
 # An ablation series is "<series>~<knob>=<value>" (3.14.7~buffering=4096); its ops are read
 # back as "<op>~<knob>=<value>" (cli.SERIES_PATTERN allows the suffix).
 SEPARATOR = "~"
@@ -86,6 +88,8 @@ def knobs_between(old: tuple | None, new: tuple | None, op: str | None = None) -
     apply to ``op`` when it is given."""
     if old is None or new is None:
         return []
+    if op is not None and op.endswith(CONTROL_SUFFIX):
+        return []   # a control does no I/O: no knob of the I/O can move it
     return [k for k in KNOBS if old < release_key(k.changed_in) <= new
             and (op is None or re.search(k.ops, op))]
 
