@@ -253,32 +253,57 @@ def check_out_dir(out_dir: Path, results_dir: Path) -> list[Path]:
     return [parent for parent in absolute.parents if not os.path.lexists(parent)][::-1]
 
 
-def write_out_dir(out_dir: Path, files: dict[str, str], missing: list[Path]) -> None:
-    """Write ``files`` ({name: text}) as the new directory ``out_dir``, whole or not at all:
-    into a hidden staging directory beside it, renamed into place. Any OS error (read-only,
-    full disk, a permission) is BadInput naming the directory, with nothing left behind:
-    the staging directory and the directories above it made here are removed again."""
-    made: list[Path] = []
-    staging = None
-    try:
-        for parent in missing:
-            parent.mkdir()
-            made.append(parent)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-",
-                                        dir=os.path.abspath(out_dir.parent)))
-        for name, text in files.items():
-            store.atomic_write_text(staging / name, text, overwrite=False)
-        if os.path.lexists(out_dir):
-            raise FileExistsError(errno.EEXIST, "appeared while the files were made")
-        os.rename(staging, out_dir)
-    except OSError as exc:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        for parent in reversed(made):
+class StagedDir:
+    """The new directory ``out_dir``, written whole or not at all. Entered before anything is
+    timed or compiled: the directories above it that are missing are made and a hidden
+    staging directory beside it is made at once, so an unwritable place (read-only, a full
+    disk, a permission) is found first. ``commit(files)`` writes the files there and renames
+    it into place. Any OS error is BadInput naming the directory; leaving without a commit
+    (an error, Ctrl-C) removes the staging directory and the directories made above it."""
+
+    def __init__(self, out_dir: Path, missing: list[Path]):
+        self.out_dir, self.missing = out_dir, missing
+        self.made: list[Path] = []
+        self.staging: Path | None = None
+        self.done = False
+
+    def _refuse(self, exc: OSError):
+        return cli.BadInput(f"--out-dir {cli.one_line(self.out_dir)}: cannot write "
+                            f"({cli.one_line(exc.strerror or exc)}); nothing written")
+
+    def __enter__(self) -> "StagedDir":
+        try:
+            for parent in self.missing:
+                parent.mkdir()
+                self.made.append(parent)
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.partial-",
+                                                 dir=os.path.abspath(self.out_dir.parent)))
+        except OSError as exc:
+            self._clean()
+            raise self._refuse(exc) from None
+        return self
+
+    def commit(self, files: dict[str, str]) -> None:
+        try:
+            for name, text in files.items():
+                store.atomic_write_text(self.staging / name, text, overwrite=False)
+            if os.path.lexists(self.out_dir):
+                raise FileExistsError(errno.EEXIST, "appeared while the files were made")
+            os.rename(self.staging, self.out_dir)
+        except OSError as exc:
+            raise self._refuse(exc) from None
+        self.done = True
+
+    def _clean(self) -> None:
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+        for parent in reversed(self.made):
             with contextlib.suppress(OSError):
                 parent.rmdir()
-        raise cli.BadInput(f"--out-dir {cli.one_line(out_dir)}: cannot write "
-                           f"({cli.one_line(exc.strerror or exc)}); nothing written") from None
+
+    def __exit__(self, *exc_info) -> None:
+        if not self.done:
+            self._clean()
 
 
 def compile_targets(old: str, new: str, run_repro) -> list[str]:
@@ -339,21 +364,22 @@ def main(argv, log=None) -> int:
     out_dir = args.out_dir or REPORTS_DIR / "upstream" / f"{repro_name[6:-3]}-{old}-{new}"
     # Every destination and input check before anything runs or is written.
     missing = check_out_dir(out_dir, args.results_dir)
-    found = finding(args.results_dir, args.run_id, args.op, old, new)
     suite = next((s for s in ("lutz2009", "chunks", "copies", "mmapio")
                   if args.op.startswith(s) or s == "lutz2009" and args.op[:5] in ("read_", "write")),
                  "?")
-    try:
-        source = checked_reproducer(args.op, old, new,
-                                    compile_targets(old, new, args.run_repro))
-        output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log) \
-            if args.run_repro else None
-    except ReproducerError as exc:
-        print(f"error: {cli.one_line(exc)}", file=sys.stderr)
-        return cli.EXIT_INTERNAL_ERROR
-    cands = bisect.candidate_lines(args.op, suite, old, new, log)
-    text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
-    write_out_dir(out_dir, {repro_name: source, "ISSUE.md": text}, missing)
+    with StagedDir(out_dir, missing) as staged:
+        found = finding(args.results_dir, args.run_id, args.op, old, new)
+        try:
+            source = checked_reproducer(args.op, old, new,
+                                        compile_targets(old, new, args.run_repro))
+            output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log) \
+                if args.run_repro else None
+        except ReproducerError as exc:
+            print(f"error: {cli.one_line(exc)}", file=sys.stderr)
+            return cli.EXIT_INTERNAL_ERROR
+        cands = bisect.candidate_lines(args.op, suite, old, new, log)
+        text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
+        staged.commit({repro_name: source, "ISSUE.md": text})
     log(cli.terminal_text(f"upstream: wrote {out_dir / repro_name} and {out_dir / 'ISSUE.md'}"))
     print(cli.terminal_text(text))
     return cli.EXIT_OK
