@@ -343,9 +343,9 @@ def test_issue_md_escapes_the_manifest_counters_and_output_strings():
     assert "<script>" not in html and not re.search(r"<h[1-6]>\s*injected", html)
     assert ESC not in text and RLO not in text
     # the output's "# injected" stays a line of the fenced block, not a heading
-    assert re.findall(r"<h[1-6]>(.*?)</h", html) == [
-        "read_byLines_textMode: 3.13.15 -&gt; 3.14.7", "Builds", "Machine", "Reproducer",
-        "Candidate upstream changes"]
+    headings = re.findall(r"<h[1-6]>(.*?)</h", html)
+    assert headings[0].startswith("read_byLines_textMode is 1.20x slower since 3.14.7")
+    assert headings[1:] == ["Builds", "Machine", "Reproducer", "Candidate upstream changes"]
     assert " nan" not in text.lower()
 
 
