@@ -21,13 +21,10 @@ here are the finding read from a run, the issue text and the command.
 """
 from __future__ import annotations
 
-import contextlib
-import errno
 import math
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -224,13 +221,12 @@ def parser() -> cli.Parser:
     return p
 
 
-def check_out_dir(out_dir: Path, results_dir: Path) -> list[Path]:
-    """Refuse an --out-dir that exists (or is a link), lies under a file, in the results
-    store or in a run directory (links followed): BadInput naming it. Returns the missing
-    directories above it, which the write makes and a failed write removes again.
-
-    (A local check: storing.outputs checks a file's destination; this one is a directory
-    that must not be there yet.)"""
+def check_out_dir(out_dir: Path, results_dir: Path) -> None:
+    """Refuse an --out-dir that exists (or is a link), lies in the results store or in a run
+    directory (links followed), or where nothing can be written (under a file, a read-only
+    file system, no permission: storing.outputs.check_writable makes and removes a hidden
+    file there): BadInput naming it, before anything is compiled or timed. The files are
+    then written all or none by storing.outputs.write_outputs."""
     shown = cli.one_line(out_dir)
     if os.path.lexists(out_dir):
         raise cli.BadInput(f"--out-dir {shown}: exists; nothing is written over (give "
@@ -241,69 +237,11 @@ def check_out_dir(out_dir: Path, results_dir: Path) -> list[Path]:
         if any(d == where or d in where.parents for d in store_dirs):
             raise cli.BadInput(f"--out-dir {shown}: lies in the results store; a run's "
                                "results are never written over or added to")
-        blocking = next((p for p in where.parents if p.exists() and not p.is_dir()), None)
-        if blocking is not None:
-            raise cli.BadInput(f"--out-dir {shown}: cannot write ({cli.one_line(blocking)} "
-                               "is not a directory)")
     run_dir = outputs.run_directory_of(out_dir / "ISSUE.md")
     if run_dir is not None:
         raise cli.BadInput(f"--out-dir {shown}: lies in the run directory "
                            f"{cli.one_line(run_dir)}; a run's results are never added to")
-    absolute = Path(os.path.abspath(out_dir))
-    return [parent for parent in absolute.parents if not os.path.lexists(parent)][::-1]
-
-
-class StagedDir:
-    """The new directory ``out_dir``, written whole or not at all. Entered before anything is
-    timed or compiled: the directories above it that are missing are made and a hidden
-    staging directory beside it is made at once, so an unwritable place (read-only, a full
-    disk, a permission) is found first. ``commit(files)`` writes the files there and renames
-    it into place. Any OS error is BadInput naming the directory; leaving without a commit
-    (an error, Ctrl-C) removes the staging directory and the directories made above it."""
-
-    def __init__(self, out_dir: Path, missing: list[Path]):
-        self.out_dir, self.missing = out_dir, missing
-        self.made: list[Path] = []
-        self.staging: Path | None = None
-        self.done = False
-
-    def _refuse(self, exc: OSError):
-        return cli.BadInput(f"--out-dir {cli.one_line(self.out_dir)}: cannot write "
-                            f"({cli.one_line(exc.strerror or exc)}); nothing written")
-
-    def __enter__(self) -> "StagedDir":
-        try:
-            for parent in self.missing:
-                parent.mkdir()
-                self.made.append(parent)
-            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.partial-",
-                                                 dir=os.path.abspath(self.out_dir.parent)))
-        except OSError as exc:
-            self._clean()
-            raise self._refuse(exc) from None
-        return self
-
-    def commit(self, files: dict[str, str]) -> None:
-        try:
-            for name, text in files.items():
-                store.atomic_write_text(self.staging / name, text, overwrite=False)
-            if os.path.lexists(self.out_dir):
-                raise FileExistsError(errno.EEXIST, "appeared while the files were made")
-            os.rename(self.staging, self.out_dir)
-        except OSError as exc:
-            raise self._refuse(exc) from None
-        self.done = True
-
-    def _clean(self) -> None:
-        if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-        for parent in reversed(self.made):
-            with contextlib.suppress(OSError):
-                parent.rmdir()
-
-    def __exit__(self, *exc_info) -> None:
-        if not self.done:
-            self._clean()
+    outputs.check_writable(out_dir, f"--out-dir {shown}")
 
 
 def compile_targets(old: str, new: str, run_repro) -> list[str]:
@@ -363,23 +301,23 @@ def main(argv, log=None) -> int:
     repro_name = script_name(args.op)
     out_dir = args.out_dir or REPORTS_DIR / "upstream" / f"{repro_name[6:-3]}-{old}-{new}"
     # Every destination and input check before anything runs or is written.
-    missing = check_out_dir(out_dir, args.results_dir)
+    check_out_dir(out_dir, args.results_dir)
+    found = finding(args.results_dir, args.run_id, args.op, old, new)
     suite = next((s for s in ("lutz2009", "chunks", "copies", "mmapio")
                   if args.op.startswith(s) or s == "lutz2009" and args.op[:5] in ("read_", "write")),
                  "?")
-    with StagedDir(out_dir, missing) as staged:
-        found = finding(args.results_dir, args.run_id, args.op, old, new)
-        try:
-            source = checked_reproducer(args.op, old, new,
-                                        compile_targets(old, new, args.run_repro))
-            output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log) \
-                if args.run_repro else None
-        except ReproducerError as exc:
-            print(f"error: {cli.one_line(exc)}", file=sys.stderr)
-            return cli.EXIT_INTERNAL_ERROR
-        cands = bisect.candidate_lines(args.op, suite, old, new, log)
-        text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
-        staged.commit({repro_name: source, "ISSUE.md": text})
+    try:
+        source = checked_reproducer(args.op, old, new, compile_targets(old, new, args.run_repro))
+        output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log) \
+            if args.run_repro else None
+    except ReproducerError as exc:
+        print(f"error: {cli.one_line(exc)}", file=sys.stderr)
+        return cli.EXIT_INTERNAL_ERROR
+    cands = bisect.candidate_lines(args.op, suite, old, new, log)
+    text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
+    # both files or neither; a disk error is exit 2 with the directories made removed again
+    outputs.write_outputs({out_dir / repro_name: source, out_dir / "ISSUE.md": text},
+                          "--out-dir")
     log(cli.terminal_text(f"upstream: wrote {out_dir / repro_name} and {out_dir / 'ISSUE.md'}"))
     print(cli.terminal_text(text))
     return cli.EXIT_OK
