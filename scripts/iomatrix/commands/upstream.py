@@ -147,12 +147,13 @@ def cause_and_status(found: dict, op: str) -> list[str]:
 
 def title_of(op: str, old: str, new: str, found: dict | None) -> str:
     """The issue's title by behaviour: what got slower, by how much, since which release."""
-    from iomatrix.markup import md   # the op and releases are vetted names; escaped all the same
+    # Not escaped: the title is copied as the tracker's title, and the op and the releases are
+    # vetted names (cli.checked's op rule, VERSION_RE) in which nothing acts as markup.
     if found is None:
-        return f"# {md(op)}: {md(old)} -> {md(new)}"
+        return f"# {op}: {old} -> {new}"
     ratio = found["comparison"].ratio
     how = f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"
-    return f"# {md(op)} is {how} since {md(new)} (than {md(old)})"
+    return f"# {op} is {how} since {new} (than {old})"
 
 
 def fence_for(text: str) -> str:
