@@ -49,12 +49,18 @@ PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 EXTRAS = PYPROJECT["project"]["optional-dependencies"]
 
 try:
+    # What each interpreter says about itself is checked by the probe (a bad answer drops
+    # that interpreter with a warning line), so the sort below sees only valid versions.
     INTERPRETERS = sorted(discovery.discover(), key=discovery.sort_key)
 except discovery.DiscoveryError as exc:
     # A declaration that cannot be understood (IOMATRIX_PYTHONS, iomatrix.toml) is bad
     # input: exit 2 with one line, not sys.exit(message)'s 1, the regression status.
     print(f"error: iomatrix: {cli.one_line(exc)}", file=sys.stderr)
     sys.exit(cli.EXIT_BAD_INPUT)
+except Exception as exc:  # noqa: BLE001 - a bug of discovery: 3 and one line, never nox's 1
+    print(f"error: iomatrix: internal error in interpreter discovery, please report: "
+          f"{type(exc).__name__}: {cli.one_line(exc)}", file=sys.stderr)
+    sys.exit(cli.EXIT_INTERNAL_ERROR)
 LABELS = [interp.label for interp in INTERPRETERS]
 
 
@@ -137,7 +143,8 @@ def register_bench_session(interp: discovery.Interpreter) -> None:
         args = bench.parser(f"nox -s bench-{label} --", matrix=False).parse_args(session.posargs)
         run_bench(session, [label], args)
 
-    bench_session.__doc__ = f"Run the suites under {describe(interp)}."
+    # nox -l prints the docstring: a path or an error an interpreter printed, one line
+    bench_session.__doc__ = cli.one_line(f"Run the suites under {describe(interp)}.")
     bench_session.__name__ = f"bench_{label}"
     nox.session(name=f"bench-{label}", python=label, venv_backend="none",
                 default=True)(bench_session)

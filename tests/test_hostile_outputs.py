@@ -416,11 +416,17 @@ def test_bisect_with_an_interpreter_reporting_a_version_without_patch_is_exit_2(
     wrapper.chmod(0o755)
     monkeypatch.setenv("IOMATRIX_PYTHONS", f"says313={wrapper}")
     monkeypatch.setenv("IOMATRIX_PROBE_CACHE", str(tmp_path / "probes.json"))
-    line = refused(capsys, ["mmapio_find_mmap", "--between", "says313", "3.13", "--profile",
-                            "smoke", "--no-build", "--results-dir", tmp_path / "results",
-                            "--out", tmp_path / "answer.md"],
-                   main=lambda argv: bisect.main(argv, log=lambda *a: None))
-    assert "says313" in line
+    # discovery's probe refuses the answer (not platform.python_version()'s X.Y.Z form): one
+    # warning line names the interpreter unusable, then bisect's one error line
+    code, _, err = call(lambda argv: bisect.main(argv, log=lambda *a: None),
+                        [str(a) for a in ["mmapio_find_mmap", "--between", "says313", "3.13",
+                                          "--profile", "smoke", "--no-build", "--results-dir",
+                                          tmp_path / "results", "--out", tmp_path / "answer.md"]],
+                        capsys)
+    assert code == cli.EXIT_BAD_INPUT, err
+    warning, line = [line for line in err.splitlines() if line.strip()]
+    assert warning.startswith("iomatrix: declared interpreter says313") and "3.13.0" in warning
+    assert line.startswith("error: ") and "says313" in line
     assert not (tmp_path / "results").exists() and not (tmp_path / "answer.md").exists()
 
 

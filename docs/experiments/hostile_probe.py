@@ -792,6 +792,7 @@ def cases() -> list[Case]:
                           (report_argv(), {}))[3], clean(codes=(0, 2))))
 
     out += changelog_cases()
+    out += interpreter_config_generated_cases()
     return out
 
 
@@ -931,6 +932,203 @@ def changelog_cases() -> list[Case]:
                     clean(codes=(0,), allowed=("cache",))))
     out.append(Case("changelogs", "changelog: a version of non-ASCII digits",
                     lambda tmp: ([script("changelog"), "--offline", "٣.١٣.٠"], {}), REFUSED))
+    return out
+
+
+# -- issue 40: interpreter reports, config files, generated files ---------------------------
+# What an interpreter says about itself (the probe's answer, and the probe cache), the
+# declarations (iomatrix.toml, IOMATRIX_PYTHONS) and what `nox -s upstream` writes
+# (ISSUE.md, the reproducer, its --out-dir). A hostile interpreter is a #!/bin/sh script
+# printing its own probe answer: discovery runs it as it runs any Python.
+
+def fake_answer(version="3.99.1", **overrides) -> dict:
+    parts = re.match(r"([0-9]+)\.([0-9]+)\.([0-9]+)", version)
+    answer = {"version": version,
+              "version_info": [int(p) for p in parts.groups()] if parts else [3, 13, 0],
+              "implementation": "cpython", "executable": "", "sys_version": version,
+              "free_threaded": False, "gil_enabled": True, "debug": False, "linkage": "static",
+              "shared": False, "configure_args": "", "optimized": False, "lto": False,
+              "compiler": "GCC 12.2.0"}
+    answer.update(overrides)
+    return answer
+
+
+def fake_python(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def printing(answer) -> str:
+    """Shell code printing ``answer`` (JSON) as the probe's answer line."""
+    text = json.dumps(answer) if not isinstance(answer, str) else answer
+    return "printf '%s\\n' '" + text.replace("'", "'\\''") + "'"
+
+
+def nox_list_argv(tmp: Path, noxfile: Path = ROOT / "noxfile.py") -> list:
+    return ["-m", "nox", "--noxfile", noxfile, "-l", "--envdir", tmp / "out" / "envs"]
+
+
+def lists_sessions(hostile: str):
+    """nox -l listed real sessions and named the hostile interpreter on one warning line."""
+    def check(r: Result):
+        if "bench-" not in r.stdout:
+            return "nox -l listed no bench session"
+        warned = [line for line in r.stderr.splitlines() if hostile in line]
+        if len(warned) != 1:
+            return f"{len(warned)} warning lines name {hostile}, not one"
+        return None
+    return check
+
+
+def project_clone(tmp: Path) -> Path:
+    """A copy of the project (discovery reads iomatrix.toml beside the package it runs from)."""
+    clone = tmp / "clone"
+    for tree in ("scripts", "suites"):
+        shutil.copytree(ROOT / tree, clone / tree, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("noxfile.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, clone / name)
+    return clone
+
+
+HOSTILE_REPORTS = {
+    "a string version_info": fake_answer(version_info="3.99.1"),
+    "version 3.3000.0": fake_answer("3.3000.0"),
+    "markup in the version": fake_answer("3.99.1<script>alert(1)</script>"),
+    "an ANSI escape and a bidi override in sys_version": fake_answer(
+        sys_version="3.99.1 \x1b[31mevil\u202e"),
+    "a version that is not its version_info": fake_answer("3.12.0", version_info=[3, 99, 1]),
+    "a NUL in its executable": fake_answer(executable="/x\x00y"),
+    "an unknown key": fake_answer(evil="<img src=x onerror=alert(1)>"),
+}
+
+
+def interpreter_config_generated_cases() -> list[Case]:
+    out: list[Case] = []
+    add = out.append
+    allowed = ("out", "probes.json")
+
+    # 11. what an interpreter says about itself: a found one is dropped with one warning
+    for title, answer in HOSTILE_REPORTS.items():
+        def found(tmp, answer=answer):
+            bin_dir = tmp / "bin"
+            fake_python(bin_dir / "python3.99", printing(answer))
+            return nox_list_argv(tmp), {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        add(Case("interpreter-report", f"nox -l: a found python3.99 reporting {title}", found,
+                 clean(codes=(0,), allowed=allowed, check=lists_sessions("python3.99"))))
+    for title, body in (("invalid UTF-8", r"printf 'x\377\376\n'"),
+                        ("JSON nested 100,000 deep", "i=0; while [ $i -lt 100000 ]; do "
+                                                     "printf '['; i=$((i+1)); done; echo"),
+                        ("terminal escapes on stderr, exit 1",
+                         "printf '\\033[2J\\033]0;owned\\007\\342\\200\\256evil\\n' >&2; exit 1")):
+        def found_raw(tmp, body=body):
+            bin_dir = tmp / "bin"
+            fake_python(bin_dir / "python3.99", body)
+            return nox_list_argv(tmp), {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        add(Case("interpreter-report", f"nox -l: a found python3.99 printing {title}", found_raw,
+                 clean(codes=(0,), allowed=allowed, check=lists_sessions("python3.99"))))
+    add(Case("interpreter-report", "nox -l: a declared interpreter reporting a string "
+                                   "version_info stays listed, unusable",
+             lambda tmp: (nox_list_argv(tmp), {"IOMATRIX_PYTHONS": "hostile=" + str(fake_python(
+                 tmp / "bin" / "python3", printing(fake_answer(version_info="3.99.1"))))}),
+             clean(codes=(0,), allowed=allowed, check=lambda r: None if re.search(
+                 r"bench-hostile.*unusable", r.stdout) else "bench-hostile not listed unusable")))
+
+    def hostile_cache(tmp):
+        sys.path.insert(0, str(SCRIPTS))
+        from iomatrix.interpreters import discovery, probing
+        real = next((p for p in discovery.pyenv_candidates() + discovery.debian_candidates()), None)
+        key = probing._binary_key(real) if real else "none"
+        (tmp / "probes.json").write_text(json.dumps({key: fake_answer(
+            version_info="3.13.0", executable=real)}))
+        return nox_list_argv(tmp), {}
+    add(Case("interpreter-report", "nox -l: a probe cache entry with a string version_info",
+             hostile_cache, clean(codes=(0,), allowed=allowed,
+                                  check=lambda r: None if "bench-" in r.stdout else "no session")))
+    add(Case("interpreter-report", "nox -l: the probe cache is a FIFO",
+             lambda tmp: (os.mkfifo(tmp / "probes.json"), (nox_list_argv(tmp), {}))[1],
+             clean(codes=(0,), allowed=allowed)))
+
+    # 12. the declarations: iomatrix.toml (in a copy of the project) and IOMATRIX_PYTHONS
+    def with_config(write):
+        def setup(tmp):
+            clone = project_clone(tmp)
+            write(clone / "iomatrix.toml")
+            return nox_list_argv(tmp, clone / "noxfile.py"), {}
+        return setup
+    configs = {
+        "is a FIFO": lambda path: os.mkfifo(path),
+        "is a directory": lambda path: path.mkdir(),
+        "with brackets nested 100,000 deep": lambda path: path.write_text(
+            "x = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+        "with 60,000 labels": lambda path: path.write_text("[interpreters]\n" + "".join(
+            f'l{n} = "/x"\n' for n in range(60_000))),
+        "of 2 MiB": lambda path: path.write_text("# " + "x" * (2 << 20) + "\n"),
+        "with an ANSI escape and a bidi override in a label": lambda path: path.write_text(
+            '[interpreters]\n"\\u001b[31mevil\\u202e" = "/usr/bin/python3"\n'),
+        "with a control character in a path": lambda path: path.write_text(
+            '[interpreters]\nx = "/usr/bin/python3\\u001b[2J"\n'),
+    }
+    for title, write in configs.items():
+        add(Case("config-file", f"nox -l: iomatrix.toml {title}", with_config(write),
+                 Expect("REFUSED", allowed=())))
+    for title, value in (("5,000 labels", ";".join(f"l{n}=/x" for n in range(5_000))),
+                         ("a control character in a path", "x=/usr/bin/python3\x1b[2J"),
+                         ("a bidi override in a label", "\u202eevil=/usr/bin/python3")):
+        add(Case("config-file", f"nox -l: IOMATRIX_PYTHONS with {title}",
+                 lambda tmp, value=value: (nox_list_argv(tmp), {"IOMATRIX_PYTHONS": value}),
+                 Expect("REFUSED", allowed=())))
+
+    # 13. what `nox -s upstream` writes: ISSUE.md, the reproducer, --out-dir
+    def upstream_argv(out_dir="out/u", op="read_byLines_textMode", *extra, run_id=RUN_A):
+        return [script("upstream"), op, "--between", "3.13.5", "3.14.7", "--results-dir",
+                "results", *(["--run-id", run_id] if run_id else []), "--out-dir", out_dir,
+                *extra]
+
+    def finding_spec(**entry) -> RunSpec:
+        def interp(label, version):
+            return {"label": label, "implementation": "cpython", "status": "ok",
+                    "version": version, "version_info": [int(p) for p in version.split(".")],
+                    "recipe": "shared-O3", **entry}
+        return RunSpec(labels=("3.13", "3.14"), speed={"3.14": 1.3}, manifest={
+            "host": MARKUP[2][1] + MARKUP[0][1], "interpreters": {
+                "3.13": interp("3.13", "3.13.5"), "3.14": interp("3.14", "3.14.7")}})
+    for title, entry in (("markup and escapes in the manifest's builds", {
+                              "sys_version": MARKUP[6][1] + MARKUP[2][1],
+                              "compiler": MARKUP[3][1], "source": MARKUP[0][1]}),
+                         ("a lone quote in configure_args",
+                          {"configure_args": "'--prefix=/x' \"--with-lto"})):
+        add(Case("generated-files", f"upstream ISSUE.md: {title}",
+                 with_run(lambda tmp: upstream_argv(), lambda entry=entry: finding_spec(**entry)),
+                 # upstream fetches the candidates' changelogs into the cache ($IOMATRIX_CACHE)
+                 clean(codes=(0,), allowed=(*allowed, "cache"), check=lambda r: None if (
+                     r.tmp / "out" / "u" / "ISSUE.md").exists() else "no ISSUE.md")))
+    # no run holds these ops (no --run-id): the reproducer alone would be written
+    for title, op in (("Arabic-Indic digits", "chunks_read_٦٤KiB"),
+                      ("fullwidth digits", "chunks_read_６４KiB"),
+                      ("a read size of 10**7 MiB", "chunks_read_9999999MiB")):
+        add(Case("generated-files", f"upstream: an op with {title}",
+                 with_run(lambda tmp, op=op: upstream_argv(op=op, run_id=None), finding_spec),
+                 REFUSED))
+    for title, out_dir in (("in a run directory", f"results/{RUN_A}/u"),
+                           ("in the results store", "results/u"),
+                           ("on a read-only file system", "/proc/iomatrix-probe/u")):
+        add(Case("generated-files", f"upstream --out-dir {title}",
+                 with_run(lambda tmp, out_dir=out_dir: upstream_argv(out_dir=out_dir),
+                          finding_spec), REFUSED))
+    add(Case("generated-files", "upstream --out-dir a dangling link",
+             with_run(lambda tmp: ((tmp / "out" / "link").symlink_to(tmp / "nowhere"),
+                                   upstream_argv(out_dir="out/link"))[1], finding_spec),
+             REFUSED))
+    add(Case("generated-files", "upstream --run-repro under an interpreter that fails",
+             with_run(lambda tmp: upstream_argv("out/u", "read_byLines_textMode", "--run-repro",
+                                                str(fake_python(tmp / "bin" / "python", (
+                                                    "cat >/dev/null; echo boom >&2; exit 1"))),
+                                                sys.executable, "--repeat", "1"),
+                      finding_spec),
+             clean(codes=(3,), allowed=("probes.json",), check=lambda r: None if not (
+                 r.tmp / "out" / "u").exists() else "wrote out/u")))
     return out
 
 

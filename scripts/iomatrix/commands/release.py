@@ -251,7 +251,10 @@ def _fact(entry: dict, key: str) -> str:
         return "yes" if value else "no"
     text = str(value)
     if key == "configure_args":  # install paths say nothing about speed
-        words = shlex.split(text) if text.count("'") % 2 == 0 else text.split()
+        try:  # a manifest's text: an unbalanced quote of either kind is words, no crash
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
         text = " ".join(w for w in words if not w.startswith(("--prefix", "--libdir")))
     return code(text) if key in ("opt", "configure_args") and text else md(text)
 

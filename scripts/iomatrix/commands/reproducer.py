@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 
+from iomatrix import cli
 from iomatrix.paths import SUITES_DIR
 
 KIB, MIB = 1024, 1024 * 1024
@@ -211,11 +213,19 @@ def lutz_template(op: str):
             f'"{"binary" if large else "text"}"\n' + LUTZ_FIXTURE, LUTZ_READ)
 
 
+# A read size the chunks template takes: ASCII digits ([0-9], not \d, which takes Arabic-Indic
+# and other digits that int() reads and a 2.7 source cannot hold), without a leading zero,
+# 1 KiB to 1 GiB (the suite reads 4 KiB to 16 MiB).
+MAX_READ_SIZE = 1024 * MIB
+
+
 def chunks_template(op: str):
-    match = re.fullmatch(r"chunks_read_(\d+)(KiB|MiB)", op)
+    match = re.fullmatch(r"chunks_read_([1-9][0-9]{0,6})(KiB|MiB)", op)
     if match is None:
         return None
     size = int(match[1]) * (KIB if match[2] == "KiB" else MIB)
+    if size > MAX_READ_SIZE:
+        return None
     return f"READ_SIZE = {size}\n" + CHUNKS_FIXTURE, CHUNKS_READ
 
 
@@ -229,10 +239,64 @@ TEMPLATED_FAMILIES = ("read_/write_<byLines|byBlocks|allAtOnce>_<text|binary>Mod
 
 
 def template_for(op: str):
-    """(fixture source, body source) of ``op``; None when no template makes it."""
+    """(fixture source, body source) of ``op``; None when no template makes it (an op that
+    is no valid op name, cli.name_problem, never has one)."""
+    if not isinstance(op, str) or cli.name_problem(op, "op") is not None:
+        return None
     if op in TEMPLATES:
         return TEMPLATES[op](op)
     return lutz_template(op) or chunks_template(op)
+
+
+def script_name(op: str) -> str:
+    """The reproducer's file name: ``repro_<op>.py``, the op's brackets as underscores."""
+    return "repro_" + re.sub(r"[^A-Za-z0-9._-]+", "_", op) + ".py"
+
+
+class ReproducerError(Exception):
+    """The reproducer made here does not compile under a target interpreter (a bug of a
+    template: exit 3, nothing written)."""
+
+
+# A reproducer is made of vetted names only: an op a template matched (an ASCII name,
+# cli.name_problem, with bounded numbers), two releases of sources.VERSION_RE (ASCII
+# digits). What it becomes is checked too: ASCII (a 2.7 source without a coding line holds
+# nothing else), then compiled by each interpreter it is for, in a subprocess of that
+# interpreter, before it is written.
+VERSION_TEXT = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,4}(?:(?:a|b|rc)[0-9]{1,3})?")
+COMPILE_CHECK = ("import sys; source = getattr(sys.stdin, 'buffer', sys.stdin).read(); "
+                 "compile(source, 'repro.py', 'exec')")
+COMPILE_TIMEOUT = 60
+
+
+def compile_problem(source: str, python: str) -> str | None:
+    """Why ``python`` cannot compile ``source`` (one line), or None when it compiles it."""
+    try:
+        # -E -S: the interpreter alone, no site-packages or environment; nothing is written
+        # (compile() makes no .pyc)
+        done = subprocess.run([python, "-E", "-S", "-c", COMPILE_CHECK],
+                              input=source.encode("ascii"), capture_output=True,
+                              timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"{python} did not compile it within {COMPILE_TIMEOUT} s"
+    except OSError as exc:
+        return f"{python} cannot run: {exc.strerror or exc}"
+    if done.returncode == 0:
+        return None
+    tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+    return f"{python} (exit {done.returncode}): {tail[0]}"
+
+
+def checked_reproducer(op: str, old: str, new: str, pythons) -> str:
+    """``reproducer(op, old, new)`` once it compiles under every interpreter of ``pythons``;
+    ReproducerError naming the first that refuses it."""
+    source = reproducer(op, old, new)
+    for python in dict.fromkeys(pythons):
+        problem = compile_problem(source, python)
+        if problem is not None:
+            raise ReproducerError(f"the reproducer of {op} does not compile under "
+                                  f"{cli.one_line(problem)}; nothing written (please report)")
+    return source
 
 
 def data_source() -> str:
@@ -308,7 +372,16 @@ if __name__ == "__main__":
 
 
 def reproducer(op: str, old: str, new: str) -> str:
-    fixture, body = template_for(op)
+    """The reproducer's source; ValueError for an op without a template or a release that
+    is not one (nothing unvetted reaches the source)."""
+    made = template_for(op)
+    if made is None:
+        raise ValueError(f"no reproducer template for op {cli.one_line(repr(op))[:60]}")
+    for version in (old, new):
+        if not isinstance(version, str) or not VERSION_TEXT.fullmatch(version):
+            raise ValueError(f"{cli.one_line(repr(version))[:40]} is not a CPython release")
+    fixture, body = made
+    name = script_name(op)
     head = f'''"""Reproducer: {op}, {old} -> {new} (made by iomatrix's `nox -s upstream`).
 
 Standalone (Python 2.7 and every 3.x, no dependencies). It writes the benchmark's file
@@ -317,9 +390,9 @@ times the op: the same calls and sizes as iomatrix's suite, one warm-up call, th
 --repeat calls (default 20), reporting the min and median CPU time per call (user +
 system: what iomatrix measures with the file in the page cache).
 
-    python repro_{op}.py                       this interpreter's time per call
-    python repro_{op}.py OLD_PYTHON NEW_PYTHON both, alternating {{rounds}} times; the ratio NEW/OLD
-    python repro_{op}.py OLD NEW --repeat 5    fewer calls per process
+    python {name}                       this interpreter's time per call
+    python {name} OLD_PYTHON NEW_PYTHON both, alternating {{rounds}} times; the ratio NEW/OLD
+    python {name} OLD NEW --repeat 5    fewer calls per process
 """
 from __future__ import division, print_function
 
@@ -335,5 +408,8 @@ import time
 clock = getattr(time, "process_time", None) or time.clock
 ROUNDS = 3
 '''.replace("{rounds}", "3")
-    return "\n".join([head, data_source(), "", fixture.strip("\n"), "", body.strip("\n"), "",
-                      DRIVER.strip("\n"), ""]).replace("\n\n\n\n", "\n\n\n")
+    source = "\n".join([head, data_source(), "", fixture.strip("\n"), "", body.strip("\n"), "",
+                        DRIVER.strip("\n"), ""]).replace("\n\n\n\n", "\n\n\n")
+    if not source.isascii():
+        raise ValueError("the reproducer's source is not ASCII, which 2.7 cannot read")
+    return source

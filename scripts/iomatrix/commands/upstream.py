@@ -21,21 +21,24 @@ here are the finding read from a run, the issue text and the command.
 """
 from __future__ import annotations
 
+import math
+import os
 import platform
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.commands import bisect, release
 from iomatrix.paths import REPORTS_DIR, RESULTS_DIR
-from iomatrix.storing import store
+from iomatrix.storing import outputs, store
 # The reproducer's templates and source are made in reproducer.py; the names stay importable
 # from here, where the tests use them.
 from iomatrix.commands.reproducer import (  # noqa: F401
-    DRIVER, KIB, MIB, TEMPLATED_FAMILIES, TEMPLATES, chunks_template, data_source,
-    lutz_template, reproducer, template_for)
+    DRIVER, KIB, MIB, TEMPLATED_FAMILIES, TEMPLATES, ReproducerError, checked_reproducer,
+    chunks_template, data_source, lutz_template, reproducer, script_name, template_for)
 
 
 # -- the finding, from a run ----------------------------------------------------------------
@@ -83,16 +86,23 @@ def finding(results_dir: Path, run_id: str | None, op: str, old: str, new: str) 
     return None
 
 
+def _per_call(value) -> str:
+    """A count per call as the table states it: a finite number, else "—"."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "—"
+    return f"{value:,.1f}"
+
+
 def counts_lines(found: dict) -> list[str]:
+    from iomatrix.markup import code, md
     lines = []
     a, b = found["counts"].get(found["old"], {}), found["counts"].get(found["new"], {})
     for counter in sorted(set(a) | set(b), key=lambda c: (c != "syscalls", c != "instructions", c)):
         before, after = a.get(counter), b.get(counter)
         if before == after and counter.startswith("syscall:"):
             continue
-        name = f"`{counter[8:]}` calls" if counter.startswith("syscall:") else counter
-        lines.append(f"| {name} | {before if before is None else f'{before:,.1f}'} | "
-                     f"{after if after is None else f'{after:,.1f}'} |")
+        name = f"{code(counter[8:])} calls" if counter.startswith("syscall:") else md(counter)
+        lines.append(f"| {name} | {_per_call(before)} | {_per_call(after)} |")
     return (["| per call | before | after |", "|:--|--:|--:|"] + lines) if lines else \
         ["Counts: not counted in this run."]
 
@@ -137,6 +147,8 @@ def cause_and_status(found: dict, op: str) -> list[str]:
 
 def title_of(op: str, old: str, new: str, found: dict | None) -> str:
     """The issue's title by behaviour: what got slower, by how much, since which release."""
+    # Not escaped: the title is copied as the tracker's title, and the op and the releases are
+    # vetted names (cli.checked's op rule, VERSION_RE) in which nothing acts as markup.
     if found is None:
         return f"# {op}: {old} -> {new}"
     ratio = found["comparison"].ratio
@@ -144,36 +156,49 @@ def title_of(op: str, old: str, new: str, found: dict | None) -> str:
     return f"# {op} is {how} since {new} (than {old})"
 
 
+def fence_for(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``: the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def issue_text(op, suite, old, new, found, repro_name, repro_output, cands) -> str:
+    """ISSUE.md: held to the pages' rules. Every string from a run's files (the manifest's
+    builds and machine, the counters' names) or from a process's output is escaped
+    (markup.md, markup.code) or fenced with its control characters shown escaped, so none is
+    live HTML, a heading or a terminal escape; the op and the releases were vetted."""
+    from iomatrix.markup import code, md, visible
     from iomatrix.reporting.markdown import fmt_ratio
     lines = [title_of(op, old, new, found), ""]
     if found is not None:
         lines += cause_and_status(found, op)
     if found is None:
         lines += ["No stored run holds this op under both releases: run "
-                  f"`nox -s bisect -- {op} --between {old} {new}` first.", ""]
+                  f"{code(f'nox -s bisect -- {op} --between {old} {new}')} first.", ""]
     else:
         c = found["comparison"]
         direction = "slower" if c.ratio > 1 else "faster"
-        lines += [f"`{op}` (iomatrix suite `{suite}`) takes **{c.ratio:.2f} times** the time "
-                  f"under {new} that it takes under {old} ({direction}): "
+        lines += [f"{code(op)} (iomatrix suite {code(suite)}) takes **{c.ratio:.2f} times** the "
+                  f"time under {md(new)} that it takes under {md(old)} ({direction}): "
                   f"{fmt_ratio(c)} (new time / old time, 95% interval, {c.n_a} "
                   f"{'rounds, paired' if c.paired else 'processes'}; run "
-                  f"`{found['run'].run_id}`).", ""]
+                  f"{code(found['run'].run_id)}).", ""]
         lines += counts_lines(found) + [""]
         manifest = found["manifest"]
         lines += ["## Builds", ""] + release.builds_table(manifest, found["old"], found["new"])
         entries = manifest.get("interpreters", {})
         lines += ["", "Built: " + "; ".join(
-            f"{label}: {entries.get(label, {}).get('sys_version', 'unknown')}"
+            f"{code(label)}: {md(entries.get(label, {}).get('sys_version') or 'unknown')}"
             for label in (found["old"], found["new"])), ""]
-        lines += ["## Machine", "", f"{release.machine_line(manifest)}; kernel "
-                  f"{platform.release()} (this machine, {platform.machine()}).", ""]
-    lines += ["## Reproducer", "", f"`{repro_name}` (beside this file; no dependencies, Python "
-              "2.7 and 3.x) makes the benchmark's file and times the op as iomatrix does:", "",
-              "```console", f"$ python {repro_name} /path/to/python{old} /path/to/python{new}",
-              *(repro_output.strip().splitlines() if repro_output else
-                ["(not run here: give --run-repro OLD_PYTHON NEW_PYTHON)"]), "```", "",
+        lines += ["## Machine", "", f"{md(release.machine_line(manifest))}; kernel "
+                  f"{md(platform.release())} (this machine, {md(platform.machine())}).", ""]
+    output = [visible(line) for line in repro_output.strip().splitlines()] if repro_output \
+        else ["(not run here: give --run-repro OLD_PYTHON NEW_PYTHON)"]
+    usage = f"$ python {repro_name} /path/to/python{old} /path/to/python{new}"
+    fence = fence_for("\n".join(output))
+    lines += ["## Reproducer", "", f"{code(repro_name)} (beside this file; no dependencies, "
+              "Python 2.7 and 3.x) makes the benchmark's file and times the op as iomatrix "
+              "does:", "", f"{fence}console", usage, *output, fence, "",
               "## Candidate upstream changes", ""] + cands
     return "\n".join(lines) + "\n"
 
@@ -197,45 +222,105 @@ def parser() -> cli.Parser:
     return p
 
 
+def check_out_dir(out_dir: Path, results_dir: Path) -> None:
+    """Refuse an --out-dir that exists (or is a link), lies in the results store or in a run
+    directory (links followed), or where nothing can be written (under a file, a read-only
+    file system, no permission: storing.outputs.check_writable makes and removes a hidden
+    file there): BadInput naming it, before anything is compiled or timed. The files are
+    then written all or none by storing.outputs.write_outputs."""
+    shown = cli.one_line(out_dir)
+    if os.path.lexists(out_dir):
+        raise cli.BadInput(f"--out-dir {shown}: exists; nothing is written over (give "
+                           "another --out-dir)")
+    store_dirs = {Path(os.path.abspath(d)) for d in (results_dir, RESULTS_DIR)}
+    store_dirs |= {d.resolve() for d in store_dirs}
+    for where in outputs.where_written(out_dir):
+        if any(d == where or d in where.parents for d in store_dirs):
+            raise cli.BadInput(f"--out-dir {shown}: lies in the results store; a run's "
+                               "results are never written over or added to")
+    run_dir = outputs.run_directory_of(out_dir / "ISSUE.md")
+    if run_dir is not None:
+        raise cli.BadInput(f"--out-dir {shown}: lies in the run directory "
+                           f"{cli.one_line(run_dir)}; a run's results are never added to")
+    outputs.check_writable(out_dir, f"--out-dir {shown}")
+
+
+def compile_targets(old: str, new: str, run_repro) -> list[str]:
+    """The interpreters a reproducer must compile under: --run-repro's, the builds of OLD and
+    NEW discovery finds here, the oldest CPython here (the reproducer promises 2.7), and
+    this one. Only interpreters found or named here run: never a path read from a run."""
+    from iomatrix.commands import bisect_points
+    from iomatrix.interpreters import discovery
+    targets = list(run_repro or [])
+    try:
+        interpreters = discovery.discover(warn=lambda message: None)
+    except discovery.DiscoveryError as exc:
+        raise cli.BadInput(str(exc)) from None
+    for version in (old, new):
+        interp = bisect_points.find_build(interpreters, version)
+        if interp is not None:
+            targets.append(interp.executable)
+    cpythons = [i for i in interpreters if i.ok and i.implementation == "cpython"]
+    if cpythons:
+        targets.append(min(cpythons, key=discovery.sort_key).executable)
+    return list(dict.fromkeys([*targets, sys.executable]))
+
+
+def run_reproducer(source: str, name: str, pythons, repeat: int, log) -> str:
+    """The reproducer's output when run under ``pythons`` (OLD, NEW), from a temporary
+    directory (the output directory is written only when everything is made);
+    ReproducerError with its last line when it fails."""
+    with tempfile.TemporaryDirectory(prefix="iomatrix-repro-") as tmp:
+        path = Path(tmp) / name
+        path.write_text(source, encoding="ascii")
+        command = [sys.executable, str(path), *pythons, "--repeat", str(repeat)]
+        log(cli.terminal_text("upstream: " + " ".join(command)))
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace")
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise ReproducerError(f"the reproducer failed under {' and '.join(pythons)} (exit "
+                              f"{done.returncode}): {tail[0]}; nothing written")
+    log(cli.terminal_text(done.stdout.rstrip()))
+    return done.stdout
+
+
 @cli.main_guard
 def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     args = parser().parse_args(argv)
+    cli.checked(args.op, "op", "OP")   # a name, vetted before it reaches any file
     if template_for(args.op) is None:
         raise cli.BadInput(f"no reproducer template for op {args.op!r}; ops with one: "
                            + ", ".join(sorted(TEMPLATES)) + ", " + ", ".join(TEMPLATED_FAMILIES))
     old, new = args.between
     for version in (old, new):
         if not bisect.sources.VERSION_RE.fullmatch(version) or not bisect.known_release(version):
-            raise cli.BadInput(f"unknown release {version!r}: give CPython versions such as "
-                               "3.13.15 3.14.7")
+            raise cli.BadInput(f"unknown release {cli.one_line(repr(version))}: give CPython "
+                               "versions such as 3.13.15 3.14.7")
     if bisect.key(old) >= bisect.key(new):
         raise cli.BadInput(f"OLD {old} is not older than NEW {new}")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", args.op)
-    out_dir = args.out_dir or REPORTS_DIR / "upstream" / f"{safe}-{old}-{new}"
-    if out_dir.exists():
-        raise cli.BadInput(f"{out_dir}: exists; nothing is written over (give --out-dir)")
-    store.check_output(out_dir / "ISSUE.md", "--out-dir")
+    repro_name = script_name(args.op)
+    out_dir = args.out_dir or REPORTS_DIR / "upstream" / f"{repro_name[6:-3]}-{old}-{new}"
+    # Every destination and input check before anything runs or is written.
+    check_out_dir(out_dir, args.results_dir)
     found = finding(args.results_dir, args.run_id, args.op, old, new)
     suite = next((s for s in ("lutz2009", "chunks", "copies", "mmapio")
                   if args.op.startswith(s) or s == "lutz2009" and args.op[:5] in ("read_", "write")),
                  "?")
-    out_dir.mkdir(parents=True)
-    repro_name = f"repro_{safe}.py"
-    repro_path = out_dir / repro_name
-    store.atomic_write_text(repro_path, reproducer(args.op, old, new), overwrite=False)
-    log(f"upstream: wrote {repro_path}")
-    output = None
-    if args.run_repro:
-        command = [sys.executable, str(repro_path), *args.run_repro, "--repeat", str(args.repeat)]
-        log("upstream: " + " ".join(command))
-        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-        log(output.rstrip())
+    try:
+        source = checked_reproducer(args.op, old, new, compile_targets(old, new, args.run_repro))
+        output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log) \
+            if args.run_repro else None
+    except ReproducerError as exc:
+        print(f"error: {cli.one_line(exc)}", file=sys.stderr)
+        return cli.EXIT_INTERNAL_ERROR
     cands = bisect.candidate_lines(args.op, suite, old, new, log)
     text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
-    store.atomic_write_text(out_dir / "ISSUE.md", text, overwrite=False)
-    log(f"upstream: wrote {out_dir / 'ISSUE.md'}")
-    print(text)
+    # both files or neither; a disk error is exit 2 with the directories made removed again
+    outputs.write_outputs({out_dir / repro_name: source, out_dir / "ISSUE.md": text},
+                          "--out-dir")
+    log(cli.terminal_text(f"upstream: wrote {out_dir / repro_name} and {out_dir / 'ISSUE.md'}"))
+    print(cli.terminal_text(text))
     return cli.EXIT_OK
 
 

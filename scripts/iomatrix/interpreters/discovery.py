@@ -30,6 +30,7 @@ The probe and the build facts are in ``probing`` (their names are importable fro
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import glob
 import os
@@ -45,8 +46,8 @@ from iomatrix.interpreters import cache as provision_cache
 # from here, where the noxfile, the runner and the tests have always found them.
 from iomatrix.interpreters.probing import (  # noqa: F401
     BUILD_FACT_KEYS, DISTRIBUTION_SOURCES, FRAME_POINTER_FLAGS, PROBE_CACHE_ENV,
-    PROBE_CACHE_FILE, PROBE_SCRIPT, PROBE_TIMEOUT_SECONDS, build_facts, linkage_text, probe,
-    probe_all)
+    PROBE_CACHE_FILE, PROBE_SCRIPT, PROBE_TIMEOUT_SECONDS, answer_problem, build_facts,
+    linkage_text, probe, probe_all, read_regular_file)
 from iomatrix.paths import REPO_ROOT
 
 CONFIG_FILE = REPO_ROOT / "iomatrix.toml"
@@ -125,36 +126,98 @@ def natural_label(info: dict) -> str:
     return base
 
 
+# -- declared interpreters -------------------------------------------------------
+# A declaration is input like any other: iomatrix.toml is read only when it is a regular
+# file of at most MAX_CONFIG_BYTES (a FIFO there would block `nox -l` for ever), its
+# brackets nest at most MAX_CONFIG_NESTING deep (tomllib recurses once per level), and both
+# sources together declare at most MAX_DECLARED interpreters, each path a plain string of
+# at most MAX_PATH_CHARACTERS. Anything else is a DiscoveryError: exit 2, one line.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_ENV_CHARACTERS = 1 << 16
+MAX_CONFIG_NESTING = 32
+MAX_DECLARED = 256
+MAX_PATH_CHARACTERS = 4096
+
+
+def _shown(text: str) -> str:
+    """A value from a declaration as an error quotes it: one line, at most 60 characters."""
+    text = repr(text)
+    return cli.one_line(text[:60] + ("..." if len(text) > 60 else ""))
+
+
 def validate_label(label: str, where: str) -> str:
     """The one label rule (iomatrix.cli.name_problem: characters, length, reserved names)."""
     problem = cli.name_problem(label, "label")
     if problem is not None:
-        raise DiscoveryError(f"{where}: label {label!r}: {problem}")
+        raise DiscoveryError(f"{where}: label {_shown(label)}: {problem}")
     return label
 
 
-# -- declared interpreters -------------------------------------------------------
+def validate_path(path, label: str, where: str) -> str:
+    if not isinstance(path, str):
+        raise DiscoveryError(f"{where}: {label} must be a path string")
+    if not path or len(path) > MAX_PATH_CHARACTERS or not path.isprintable():
+        raise DiscoveryError(f"{where}: {label}: the path {_shown(path)} is not a path (empty, "
+                             f"longer than {MAX_PATH_CHARACTERS} characters, or holding a "
+                             "control character)")
+    return path
+
 
 def parse_env_declarations(value: str) -> list[tuple[str, str]]:
+    if len(value) > MAX_ENV_CHARACTERS:
+        raise DiscoveryError(f"{ENV_VARIABLE}: {len(value):,} characters; at most "
+                             f"{MAX_ENV_CHARACTERS:,} are read")
     pairs = []
     for entry in filter(None, (part.strip() for part in value.split(";"))):
+        if len(pairs) == MAX_DECLARED:
+            raise DiscoveryError(f"{ENV_VARIABLE}: more than {MAX_DECLARED} interpreters "
+                                 "declared")
         if "=" not in entry:
-            raise DiscoveryError(f"{ENV_VARIABLE}: entry {entry!r} is not label=/path/to/python")
+            raise DiscoveryError(f"{ENV_VARIABLE}: entry {_shown(entry)} is not "
+                                 "label=/path/to/python")
         label, path = (s.strip() for s in entry.split("=", 1))
-        pairs.append((validate_label(label, ENV_VARIABLE), path))
+        label = validate_label(label, ENV_VARIABLE)
+        pairs.append((label, validate_path(path, label, ENV_VARIABLE)))
     return pairs
 
 
-def parse_config_declarations(config_file: Path) -> list[tuple[str, str]]:
-    if not config_file.exists():
-        return []
+def nesting_depth(text: str) -> int:
+    """How deep the brackets of ``text`` nest, counted as if no string held any: an upper
+    bound of the TOML's nesting, found in one pass before the parser recurses into it."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def read_config_text(config_file: Path) -> str | None:
+    """iomatrix.toml's text; None when there is none."""
+    shown = cli.one_line(config_file)
     try:
-        text = config_file.read_bytes().decode("utf-8")  # TOML is UTF-8 by definition
-    except UnicodeDecodeError as exc:
-        raise DiscoveryError(f"{config_file}: not UTF-8 text (byte {exc.start}); TOML files are "
-                             "UTF-8") from None
+        data = read_regular_file(config_file, MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
-        raise DiscoveryError(f"{config_file}: cannot read: {exc.strerror or exc}") from None
+        raise DiscoveryError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")  # TOML is UTF-8 by definition
+    except UnicodeDecodeError as exc:
+        raise DiscoveryError(f"{shown}: not UTF-8 text (byte {exc.start}); TOML files are "
+                             "UTF-8") from None
+
+
+def parse_config_declarations(config_file: Path) -> list[tuple[str, str]]:
+    text = read_config_text(config_file)
+    if text is None:
+        return []
+    shown = cli.one_line(config_file)
+    if nesting_depth(text) > MAX_CONFIG_NESTING:
+        raise DiscoveryError(f"{shown}: brackets nested more than {MAX_CONFIG_NESTING} deep; "
+                             "[interpreters] is a flat table")
     try:
         import tomllib
     except ImportError:  # Python < 3.11 runs nox: a table of strings is all we read
@@ -162,17 +225,20 @@ def parse_config_declarations(config_file: Path) -> list[tuple[str, str]]:
     if tomllib is not None:
         try:
             table = tomllib.loads(text).get("interpreters", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise DiscoveryError(f"{config_file}: {exc}")
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            raise DiscoveryError(f"{shown}: {cli.one_line(exc)}") from None
     else:
         table = _parse_interpreters_table(text, config_file)
     if not isinstance(table, dict):
-        raise DiscoveryError(f'{config_file}: [interpreters] must be a table of label = "/path"')
+        raise DiscoveryError(f'{shown}: [interpreters] must be a table of label = "/path"')
+    if len(table) > MAX_DECLARED:
+        raise DiscoveryError(f"{shown}: {len(table):,} interpreters declared; at most "
+                             f"{MAX_DECLARED}")
     pairs = []
     for label, path in table.items():
-        if not isinstance(path, str):
-            raise DiscoveryError(f"{config_file}: [interpreters] {label} must be a path string")
-        pairs.append((validate_label(label, str(config_file)), os.path.expanduser(path)))
+        label = validate_label(label, shown)
+        pairs.append((label, os.path.expanduser(validate_path(path, f"[interpreters] {label}",
+                                                              shown))))
     return pairs
 
 
@@ -298,16 +364,25 @@ def classify(executable: str) -> str:
 
 # -- putting it together ---------------------------------------------------------
 
+def warn_line(message: str) -> None:
+    """A warning on stderr, one line: it quotes paths and what interpreters printed."""
+    print(f"iomatrix: {cli.one_line(message)}", file=sys.stderr)
+
+
 def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = True,
-             warn=lambda message: print(f"iomatrix: {message}", file=sys.stderr)) -> list[Interpreter]:
+             warn=warn_line) -> list[Interpreter]:
     """Every interpreter of this machine plus the declared ones, labelled, declared first."""
     environ = os.environ if environ is None else environ
     declared = parse_config_declarations(config_file) + parse_env_declarations(
         environ.get(ENV_VARIABLE, ""))
     # Every declaration is checked before anything is probed: bad input writes nothing,
     # not even the probe cache.
-    labels = [label for label, _ in declared]
-    twice = next((label for label in labels if labels.count(label) > 1), None)
+    if len(declared) > MAX_DECLARED:
+        raise DiscoveryError(f"{len(declared)} interpreters declared in {CONFIG_FILE.name} and "
+                             f"{ENV_VARIABLE}; at most {MAX_DECLARED}")
+    # A Counter, not labels.count per label: linear in the number of declarations.
+    twice = next((label for label, n in collections.Counter(
+        label for label, _ in declared).items() if n > 1), None)
     if twice is not None:
         raise DiscoveryError(f"label {twice!r} is declared twice")
     interpreters: list[Interpreter] = []
@@ -432,8 +507,8 @@ def select(interpreters: list[Interpreter], labels: list[str]) -> list[Interpret
 def main(argv=None) -> int:
     for interp in sorted(discover(), key=sort_key):
         status = "ok" if interp.ok else f"FAILED: {interp.error}"
-        print(f"{interp.label:16} {interp.version:10} {interp.source:12} "
-              f"{interp.recipe or '-':18} {interp.executable}  {status}")
+        print(cli.one_line(f"{interp.label:16} {interp.version:10} {interp.source:12} "
+                           f"{interp.recipe or '-':18} {interp.executable}  {status}"))
     return 0
 
 

@@ -193,10 +193,19 @@ def offers_on_python_org(minors: set[str], notes: list[str]) -> list[Offer]:
     return offers
 
 
+# The plan asks apt (one apt-cache process) about every minor version from the oldest here to
+# two above the newest: at most this many, the newest ones (3.6 .. 3.15 are ten). A version
+# is the interpreter's own word, checked by the probe to be bounded (minor 0 to 99), and one
+# strange interpreter must not cost a hundred processes.
+MAX_PLANNED_MINORS = 16
+
+
 def machine_versions(interpreters) -> set[tuple[str, bool]]:
-    """(python_version, free-threaded) of every usable CPython discovery finds."""
+    """(python_version, free-threaded) of every usable CPython discovery finds whose version
+    is a release's (3.13.0, 3.15.0rc2; discovery's probe has checked its form and bounds)."""
     return {(i.version, i.free_threaded) for i in interpreters
-            if i.ok and i.implementation == "cpython"}
+            if i.ok and i.implementation == "cpython" and isinstance(i.version, str)
+            and sources.VERSION_RE.fullmatch(i.version.rstrip("+"))}
 
 
 def _minor(series: str) -> tuple[int, int]:
@@ -213,9 +222,13 @@ def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool
     if not minors_here:
         minors_here = [(3, 13)]
     oldest, newest = minors_here[0], minors_here[-1]
-    # The minors above the newest here that a source may offer: two further ones.
-    wanted = {f"3.{m}" for m in range(oldest[1], newest[1] + 3)}
     notes: list[str] = []
+    # The minors above the newest here that a source may offer: two further ones.
+    first = max(oldest[1], newest[1] + 3 - MAX_PLANNED_MINORS)
+    if first > oldest[1]:
+        notes.append(f"planned the newest {MAX_PLANNED_MINORS} minor versions only "
+                     f"(3.{first} .. 3.{newest[1] + 2}); the machine has 3.{oldest[1]} too")
+    wanted = {f"3.{m}" for m in range(first, newest[1] + 3)}
     offers = offers_in_tarballs(tarballs)
     for series in sorted(wanted, key=_minor):
         offers += offers_in_apt(series)

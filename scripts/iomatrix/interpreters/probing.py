@@ -12,15 +12,17 @@ re-exports these names.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from iomatrix import procs
+from iomatrix import cli, procs
 from iomatrix.paths import PROBE_CACHE_FILE
 
 # Every nox command discovers (the session list depends on it), so a hung interpreter
@@ -68,6 +70,126 @@ print(json.dumps({
         "Py_ENABLE_SHARED", "Py_JIT")),
 }))
 """
+
+# -- the answer is untrusted --------------------------------------------------------------
+# What an interpreter says about itself decides its label, the order of the session list, the
+# versions provision plans and what the manifest and the pages state. Any executable can
+# print anything, so an answer is checked before it is used: its keys are the probe's own,
+# its version has the form platform.python_version() gives (3.13.0, 3.14.0a6+, 2.7.18) and
+# agrees with version_info, whose three integers are bounded, and every string is bounded
+# and plain (printable; a line break only where CPython puts one, in sys.version). An
+# answer that fails is the interpreter's error: discovery skips it with one warning line
+# (a declared one stays listed with that error), never every session.
+#
+# The check is plain Python, not a pydantic model like storing/schema.py's: it runs in
+# nox's own process, which has the standard library only (the bench side never imports
+# pydantic; store.schema_module). The bounds are stated once, here.
+VERSION_PATTERN = re.compile(r"(?P<major>[0-9]{1,3})\.(?P<minor>[0-9]{1,3})\.(?P<micro>[0-9]{1,4})"
+                             r"(?:(?:a|b|rc)[0-9]{1,3})?\+?")
+VERSION_INFO_BOUNDS = ((2, 3), (0, 99), (0, 999))   # major, minor, micro
+IMPLEMENTATION_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")   # it reaches labels: pypy3.10
+TEXT_LIMITS = {"version": 32, "executable": 4096, "sys_version": 512, "compiler": 512,
+               "configure_args": 16384}
+MAX_SYSCONFIG_TEXT = 16384
+MAX_SYSCONFIG_NUMBER = 2 ** 31
+BOOLEAN_KEYS = ("free_threaded", "gil_enabled", "debug", "optimized", "lto")
+SYSCONFIG_KEYS = ("CONFIG_ARGS", "OPT", "CFLAGS", "PY_CFLAGS_NODIST", "CONFIGURE_CFLAGS_NODIST",
+                  "Py_ENABLE_SHARED", "Py_JIT")
+ANSWER_KEYS = frozenset({"version", "version_info", "implementation", "executable",
+                         "sys_version", "linkage", "shared", "sysconfig", *TEXT_LIMITS,
+                         *BOOLEAN_KEYS})
+# The probe prints one line of a few kB; the cache holds one such answer per binary.
+MAX_ANSWER_CHARACTERS = 1 << 17
+MAX_CACHE_BYTES = 1 << 22
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return cli.one_line(text[:40] + ("..." if len(text) > 40 else ""))
+
+
+def _text_problem(value, limit: int, breaks: str = "\t") -> str | None:
+    if not isinstance(value, str):
+        return f"{_shown(value)} is not a string"
+    if len(value) > limit:
+        return f"{len(value)} characters; at most {limit}"
+    if not all(c.isprintable() or c in breaks for c in value):
+        return f"{_shown(value)} holds a control or format character"
+    return None
+
+
+def answer_problem(info) -> str | None:
+    """What makes ``info`` no valid probe answer ("field: why"), or None when it is one."""
+    if not isinstance(info, dict):
+        return "not an object"
+    unknown = sorted(str(key) for key in info if key not in ANSWER_KEYS)
+    if unknown:
+        return f"unknown key(s) {_shown(', '.join(unknown))}"
+    version_info = info.get("version_info")
+    if not (isinstance(version_info, list) and len(version_info) == 3 and all(
+            type(part) is int for part in version_info)):
+        return f"version_info: {_shown(version_info)} is not three integers"
+    for name, part, (low, high) in zip(("major", "minor", "micro"), version_info,
+                                       VERSION_INFO_BOUNDS):
+        if not low <= part <= high:
+            return f"version_info: {name} {part} is not {low} to {high}"
+    version = info.get("version")
+    problem = _text_problem(version, TEXT_LIMITS["version"], breaks="")
+    match = VERSION_PATTERN.fullmatch(version) if problem is None else None
+    if match is None:
+        return f"version: {problem or _shown(version) + ' is not a version like 3.13.0'}"
+    if [int(match[name]) for name in ("major", "minor", "micro")] != version_info:
+        return f"version: {version} disagrees with version_info {version_info}"
+    implementation = info.get("implementation")
+    if not isinstance(implementation, str) or not IMPLEMENTATION_PATTERN.fullmatch(implementation):
+        return f"implementation: {_shown(implementation)} is not a lower-case name"
+    for key in BOOLEAN_KEYS:
+        if key in info and type(info[key]) is not bool:
+            return f"{key}: {_shown(info[key])} is not true or false"
+    if info.get("shared") is not None and type(info["shared"]) is not bool:
+        return f"shared: {_shown(info['shared'])} is not true, false or null"
+    if info.get("linkage") not in (None, "shared", "static"):
+        return f"linkage: {_shown(info['linkage'])} is not shared, static or null"
+    for key, limit in TEXT_LIMITS.items():
+        if key != "version" and info.get(key) is not None:
+            problem = _text_problem(info[key], limit, breaks="\t\n" if key == "sys_version"
+                                    else "\t")
+            if problem is not None:
+                return f"{key}: {problem}"
+    raw = info.get("sysconfig")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not set(raw) <= set(SYSCONFIG_KEYS):
+        return "sysconfig: not an object of the probe's build variables"
+    for name, value in raw.items():
+        if value is None or type(value) is bool or (
+                type(value) is int and abs(value) <= MAX_SYSCONFIG_NUMBER):
+            continue
+        problem = _text_problem(value, MAX_SYSCONFIG_TEXT)
+        if problem is not None:
+            return f"sysconfig {name}: {problem}"
+    return None
+
+
+def read_regular_file(path, limit: int) -> bytes:
+    """The bytes of ``path`` when it is a regular file (a symlink to one is followed) of at
+    most ``limit`` bytes; OSError naming why otherwise. Opened without blocking, so a FIFO
+    or a device there is refused, not waited on."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"{st.st_size:,} bytes; at most {limit:,} are read")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"more than {limit:,} bytes; at most {limit:,} are read")
+    return data
+
 
 # The build facts every manifest entry carries (shared interface, issue 25).
 BUILD_FACT_KEYS = ("opt", "cflags", "pgo", "frame_pointers", "jit", "recipe")
@@ -160,10 +282,12 @@ def _probe_cache_path() -> Path:
 
 
 def _read_probe_cache() -> dict:
+    """The cache's entries, or {}: it is read only when it is a regular file of at most
+    MAX_CACHE_BYTES (a FIFO there must not block every nox command), and each entry is
+    checked as a fresh answer is when it is used (``probe``)."""
     try:
-        with open(_probe_cache_path(), encoding="utf-8") as f:
-            cache = json.load(f)
-    except (OSError, ValueError):
+        cache = json.loads(read_regular_file(_probe_cache_path(), MAX_CACHE_BYTES))
+    except (OSError, ValueError, RecursionError):
         return {}
     return cache if isinstance(cache, dict) else {}
 
@@ -188,24 +312,34 @@ def probe(executable: str, cache: dict | None = None) -> dict:
     if not os.access(executable, os.X_OK):
         raise RuntimeError(f"{executable}: not executable")
     key = _binary_key(executable)
-    if cache is not None and key in cache and isinstance(cache[key], dict):
-        return dict(cache[key])
+    shown = cli.one_line(executable)
+    if cache is not None and key in cache and answer_problem(cache[key]) is None:
+        return dict(cache[key])   # an entry that is not a valid answer is asked again
     try:
-        proc = procs.run([executable, "-c", PROBE_SCRIPT], timeout=PROBE_TIMEOUT_SECONDS)
+        # bytes: an interpreter's output is not trusted to be UTF-8 either
+        proc = procs.run([executable, "-c", PROBE_SCRIPT], timeout=PROBE_TIMEOUT_SECONDS,
+                         text=False)
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{executable}: did not answer within {PROBE_TIMEOUT_SECONDS} s")
+        raise RuntimeError(f"{shown}: did not answer within {PROBE_TIMEOUT_SECONDS} s")
     except OSError as exc:
-        raise RuntimeError(f"{executable}: cannot run: {exc.strerror}")
+        raise RuntimeError(f"{shown}: cannot run: {exc.strerror}")
+    stdout = proc.stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"{executable}: does not run as Python (exit {proc.returncode}): "
-                           + " / ".join(tail))
+        tail = (proc.stderr.decode("utf-8", "replace") or stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"{shown}: does not run as Python (exit {proc.returncode}): "
+                           + cli.one_line(" / ".join(tail))[:300])
+    lines = stdout.strip().splitlines()
     try:
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        if not lines or len(lines[-1]) > MAX_ANSWER_CHARACTERS:
+            raise ValueError("no answer line, or one longer than any probe answer")
+        info = json.loads(lines[-1])
+    except (ValueError, RecursionError):
         info = None
     if not isinstance(info, dict) or not {"version_info", "implementation"} <= info.keys():
-        raise RuntimeError(f"{executable}: does not behave as Python (unexpected probe output)")
+        raise RuntimeError(f"{shown}: does not behave as Python (unexpected probe output)")
+    problem = answer_problem(info)
+    if problem is not None:
+        raise RuntimeError(f"{shown}: its probe answer is not what a Python reports: {problem}")
     if cache is not None and key is not None:
         cache[key] = dict(info)
     return info

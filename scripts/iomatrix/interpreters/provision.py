@@ -81,7 +81,8 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
     name = version.text + chosen.suffix
     if say is None:
         def say(text: str) -> None:
-            print(f"[{name}] {text}", flush=True)
+            # a build log tail, a path, a tool's message: shown, never acted on
+            print(cli.terminal_text(f"[{name}] {text}"), flush=True)
     root = Path(root).absolute() if root is not None else cache_root()
     pythons = root / "pythons"
     final = pythons / name
@@ -226,7 +227,7 @@ def uv_install(versions: list[Version], http_timeout: float = UV_TIMEOUT,
             raise ProvisionError(f"uv python install {version} gave no result within "
                                  f"{exc.timeout:g}s; the machine may be offline: build from "
                                  "source instead (drop --uv)") from exc
-        sys.stdout.write(proc.stdout)
+        sys.stdout.write(cli.terminal_text(proc.stdout))
         if proc.returncode != 0:
             raise ProvisionError(f"uv python install {version} failed (exit {proc.returncode}): "
                                  f"{brief(proc.stderr)}; offline? build from source instead "
@@ -277,7 +278,7 @@ def newest_versions(free_threaded: bool, listing_only: bool) -> tuple[list[Versi
         print(step.describe().replace(": build ", ": would build ")
               if listing_only and step.action == "build" else step.describe(), flush=True)
     for note in notes:
-        print(f"note: {note}", flush=True)
+        print(cli.one_line(f"note: {note}"), flush=True)
     unobtainable = [step.series for step in steps if step.action == "none"]
     if unobtainable:
         print(f"could not obtain: {', '.join(unobtainable)} (no tarball in the cache, apt's "
@@ -330,7 +331,7 @@ def main(argv: list[str]) -> int:
                       debian_source=args.debian_source or version.text in from_debian)
             except ProvisionError as exc:
                 bad = isinstance(exc, UsageError)
-                message = cli.one_line(exc) if bad else str(exc)
+                message = cli.one_line(exc) if bad else cli.terminal_text(exc)
                 print(f"error: [{version}{recipe.suffix}] {message}", file=sys.stderr, flush=True)
                 failed.append(version.text + recipe.suffix)
                 owed = max(owed, cli.EXIT_BAD_INPUT if bad else cli.EXIT_INTERNAL_ERROR)
@@ -338,7 +339,7 @@ def main(argv: list[str]) -> int:
         print(f"{parser.prog}: error: {cli.one_line(exc)}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     except ProvisionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli.terminal_text(exc)}", file=sys.stderr)
         return cli.EXIT_INTERNAL_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
