@@ -114,7 +114,7 @@ def cause_and_status(found: dict, op: str) -> list[str]:
     newest patch at hand (analysing.status). Markdown; every changelog word escaped."""
     from iomatrix.analysing import evidence, status
     from iomatrix.analysing.comparisons import Finding, analyse
-    from iomatrix.reporting import rst
+    from iomatrix.reporting import rst, why
     from iomatrix.reporting.markdown import md
     data = found.get("data")
     if data is None or op not in set(data.frame["op"]):
@@ -125,11 +125,11 @@ def cause_and_status(found: dict, op: str) -> list[str]:
     verdict = evidence.verdict_for(an, f)
     if verdict.candidate is not None:
         entry = verdict.candidate.entry
-        cause = (f"**Tested cause:** [{md(entry.number)}]({md(entry.url)}) ({md(entry.release)}): "
+        cause = (f"**Tested cause:** {why.link(verdict.candidate)} ({md(entry.release)}): "
                  f"{rst.render(entry.text, 300)} — *{md(verdict.evidence)}*: "
                  f"{md(verdict.detail)}")
     elif verdict.cause is not None:
-        cause = (f"**Stated cause:** [{md(verdict.cause[0])}]({verdict.cause[1]}) "
+        cause = (f"**Stated cause:** {why.cause_link(verdict.cause)} "
                  f"(*{md(verdict.evidence)}*): {md(verdict.detail)}")
     else:
         cause = (f"**No cause tested:** no changelog entry passes the acceptance rule (an "
