@@ -17,6 +17,29 @@ from iomatrix.storing import contract
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_iomatrix_cache_for_the_session(tmp_path_factory):
+    """The tests never read nor write the user's iomatrix cache (``$IOMATRIX_CACHE``, else
+    ~/.cache/iomatrix: builds, tarballs, changelogs, counts): what a test finds there would
+    depend on what this machine built or fetched before. Discovery, the shared smoke runs
+    and every process the tests start see an empty cache of the test run's own."""
+    before = os.environ.get("IOMATRIX_CACHE")
+    os.environ["IOMATRIX_CACHE"] = str(tmp_path_factory.mktemp("iomatrix-cache"))
+    yield
+    if before is None:
+        os.environ.pop("IOMATRIX_CACHE", None)
+    else:
+        os.environ["IOMATRIX_CACHE"] = before
+
+
+@pytest.fixture(autouse=True)
+def _own_iomatrix_cache(tmp_path_factory, monkeypatch):
+    """And each test its own empty cache (outside its tmp_path, which some tests list):
+    a count, a changelog or a build one test stored is never another test's starting point.
+    A test that needs something in the cache puts it there (or sets IOMATRIX_CACHE itself)."""
+    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path_factory.mktemp("iomatrix-cache")))
+
+
 @pytest.fixture(scope="session")
 def machine_interpreters():
     """Every interpreter discovery finds here, by label."""

@@ -2,7 +2,9 @@
 
 ``~/.cache/iomatrix/pythons/<version><suffix>/`` (or ``$IOMATRIX_CACHE``) holds one finished
 build per directory with its facts in ``iomatrix-build.json``; discovery lists them and
-provision adds to them. Apart from the builder (interpreters.provision) so that discovery
+provision adds to them. The same root holds the source tarballs (``tarballs/``, with the
+changelogs read from them) and the counting pass's counts (``counts/``,
+iomatrix.measuring.countcache). Apart from the builder (interpreters.provision) so that discovery
 can read the cache without importing it.
 """
 from __future__ import annotations

@@ -82,7 +82,10 @@ contract (atomic, under its partial name), updated after every pass. Format
     }
 
 An op already counted for a counter is kept when a run is resumed; failed and
-missing ones are counted again. Nothing is written outside the run's results
+missing ones are counted again. System calls and instructions counted in an earlier run
+of the same interpreter binary, suite code, fixture sizes and tools are taken from the
+counts cache instead (``iomatrix.measuring.countcache`` gives the key); the manifest's
+``counters.from_cache`` names them, per series and counter. Nothing is written outside the run's results
 directory and its work directory: strace's ``-o`` file, callgrind's output
 files and valgrind's temporary files (``TMPDIR``) all go into the work dir.
 
@@ -103,7 +106,7 @@ import time
 from pathlib import Path
 
 from iomatrix import procs
-from iomatrix.measuring import machine
+from iomatrix.measuring import countcache, machine
 from iomatrix.storing import contract, store
 from iomatrix.storing.countsfile import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
 from iomatrix.measuring.counttools import (callgrind_dumps, methods, syscall_byte_windows, tool_prefix,
@@ -275,10 +278,15 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
 
 def count_series(run: store.Run, series: Series, counters, problems: dict, fixtures: Path,
                  work_root: Path, profile: str, conditions, timeout: float, tool_methods: dict,
-                 slot: int = 0, log=print, stopping=None) -> dict:
+                 slot: int = 0, log=print, stopping=None,
+                 cache: countcache.CountsCache | None = None) -> dict:
     """Count one series, resuming from its counters file; the manifest's entry for it.
 
     ``stopping``: a threading.Event; once set, no further pass is started.
+    ``cache``: the counts cache (iomatrix.measuring.countcache): the syscalls and
+    instructions it holds for this series' key are taken from it, not counted, and the
+    manifest entry's ``from_cache`` names them; what is counted is stored in it. None: no
+    cache (an A/A twin never uses it: it is there to count again).
 
     The series works in ``<work_root>/s<slot>``: a name of the same length for every
     series, because the length of the worker's working directory moves valgrind's
@@ -308,7 +316,8 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     work = work_root / f"s{slot:04d}"
     work.mkdir(parents=True, exist_ok=True)
     (work_root / "tmp").mkdir(exist_ok=True)
-    failed = {}
+    failed, from_cache = {}, {}
+    use_cache = cache is not None and not series.interpreter.get("aa_of")
     for counter in counters:
         if counter in skipped:
             continue
@@ -326,10 +335,23 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             todo = [op for op in wanted if counter not in document["ops"].get(op, {})]
             if not todo or (stopping is not None and stopping.is_set()):
                 continue
-            results = run_pass(PASS_OF[counter], series, suite, todo, fixtures=fixtures,
-                               work=work, tmp_dir=work_root / "tmp", profile=profile,
-                               conditions=conditions,
-                               timeout=timeout, log=log)
+            results = {}
+            keys = _cache_keys(cache, series, counter, tool_methods, suite, todo, profile,
+                               conditions, log) if use_cache else {}
+            for op, key in keys.items():
+                hit = cache.get(key, log)
+                if hit is not None:
+                    results[op] = ("ok", hit[0])
+                    if hit[1] is not None:
+                        document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})[
+                            "bytes_per_call"] = hit[1]
+                    from_cache.setdefault(counter, []).append(op)
+            counted_now = [op for op in todo if op not in results]
+            if counted_now:
+                results.update(run_pass(PASS_OF[counter], series, suite, counted_now,
+                                        fixtures=fixtures, work=work,
+                                        tmp_dir=work_root / "tmp", profile=profile,
+                                        conditions=conditions, timeout=timeout, log=log))
             for op in todo:
                 entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
                 entry.setdefault("failed", {}).pop(counter, None)
@@ -346,6 +368,10 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                 if not entry["failed"]:
                     del entry["failed"]
             _fill_bytes(document, work, suite)
+            for op in counted_now:
+                if op in keys and results.get(op, ("failed",))[0] == "ok":
+                    cache.put(keys[op], results[op][1], document["ops"][op].get("bytes_per_call"),
+                              log)
             store.write_json_document(path, document)   # .gz stays compressed
     for op, entry in document["ops"].items():
         for counter, why in (entry.get("failed") or {}).items():
@@ -357,10 +383,30 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     entry = {"status": status, "counters": counted, "skipped": skipped,
              "failed_ops": failed, "seconds": round(time.monotonic() - started, 1),
              "file": path.name if path.exists() else None}
+    if from_cache:
+        entry["from_cache"] = from_cache
     if status != "ok":
         log(f"iomatrix: counting {series.series}: {status}"
             + "".join(f"; {c} skipped: {why}" for c, why in skipped.items()))
     return entry
+
+
+def _cache_keys(cache, series: Series, counter: str, tool_methods: dict, suite: str, ops,
+                profile: str, conditions, log) -> dict:
+    """{op: its counts cache key} for a counter the cache keeps; {} when the interpreter's
+    binary cannot be read (its counts are then counted, as without a cache)."""
+    if counter not in countcache.CACHED_COUNTERS:
+        return {}
+    try:
+        return {op: cache.key(counter, tool_methods.get(counter),
+                              series.interpreter["executable"], suite, op, profile=profile,
+                              io_stack=series.io_stack, output=conditions.output,
+                              allocator=conditions.allocator, calls=COUNT_CALLS)
+                for op in ops}
+    except OSError as exc:
+        log(f"iomatrix: counting {series.series}: the counts cache is not used "
+            f"({exc.strerror or exc}: {procs.tail(str(exc.filename or ''), 1)})")
+        return {}
 
 
 def _fill_bytes(document: dict, work: Path, suite: str) -> None:
@@ -406,11 +452,14 @@ def series_of_plans(run: store.Run, plans: dict, manifest: dict) -> list:
 
 
 def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile: str,
-              conditions, work_root: Path, timeout: float, log=print) -> None:
+              conditions, work_root: Path, timeout: float, log=print,
+              cache_root: Path | None = None) -> None:
     """The counting pass of a run: every series of ``plans``; results into the manifest.
 
     Each series' manifest entry gets ``counters``: status ok, partial (some ops
-    failed for counting), failed, or skipped (with the reason per counter).
+    failed for counting), failed, or skipped (with the reason per counter), and
+    ``from_cache``, the counts taken from the counts cache (``cache_root``, by default
+    the iomatrix cache's ``counts/``: iomatrix.measuring.countcache).
     The timing results are never touched; a failure here fails no series.
     """
     if not counters:
@@ -438,12 +487,13 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
         f"({JOBS} at a time)")
 
     stopping = threading.Event()
+    cache = countcache.CountsCache(cache_root, log=log)
 
     def one(slot_and_series):
         slot, series = slot_and_series
         return series.series, count_series(run, series, counters, problems, fixtures, work_root,
                                            profile, conditions, timeout, tool_methods, slot, log,
-                                           stopping)
+                                           stopping, cache)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=JOBS)
     try:
         for name, entry in pool.map(one, enumerate(all_series)):
@@ -455,7 +505,11 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    taken = sum(len(ops) for s in all_series
+                for ops in manifest["interpreters"][s.series].get("counters", {})
+                .get("from_cache", {}).values())
     manifest["counters"] = {"counters": list(counters), "calls": COUNT_CALLS,
                             "seconds": round(time.monotonic() - started, 1),
-                            "skipped": problems}
-    log(f"iomatrix: counting done in {time.monotonic() - started:.0f} s")
+                            "skipped": problems, "from_cache": taken}
+    log(f"iomatrix: counting done in {time.monotonic() - started:.0f} s"
+        + (f" ({taken} counts taken from the counts cache)" if taken else ""))

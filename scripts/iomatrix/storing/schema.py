@@ -178,6 +178,9 @@ class CounterEntry(Ours):
     seconds: Optional[LongSeconds] = None
     skipped: dict[str, str] = {}
     failed_ops: dict[str, dict[str, str]] = {}
+    from_cache: dict[str, list[OpName]] = Field(
+        {}, description="counter: the ops whose counts came from the counts cache "
+                        "(iomatrix.measuring.countcache), not counted in this run")
 
 
 class SeriesStatus(Ours):
@@ -366,6 +369,7 @@ class CountingSummary(Ours):
     calls: Optional[Count] = None
     seconds: Optional[LongSeconds] = None
     skipped: dict[str, str] = {}
+    from_cache: Optional[Count] = Field(None, description="counts taken from the counts cache")
 
 
 class Manifest(Ours):
