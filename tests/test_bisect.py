@@ -8,6 +8,7 @@ import pytest
 
 from iomatrix.commands import bisect, bisect_points
 from conftest import need
+from test_discovery import machine  # noqa: F401  (the fixture: a machine of the test's own)
 
 QUIET = dict(log=lambda *a: None)
 
@@ -38,8 +39,7 @@ def test_mmap_find_is_bisected_to_3_11(tmp_path, capsys, machine_interpreters):
 
     Slow: test_many_points_are_bisected finds the same step with the same statements (the
     step's row, "Not narrowed further", the answer file, a series per point and the A/A
-    twin), and test_a_release_that_can_be_built_but_is_not_is_named and
-    test_a_failed_build_is_exit_3_* time every point in one run as this one does."""
+    twin), and test_a_failed_build_is_exit_3_* times every point in one run as this one does."""
     for label in ("3.9", "3.10", "3.11", "3.12"):
         need(machine_interpreters, label)
     status = bisect.main(["mmapio_find_mmap", "--between", "3.9", "3.12", "--profile", "smoke",
@@ -57,15 +57,28 @@ def test_mmap_find_is_bisected_to_3_11(tmp_path, capsys, machine_interpreters):
         "manifest.json", "3.9.json", "3.10.json", "3.11.json", "3.12.json", "3.9-aa.json"}
 
 
-def test_a_release_that_can_be_built_but_is_not_is_named(tmp_path, capsys, machine_interpreters):
-    need(machine_interpreters, "3.13")
-    need(machine_interpreters, "3.13.15")
-    status = bisect.main(["mmapio_find_mmap", "--between", "3.13", "3.13.15", "--profile",
-                          "smoke", "--no-build", "--counters", "off", "--results-dir",
-                          str(tmp_path / "results"), "--run-id", "b2"], **QUIET)
-    assert status == 0
-    out = capsys.readouterr().out
-    assert "3.13.5" in out and "can be built (Debian's pool), not built: --no-build" in out
+def test_a_release_that_can_be_built_but_is_not_is_named(machine, monkeypatch):
+    """A machine of the test's own (test_discovery's fakes: pyenv's 3.13.0 and a provisioned
+    3.13.15, the lineage's recipe; an empty IOMATRIX_CACHE): 3.13.5 is in Debian's pool, not
+    built, and --no-build names it so. What the bisection does with such points is
+    test_many_points_are_bisected's (real builds); here only which releases are points,
+    whatever this machine's own cache holds (a 3.13.5 built by an earlier bisect)."""
+    import argparse
+    from test_discovery import PYENV_3_13
+    for version in ("3.13.0", "3.13.15"):
+        (machine.pyenv_python if version == "3.13.0" else machine.provisioned)(
+            version, version, sysconfig=PYENV_3_13)
+    found = machine.discover()
+    args = argparse.Namespace(between=["3.13", "3.13.15"], no_build=True)
+    old, new, recipe, everything, points, why = bisect_points.plan(args, found, QUIET["log"])
+    assert (old, new, recipe.name) == ("3.13.0", "3.13.15", "lineage")
+    assert sorted(points) == ["3.13.0", "3.13.15"]
+    assert why["3.13.5"] == "can be built (Debian's pool), not built: --no-build"
+    assert why["3.13.4"] == "not in Debian's pool; python.org unreachable"
+    step = bisect.Step(points["3.13.0"], points["3.13.15"], None, "b2",
+                       [v for v in everything if v not in points])
+    assert "3.13.5, 3.13.12, 3.13.14: can be built (Debian's pool), not built: --no-build" \
+        in bisect.gap_text(step, why)
 
 
 @pytest.mark.parametrize("posargs, message", [

@@ -309,23 +309,26 @@ def test_an_earlier_source_keeps_the_minor_label_beside_newer_builds_in_the_cach
         "3.13": "3.13.0", "3.13.14": "3.13.14", "3.13.15": "3.13.15"}
 
 
-def test_real_builds_label_the_newest_3_14_and_the_lineage_takes_it(machine_interpreters):
-    """This machine's cache (3.14.4 .. 3.14.7 when built): "3.14" is the newest, and the
-    lineage, the allocator twins' choice (planning.lineage_labels), takes that label."""
+def test_builds_label_the_newest_3_14_and_the_lineage_takes_it(machine):
+    """A cache of the test's own with 3.14.4 .. 3.14.7 built (the lineage's recipe, as
+    provision builds them) beside pyenv's 3.13.0: "3.14" is the newest, and the lineage,
+    the allocator twins' choice (planning.lineage_labels), takes that label. (It read this
+    machine's own cache before, and so never ran where none was built.)"""
     from iomatrix.measuring import bench, planning
-    built = [i for i in machine_interpreters.values() if i.ok and i.source == "provisioned"
-             and i.version_info[:2] == (3, 14) and not i.free_threaded
-             and re.fullmatch(r"3\.14(\.\d+)?", i.label)]
-    if len(built) < 2:
-        pytest.skip("fewer than two 3.14 patch releases in ~/.cache/iomatrix/pythons")
+    machine.pyenv_python("3.13.0", "3.13.0", sysconfig=PYENV_3_13)
+    for version in ("3.14.4", "3.14.5", "3.14.6", "3.14.7"):
+        machine.provisioned(version, version, recipe="lineage", sysconfig=PYENV_3_13)
+    found = machine.discover()
+    built = [i for i in found if i.ok and i.source == "provisioned"]
+    assert len(built) == 4
     newest = max(built, key=lambda i: i.version_info)
     assert newest.label == "3.14"
     assert all(i.label == i.version for i in built if i is not newest)
-    lineage = planning.lineage_labels(list(machine_interpreters.values()))
+    lineage = planning.lineage_labels(found)
     assert "3.14" in lineage and not any(i.label in lineage for i in built if i is not newest)
     # An A/A twin of "the newest" among 3.14's builds: 3.14.7, now labelled "3.14".
     labels = [i.label for i in built]
-    assert bench.resolve_aa("newest", labels, list(machine_interpreters.values())) == "3.14"
+    assert bench.resolve_aa("newest", labels, found) == "3.14"
 
 
 def test_a_provisioned_build_that_no_longer_runs_is_reported_and_skipped(machine):
