@@ -150,3 +150,11 @@ def test_many_points_are_bisected(tmp_path, capsys, machine_interpreters):
     # each run is a run like any other: its manifest, one series per point and the twin
     assert {p.name for p in (tmp_path / "results" / "b4-1").glob("*.json")} >= {
         "manifest.json", "3.6.json", "3.6-aa.json", "3.13.json"}
+
+
+def test_the_answer_names_its_run_without_a_path_of_this_machine(tmp_path):
+    """A committed answer once ended "run ... in /abs/path/results": inside the repository the
+    path is relative to it, elsewhere the run id alone."""
+    from iomatrix.paths import RESULTS_DIR
+    assert bisect.run_place("b1", RESULTS_DIR) == "run `b1` in `results/b1`"
+    assert bisect.run_place("b1", tmp_path / "results") == "run `b1`"

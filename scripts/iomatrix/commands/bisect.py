@@ -44,7 +44,7 @@ from iomatrix import cli, procs
 from iomatrix.interpreters import discovery, environments, provision as provisioning, sources
 from iomatrix.measuring import runner
 from iomatrix.measuring.spec import RunSpec
-from iomatrix.paths import REPORTS_DIR, RESULTS_DIR
+from iomatrix.paths import REPO_ROOT, REPORTS_DIR, RESULTS_DIR
 from iomatrix.storing import outputs, store
 from iomatrix.storing.countsfile import COUNTERS
 # The releases between OLD and NEW and the points that can be timed are found in
@@ -329,6 +329,17 @@ def run_points(interpreters, chosen: list[Point], op, suite, args, run_id, every
     return steps, overall, aa, per_call
 
 
+def run_place(run_id: str, results_dir) -> str:
+    """Where the answer's run is, as the answer says it: a path relative to the repository
+    (``results/<run>``) when it is inside it, else the run id alone. The answer is committed
+    and read on other machines: an absolute path would name this machine's directories."""
+    try:
+        place = (Path(results_dir).resolve() / run_id).relative_to(REPO_ROOT)
+    except ValueError:
+        return f"run `{run_id}`"
+    return f"run `{run_id}` in `{place.as_posix()}`"
+
+
 @cli.main_guard
 def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -381,9 +392,8 @@ def main(argv, log=None) -> int:
                             chosen.after.version if chosen else new, log)
     text = answer_text(args.op, old, new, steps, overall, aa, per_call, why, order, note, cands,
                        args)
-    from iomatrix.reporting.markdown import md
-    text += (f"\nWall time: {time.monotonic() - started:.0f} s; run `{run_id}` in "
-             f"{md(str(args.results_dir))}.\n")
+    text += (f"\nWall time: {time.monotonic() - started:.0f} s; "
+             f"{run_place(run_id, args.results_dir)}.\n")
     print(cli.terminal_text(text))   # first: whatever happens to the file, it is not lost
     try:
         outputs.write_outputs({out: text}, "--out", replaceable=lambda path: False)
