@@ -169,9 +169,24 @@ def matrix(session: nox.Session) -> None:
     def queue_report():
         # The report lists failed interpreters too: it runs even when this session fails.
         if not args.no_report and not args.list:
+            fetch_changelogs(session, labels)
             session.notify("report", bench.report_arguments(args))
     run_bench(session, labels, args, aa=aa, before_failing=queue_report)
     queue_report()
+
+
+def fetch_changelogs(session: nox.Session, labels: list[str]) -> None:
+    """The changelogs the report names causes from, into the cache before it runs (the report
+    reads the cache only): one line for what could not be had, never a failed session."""
+    from iomatrix.commands import changelogs
+    versions = [i.version.rstrip("+") for i in INTERPRETERS
+                if i.ok and i.label in labels and i.implementation == "cpython"]
+    try:
+        line = changelogs.summary(changelogs.gather(versions, say=lambda text: None))
+    except Exception as exc:  # noqa: BLE001 - the run is done; its report goes on without them
+        line = f"iomatrix: changelogs: not fetched ({cli.one_line(exc)})"
+    if line:
+        session.log(line)
 
 
 def run_tool(session: nox.Session, tool: str) -> None:
