@@ -181,8 +181,11 @@ def fetch_changelogs(session: nox.Session, labels: list[str]) -> None:
     from iomatrix.commands import changelogs
     versions = [i.version.rstrip("+") for i in INTERPRETERS
                 if i.ok and i.label in labels and i.implementation == "cpython"]
+    # IOMATRIX_OFFLINE: fetch nothing (a machine that must not reach out; the tests' runs)
+    fetch = not os.environ.get("IOMATRIX_OFFLINE")
     try:
-        line = changelogs.summary(changelogs.gather(versions, say=lambda text: None))
+        line = changelogs.summary(changelogs.gather(versions, say=lambda text: None,
+                                                    fetch=fetch))
     except Exception as exc:  # noqa: BLE001 - the run is done; its report goes on without them
         line = f"iomatrix: changelogs: not fetched ({cli.one_line(exc)})"
     if line:

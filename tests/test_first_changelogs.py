@@ -50,3 +50,11 @@ def test_the_pool_release_that_covers_a_version():
     assert changelogs.pool_release_for("3.13.0") == "3.13.15"
     assert changelogs.pool_release_for("3.12.1") is None
     assert changelogs.newest_pool_release() == "3.14.7"
+
+
+def test_offline_asks_nothing_and_says_what_is_missing(monkeypatch, tmp_path):
+    """IOMATRIX_OFFLINE (the matrix session's fetch=False): apt on PATH, yet nothing asked."""
+    monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path))
+    said = []
+    assert changelogs.gather(["3.13.0"], say=said.append, fetch=False) == {"3.13.0": "none"}
+    assert said == [] and not (tmp_path / "tarballs").exists()

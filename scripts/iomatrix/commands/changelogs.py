@@ -64,16 +64,17 @@ def newest_pool_release() -> str:
                 if _key(v) is not None and not _key(v).is_prerelease), key=_key)
 
 
-def gather(versions, say: Say = print, online: bool | None = None) -> dict:
+def gather(versions, say: Say = print, online: bool | None = None, fetch: bool = True) -> dict:
     """Fetch what the report needs for these CPython 3.x versions; {version: what is
     missing} for those whose own branch no changelog covers afterwards ("main line only" when
     a later minor's covers part of it, "none" when nothing does). ``say`` gets the details;
-    the caller says the one line (``summary``)."""
+    the caller says the one line (``summary``). ``fetch`` False (``$IOMATRIX_OFFLINE``):
+    nothing is asked of any network, only what is missing is said."""
     wanted = sorted({v for v in versions if _key(v) is not None and _key(v).major >= 3},
                     key=_key)
     missing = [v for v in wanted if not _branch_covered(v)]
-    if not missing:
-        return {}
+    if not missing or not fetch:
+        return {v: ("main line only" if _covered(v) else "none") for v in missing}
     if online is None:
         online = bisect_points.python_org_reachable()
     if online:
