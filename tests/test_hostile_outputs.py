@@ -533,3 +533,17 @@ def test_the_started_time_orders_runs_whose_ids_carry_no_time(tmp_path):
 
 if __name__ == "__main__":   # pragma: no cover
     sys.exit(pytest.main([__file__, *sys.argv[1:]]))
+
+
+def test_published_text_names_no_home_directory(tmp_path):
+    # Build flags and executables name paths under the machine's home directory (pyenv's
+    # prefix, the iomatrix cache): a page written by the tool says "~" instead (issue 46).
+    import os
+    from iomatrix.storing import outputs
+    home = os.path.expanduser("~")
+    text = f"--prefix={home}/.pyenv/versions/3.11.7 -Wl,-rpath,{home}/.cache/x '{home}' {home}fs"
+    assert outputs.published(text) == \
+        f"--prefix=~/.pyenv/versions/3.11.7 -Wl,-rpath,~/.cache/x '~' {home}fs"
+    out = tmp_path / "comment.md"
+    outputs.write_outputs({out: text}, "--out")
+    assert home + "/" not in out.read_text()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -489,6 +490,17 @@ def swapping(what: str, unchanged: str = "nothing was changed"):
     swap.commit()
 
 
+def published(text: str) -> str:
+    """Generated text as it is published: the home directory of the machine that made it
+    written as ``~``. Build flags, executables and rpaths name paths under it (pyenv's
+    ``--prefix``, the iomatrix cache), and a committed page must not name a path of one
+    machine; every page, comment and answer this tool writes goes through here."""
+    home = os.path.expanduser("~")
+    if not home or home == os.sep or home == "~":
+        return text
+    return re.sub(re.escape(home.rstrip(os.sep)) + r"(?![\w.-])", "~", text)
+
+
 def write_outputs(files: dict, option: str, replaceable=None) -> list[Path]:
     """Write several output files ({path: text or bytes}) all or none: each checked first
     (check_outputs), written under its hidden half-written name, then renamed into place
@@ -498,8 +510,9 @@ def write_outputs(files: dict, option: str, replaceable=None) -> list[Path]:
     paths = [Path(path) for path in files]
     check_outputs(paths, option, replaceable)
     with swapping(f"{option} {', '.join(map(str, paths))}") as swap:
-        staged = [swap.staged_file(path, text.encode("utf-8") if isinstance(text, str)
-                                   else bytes(text)) for path, text in zip(paths, files.values())]
+        staged = [swap.staged_file(path, published(text).encode("utf-8")
+                                   if isinstance(text, str) else bytes(text))
+                  for path, text in zip(paths, files.values())]
         for k, (partial, path) in enumerate(zip(staged, paths), 1):
             swap.put_file(partial, path, last=k == len(paths))
     return paths
@@ -592,12 +605,12 @@ def write_report_pages(out: Path, main: str, pages: dict[str, str] | None, csv: 
             swap.staged.append(new_dir)
             for name, text in pages.items():
                 target = page_file(new_dir, name, ".md")
-                atomic_write_text(target, text, overwrite=False)
+                atomic_write_text(target, published(text), overwrite=False)
                 written.append(pages_dir / target.name)
             if csv:
-                atomic_write_text(new_dir / "data.csv", csv, overwrite=False)
+                atomic_write_text(new_dir / "data.csv", published(csv), overwrite=False)
                 written.append(pages_dir / "data.csv")
-        new_main = swap.staged_file(out, main.encode("utf-8"))
+        new_main = swap.staged_file(out, published(main).encode("utf-8"))
         for staged, target in figures:
             swap.put_directory(Path(staged), Path(target), FIGURES)
         if pages is not None:
