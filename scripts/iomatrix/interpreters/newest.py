@@ -14,6 +14,11 @@ source offers (pre-releases count where a minor has no final release yet: 3.15.0
 
 A release the machine has (any CPython of that version, of the kind asked for) is left
 alone; one already built in the cache is reused by ``provision.build``, never rebuilt.
+
+Beside the newest release of the newest stable minor version (3.14.7 while 3.15 has only
+release candidates) the plan puts its twins (``TWIN_KINDS``, left out with ``--no-twins``):
+its free-threaded build (3.14.7t) and its PGO+LTO build (3.14.7-pgo, the ``release``
+recipe), each reused where the cache or the machine already has it.
 A minor version above the newest the machine has that no source offers is named as
 one that could not be obtained.
 """
@@ -34,6 +39,11 @@ PYTHON_ORG = "https://www.python.org/ftp/python/"
 LISTING_TIMEOUT = 10
 # The free-threaded build exists from 3.13 on.
 FREE_THREADED_SINCE = (3, 13)
+# The twins of the newest release of the newest stable minor version, planned beside its
+# plain (lineage) build unless --no-twins: (kind, free-threaded, recipe). The shipped
+# kind of build (python.org's and distributions' PGO+LTO, static) and the free-threaded
+# one, so the report can say whether a release step's finding holds in them.
+TWIN_KINDS = (("free-threaded", True, cache.DEFAULT_RECIPE), ("PGO+LTO", False, "release"))
 
 _ORIG_RE = re.compile(r"python(?P<series>3\.[0-9]+)_(?P<upstream>[0-9.]+(?:~(?:a|b|rc)[0-9]+)?)"
                       r"\.orig\.tar\.xz")
@@ -55,12 +65,21 @@ class Step:
     version: Version | None = None
     where: str = ""
     note: str = ""
+    recipe: str = cache.DEFAULT_RECIPE  # a key of cache.RECIPES
+    twin: str = ""  # a twin's kind (TWIN_KINDS) of the plain build of its release; "" if plain
+
+    @property
+    def name(self) -> str:
+        """The build's cache directory and label: 3.14.7, 3.14.7t, 3.14.7-pgo."""
+        return f"{self.version}{cache.RECIPES[self.recipe].suffix}" if self.version else ""
 
     def describe(self) -> str:
+        what = (f"the {self.twin} twin of {self.version.release}{self.version.pre}, "
+                if self.twin else "")
         if self.action == "build":
-            return f"{self.series}: build {self.version} (from {self.where}){self.note}"
+            return f"{self.series}: build {self.name} ({what}from {self.where}){self.note}"
         if self.action == "have":
-            return f"{self.series}: {self.version} is here already ({self.note})"
+            return f"{self.series}: {self.name} is here already ({what}{self.note})"
         return f"{self.series}: could not obtain a release ({self.note})"
 
 
@@ -202,10 +221,15 @@ MAX_PLANNED_MINORS = 16
 
 def machine_versions(interpreters) -> set[tuple[str, bool]]:
     """(python_version, free-threaded) of every usable CPython discovery finds whose version
-    is a release's (3.13.0, 3.15.0rc2; discovery's probe has checked its form and bounds)."""
+    is a release's (3.13.0, 3.15.0rc2; discovery's probe has checked its form and bounds),
+    but for the cache's builds by another recipe than the lineage's (a 3.14.7-pgo twin is
+    not the plain 3.14.7 it is a twin of)."""
+    def other_recipe(i) -> bool:
+        recipe = cache.recipe_reading_as(i.recipe)
+        return recipe is not None and recipe.name != cache.DEFAULT_RECIPE
     return {(i.version, i.free_threaded) for i in interpreters
             if i.ok and i.implementation == "cpython" and isinstance(i.version, str)
-            and sources.VERSION_RE.fullmatch(i.version.rstrip("+"))}
+            and sources.VERSION_RE.fullmatch(i.version.rstrip("+")) and not other_recipe(i)}
 
 
 def _minor(series: str) -> tuple[int, int]:
@@ -213,9 +237,12 @@ def _minor(series: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool = True
-         ) -> tuple[list[Step], list[str]]:
-    """The steps that bring every minor version up to its newest obtainable release."""
+def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool = True,
+         twins: bool = False, builds: list[dict] | None = None) -> tuple[list[Step], list[str]]:
+    """The steps that bring every minor version up to its newest obtainable release; with
+    ``twins``, the twins of the newest stable release beside it (``with_twins``; ``builds``:
+    the cache's, cache.list_builds, reused where they are)."""
+    builds = builds or []
     have = machine_versions(interpreters)
     minors_here = sorted({_minor(".".join(v.split(".")[:2])) for v, _ in have
                           if v.startswith("3.")})
@@ -256,12 +283,70 @@ def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool
         for ft in kinds:
             version = parse_version(best.version.text + ("t" if ft else ""))
             if (version.python_version, ft) in have:
-                steps.append(Step(series, "have", version, note="found by discovery"))
+                steps.append(Step(series, "have", version, best.where, note="found by discovery"))
             else:
                 steps.append(Step(series, "build", version, best.where))
+    if twins:
+        steps = with_twins(steps, interpreters, builds, notes)
     return steps, list(dict.fromkeys(notes))
 
 
-def default_plan(free_threaded: bool = False) -> tuple[list[Step], list[str]]:
+def newest_stable(steps: list[Step]) -> Step | None:
+    """The plain step of the newest minor version whose release is final (3.14.7 while
+    3.15 has only 3.15.0rc2), built or here already; None when there is none."""
+    final = [s for s in steps if s.action in ("build", "have") and not s.twin
+             and s.version is not None and not s.version.pre and not s.version.free_threaded]
+    return max(final, key=lambda s: s.version.sort_key, default=None)
+
+
+def _twin_here(interpreters, builds: list[dict], version: Version, recipe: str) -> str | None:
+    """Where a build of ``version`` by ``recipe`` already is (the cache's build, or an
+    interpreter discovery found that reads as that recipe), or None."""
+    for build in builds:
+        if build.get("python_version") == version.python_version and \
+                bool(build.get("free_threaded")) == version.free_threaded and \
+                build.get("recipe") == recipe:
+            return f"in the cache: {Path(build['prefix']).name}"
+    for i in interpreters:
+        if i.ok and i.implementation == "cpython" and i.version == version.python_version \
+                and i.free_threaded == version.free_threaded \
+                and getattr(cache.recipe_reading_as(i.recipe), "name", None) == recipe:
+            return f"found by discovery: {i.label}"
+    return None
+
+
+def with_twins(steps: list[Step], interpreters, builds: list[dict], notes: list[str]
+               ) -> list[Step]:
+    """``steps`` with the twins (TWIN_KINDS) of the newest stable release after its plain
+    step: each one "have" where the cache or the machine holds it, else "build" from the
+    same source as the plain build."""
+    plain = newest_stable(steps)
+    if plain is None:
+        return steps
+    if not plain.where:  # here already, newer than any release a source offers
+        notes.append(f"no twins of {plain.version}: no source offers its tarball")
+        return steps
+    twins = []
+    for kind, ft, recipe in TWIN_KINDS:
+        version = parse_version(plain.version.release + plain.version.pre + ("t" if ft else ""))
+        if any(s.version == version and s.recipe == recipe for s in steps):
+            # --free-threaded planned it already: mark it a twin where it stands.
+            steps = [dataclasses.replace(s, twin=kind) if s.version == version
+                     and s.recipe == recipe else s for s in steps]
+            continue
+        here = _twin_here(interpreters, builds, version, recipe)
+        twins.append(Step(plain.series, "have", version, note=here, recipe=recipe, twin=kind)
+                     if here else
+                     Step(plain.series, "build", version, plain.where, recipe=recipe, twin=kind))
+    at = steps.index(plain) + 1
+    while at < len(steps) and steps[at].series == plain.series:
+        at += 1
+    return steps[:at] + twins + steps[at:]
+
+
+def default_plan(free_threaded: bool = False, twins: bool = True
+                 ) -> tuple[list[Step], list[str]]:
     interpreters = discovery.discover()
-    return plan(interpreters, cache.cache_root() / "tarballs", free_threaded)
+    root = cache.cache_root()
+    return plan(interpreters, root / "tarballs", free_threaded, twins=twins,
+                builds=cache.list_builds(root))

@@ -38,6 +38,7 @@ comparison's regression.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -239,7 +240,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="nox -s provision --",
         description="Build CPython from source into the iomatrix cache (see scripts/provision.py). "
                     "With no VERSION: the newest release of each minor version that this "
-                    "machine lacks and can obtain (--newest).",
+                    "machine lacks and can obtain (--newest), and the free-threaded and "
+                    "PGO+LTO twins of the newest stable one.",
         epilog="Tarballs are looked up in the cache's tarballs/ directory before any download; "
                "--debian-source fetches Debian's orig tarball with apt-get. Online, "
                "`nox --download-python always` or `uv python install 3.14` (--uv) provide "
@@ -251,6 +253,10 @@ def _parser() -> argparse.ArgumentParser:
                              "can obtain (cache, Debian's pool, python.org)")
     parser.add_argument("--free-threaded", action="store_true",
                         help="with --newest: also the free-threaded (t) build of each, 3.13 on")
+    parser.add_argument("--no-twins", action="store_true",
+                        help="with --newest: leave out the twins of the newest stable release "
+                             "(its free-threaded build, 3.14.7t, and its PGO+LTO build, "
+                             "3.14.7-pgo), planned beside its plain build otherwise")
     parser.add_argument("--list", "--dry-run", dest="list", action="store_true",
                         help="print what --newest would build, and build nothing")
     source = parser.add_mutually_exclusive_group()
@@ -270,10 +276,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def newest_versions(free_threaded: bool, listing_only: bool) -> tuple[list[Version], set[str]]:
-    """The plan of --newest, printed; the versions to build and those from Debian."""
+@dataclasses.dataclass(frozen=True)
+class Wanted:
+    """One build a provision command asks for: its version and recipe, and for a twin of
+    the newest release (newest.TWIN_KINDS) its kind, which a failure does not fail for."""
+    version: Version
+    recipe: str = DEFAULT_RECIPE
+    twin: str = ""
+    debian_source: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.version.text + RECIPES[self.recipe].suffix
+
+    @property
+    def plain(self) -> str:
+        """The plain build a twin is the twin of (3.14.7 for 3.14.7t and 3.14.7-pgo)."""
+        return self.version.python_version
+
+
+def newest_versions(free_threaded: bool, listing_only: bool, twins: bool = True
+                    ) -> list[Wanted]:
+    """The plan of --newest, printed; the builds it wants, twins after every plain build
+    and the PGO+LTO twin (the slowest) last."""
     from iomatrix.interpreters import newest  # it imports discovery, which imports us
-    steps, notes = newest.default_plan(free_threaded)
+    steps, notes = newest.default_plan(free_threaded, twins=twins)
     for step in steps:
         print(step.describe().replace(": build ", ": would build ")
               if listing_only and step.action == "build" else step.describe(), flush=True)
@@ -284,8 +311,15 @@ def newest_versions(free_threaded: bool, listing_only: bool) -> tuple[list[Versi
         print(f"could not obtain: {', '.join(unobtainable)} (no tarball in the cache, apt's "
               "index, the pool or python.org)", flush=True)
     chosen = [step for step in steps if step.action == "build"]
-    return ([step.version for step in chosen],
-            {step.version.text for step in chosen if "Debian" in step.where or "apt" in step.where})
+    chosen.sort(key=lambda step: (bool(step.twin), step.recipe != DEFAULT_RECIPE))
+    return [Wanted(step.version, step.recipe, step.twin,
+                   "Debian" in step.where or "apt" in step.where) for step in chosen]
+
+
+def twin_missing_line(wanted: Wanted, why: str) -> str:
+    """The one line a twin that could not be built leaves (the plain builds stand)."""
+    return (f"warning: twin missing: {wanted.name} ({wanted.twin} twin of {wanted.plain}) "
+            f"was not built: {why}")
 
 
 @cli.main_guard
@@ -299,8 +333,9 @@ def main(argv: list[str]) -> int:
         want_newest = args.newest or not versions
         if want_newest and versions:
             raise UsageError("--newest chooses the versions itself; give VERSIONs or --newest")
-        if (args.list or args.free_threaded) and not want_newest:
-            raise UsageError("--list and --free-threaded go with --newest (or no VERSION)")
+        if (args.list or args.free_threaded or args.no_twins) and not want_newest:
+            raise UsageError("--list, --free-threaded and --no-twins go with --newest (or no "
+                             "VERSION)")
         single = {"--tarball": args.tarball, "--url": args.url, "--sha256": args.sha256}
         for option, value in single.items():
             if value is not None and (len(versions) != 1):
@@ -318,23 +353,35 @@ def main(argv: list[str]) -> int:
                 raise UsageError("--uv needs VERSIONs")
             uv_install(versions)
             return cli.EXIT_OK
-        from_debian: set[str] = set()
+        wanted = [Wanted(version, recipe.name, debian_source=args.debian_source)
+                  for version in versions]
         if want_newest:
-            versions, from_debian = newest_versions(args.free_threaded, args.list)
-            if args.list or not versions:
+            wanted = newest_versions(args.free_threaded, args.list, twins=not args.no_twins)
+            if args.list or not wanted:
                 return cli.EXIT_OK
-        failed, owed = [], cli.EXIT_OK
-        for version in versions:
+        failed, owed, missing_twins = [], cli.EXIT_OK, []
+        for one in wanted:
+            if one.twin and one.plain in failed:
+                missing_twins.append(twin_missing_line(
+                    one, f"its plain build {one.plain} failed"))
+                continue
             try:
-                build(version, tarball=args.tarball, url=args.url, sha256=args.sha256,
-                      recipe=recipe.name, jobs=args.jobs,
-                      debian_source=args.debian_source or version.text in from_debian)
+                build(one.version, tarball=args.tarball, url=args.url, sha256=args.sha256,
+                      recipe=one.recipe, jobs=args.jobs,
+                      debian_source=args.debian_source or one.debian_source)
             except ProvisionError as exc:
                 bad = isinstance(exc, UsageError)
                 message = cli.one_line(exc) if bad else cli.terminal_text(exc)
-                print(f"error: [{version}{recipe.suffix}] {message}", file=sys.stderr, flush=True)
-                failed.append(version.text + recipe.suffix)
+                if one.twin:
+                    # A machine that cannot build a twin (no compiler support, a failed PGO
+                    # run) keeps its plain builds: one line says which twin is missing.
+                    missing_twins.append(twin_missing_line(one, cli.one_line(message)))
+                    continue
+                print(f"error: [{one.name}] {message}", file=sys.stderr, flush=True)
+                failed.append(one.name)
                 owed = max(owed, cli.EXIT_BAD_INPUT if bad else cli.EXIT_INTERNAL_ERROR)
+        for line in missing_twins:
+            print(line, file=sys.stderr, flush=True)
     except UsageError as exc:
         print(f"{parser.prog}: error: {cli.one_line(exc)}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
@@ -344,7 +391,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if failed and len(versions) > 1:
+    if failed and len(wanted) > 1:
         print(f"error: failed to build {', '.join(failed)}", file=sys.stderr)
     return owed
 
