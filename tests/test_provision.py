@@ -683,7 +683,7 @@ def test_newest_plan_leaves_what_is_here(tmp_path, monkeypatch):
 
 def test_newest_list_prints_the_plan_and_builds_nothing(cache, monkeypatch, capsys):
     step = newest.Step("3.14", "build", sources.parse_version("3.14.7"), "Debian's pool")
-    monkeypatch.setattr(newest, "default_plan", lambda free_threaded: (
+    monkeypatch.setattr(newest, "default_plan", lambda free_threaded, twins: (
         [step, newest.Step("3.15", "none", note="no source offers one")], ["python.org is not "
                                                                            "reachable"]))
     assert provision.main(["--list"]) == 0

@@ -5,7 +5,9 @@ log file, says every ``HEARTBEAT_SECONDS`` that a long stage is still running, a
 make and every compiler it started when interrupted; a stage that fails is a
 ``StageError`` naming the stage and the log. ``probe_interpreter`` starts the new
 interpreter to learn what it is (its version, free-threaded or not, the libpython it
-loaded); ``check_in_place`` starts it again from its final place, on its own libpython.
+loaded, its build variables); ``check_in_place`` starts it again from its final place, on
+its own libpython, and refuses it unless it reads as the recipe its name says
+(``check_recipe``: a -pgo build must read as static-O3-pgo-lto).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from iomatrix import procs
+from iomatrix.interpreters import probing
 from iomatrix.interpreters.cache import Recipe
 from iomatrix.interpreters.sources import ProvisionError, Say, Version, brief
 
@@ -31,6 +34,8 @@ STOP_GRACE_SECONDS = 10  # for make and its compilers to exit on SIGTERM before 
 # the version and the kind (free-threaded or not) that was asked for.
 # A shared build also says which libpython it loaded (Linux: /proc/self/maps), so that a
 # build which would run on another installation's library is caught.
+# Its build variables and linkage are what discovery reads the recipe from
+# (probing.build_facts), so that a build which does not read as its recipe is refused.
 PROBE = ("import json, os, platform, sys, sysconfig\n"
          "maps = '/proc/self/maps'\n"
          "libs = sorted(set(line.split()[-1] for line in open(maps) if 'libpython' in line)) "
@@ -38,7 +43,12 @@ PROBE = ("import json, os, platform, sys, sysconfig\n"
          "print(json.dumps({"
          "'python_version': platform.python_version(), "
          "'free_threaded': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), "
-         "'sys_version': sys.version, 'libpython': libs}))")
+         "'sys_version': sys.version, 'libpython': libs, "
+         "'implementation': platform.python_implementation().lower(), "
+         "'linkage': ('shared' if libs else 'static') if os.path.exists(maps) else None, "
+         "'sysconfig': dict((name, sysconfig.get_config_var(name)) for name in ("
+         "'CONFIG_ARGS', 'OPT', 'CFLAGS', 'PY_CFLAGS_NODIST', 'CONFIGURE_CFLAGS_NODIST', "
+         "'Py_ENABLE_SHARED', 'Py_JIT'))}))")
 
 # Headings of the lists that CPython's make prints of stdlib extension modules
 # it did not build; an interpreter without _decimal or _zstd measures something
@@ -176,7 +186,8 @@ def probe_interpreter(builder: Builder, python3: Path, env: dict) -> dict:
 
 
 def check_in_place(builder: Builder, final: Path, recipe: Recipe) -> None:
-    """The installed interpreter starts from its final place, on its own libpython."""
+    """The installed interpreter starts from its final place, on its own libpython, and
+    reads as the recipe its directory names (``check_recipe``)."""
     env = clean_env()
     env.pop("LD_LIBRARY_PATH", None)  # it must find its library by itself
     found = probe_interpreter(builder, final / "bin" / "python3", env)
@@ -185,3 +196,43 @@ def check_in_place(builder: Builder, final: Path, recipe: Recipe) -> None:
     if recipe.shared and foreign:
         raise ProvisionError(f"the new interpreter loads {foreign[0]}, not its own libpython "
                              f"in {final / 'lib'} (rpath?)")
+    check_recipe(found, final, recipe)
+
+
+def recipe_read(found: dict) -> str | None:
+    """The recipe discovery will read from a build the probe answered for (shared-O3,
+    static-O3-pgo-lto), frame pointers left out (3.15's own default); None when the build
+    variables cannot be read."""
+    recipe = probing.build_facts(found, "provisioned").get("recipe")
+    return "-".join(part for part in recipe.split("-") if part != "fp") if recipe else None
+
+
+def check_existing(prefix: Path, recipe: Recipe, free_threaded: bool) -> None:
+    """A build in the cache that is to be reused: the kind (free-threaded or not) and the
+    recipe its name says, read from the interpreter itself (``check_recipe``)."""
+    proc = procs.run([str(prefix / "bin" / "python3"), "-c", PROBE], timeout=PROBE_TIMEOUT,
+                     env=clean_env())
+    try:
+        found = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        raise ProvisionError(f"{prefix} holds a build that does not start "
+                             f"({brief(proc.stderr) or 'no answer'}): remove it to build again")
+    if bool(found.get("free_threaded")) != free_threaded:
+        kind = "free-threaded" if found.get("free_threaded") else "with the GIL"
+        raise ProvisionError(f"{prefix} holds a build {kind}, which {prefix.name} is not: "
+                             "remove it to build again")
+    check_recipe(found, prefix, recipe)
+
+
+def check_recipe(found: dict, prefix: Path, recipe: Recipe) -> None:
+    """Refuse a build whose build variables do not read as the recipe its directory and
+    label name: a 3.14.7-pgo without PGO or LTO (configure dropped an option, or a later
+    change to the recipe left it out) would be timed and reported as the shipped kind of
+    build it is not."""
+    read = recipe_read(found)
+    if read is not None and read != recipe.reads_as:
+        raise ProvisionError(f"{prefix.name} reads as {read}, not {recipe.reads_as} as the "
+                             f"{recipe.name} recipe its name says (configure: "
+                             f"{(found.get('sysconfig') or {}).get('CONFIG_ARGS') or '?'})")

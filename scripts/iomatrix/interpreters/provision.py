@@ -63,8 +63,8 @@ from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Vers
 # public names (the stage error, the module lists, the timeouts) stay importable from here.
 from iomatrix.interpreters.build_stages import (  # noqa: F401
     HEARTBEAT_SECONDS, MODULE_LIST_HEADINGS, PROBE, PROBE_TIMEOUT, STOP_GRACE_SECONDS, Builder,
-    StageError, check_in_place, clean_env, elapsed, missing_modules, new_log,
-    probe_interpreter, remove_stale_partials)
+    StageError, check_existing, check_in_place, check_recipe, clean_env, elapsed,
+    missing_modules, new_log, probe_interpreter, remove_stale_partials)
 
 UV_TIMEOUT = 15  # uv's own HTTP timeout; an offline uv fails within it
 UV_INSTALL_TIMEOUT = 600
@@ -96,6 +96,10 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
                 f"{' '.join(existing.get('configure_args', []))}), not the {chosen.name} recipe; "
                 f"move it to {pythons / (version.text + RECIPES[existing['recipe']].suffix)} to "
                 f"keep it, or remove it, then build again")
+        try:
+            check_existing(final, chosen, version.free_threaded)
+        except ProvisionError as exc:
+            raise ProvisionError(f"{exc}; not reused") from exc
         say(f"{name} already built at {final}")
         return final
     if final.exists():

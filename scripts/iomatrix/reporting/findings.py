@@ -13,10 +13,10 @@ from iomatrix import callgrind, stats
 from iomatrix.analysing import controls, counts, evidence, status
 from iomatrix.analysing.analysis import timed_bytes
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
-from iomatrix.reporting import allocator_section
+from iomatrix.reporting import allocator_section, twin_verdicts
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
                                          fmt_ratio, fmt_throughput, fmt_time, fmt_value, md,
-                                         names, nowrap, row_id, table, url)
+                                         nowrap, row_id, table, url)
 from iomatrix.reporting.suite_pages import instructions_moved, later_shown, shared_share_line
 from iomatrix.reporting.summary import Labeller, bytes_on_2x_note
 from iomatrix.reporting.why import later_text, named_causes, top_cell as why_cell
@@ -262,17 +262,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         said = counts.size_sentence(counted, [(f.op, f.a, f.b, timed.get(f.op))
                                               for f in slower + faster])
         lines += [said, ""] if said else []
-    checked = [(f, an.recipe_check(f)) for f in findings]
-    checked = [(f, check) for f, check in checked if check is not None]
-    if checked:
-        held = sum(check[3] for _, check in checked)
-        twins = sorted({s for _, check in checked for s in check[:2]} - {f.a for f, _ in checked}
-                       - {f.b for f, _ in checked})
-        lines += [f"The lineage is built by one recipe ({md(an.lin.recipe or 'unknown')}); "
-                  f"{len(checked)} findings have a side built by another recipe too "
-                  f"({names(twins)}): {held} of them hold with that side replaced by it "
-                  "(significant and beyond the threshold the same way), "
-                  f"{len(checked) - held} do not. Their rows say which.", ""]
+    lines += twin_verdicts.section_twins(an)    # the recipe and free-threaded twins
     lines += named_causes([(numbers[id(f)], why[id(f)], verdicts[id(f)])
                            for f in slower + faster])
     lines += section_later_and_shared(an, [(numbers[id(f)], f) for f in slower + faster])
