@@ -321,3 +321,16 @@ def test_a_run_without_twins_says_nothing_of_them(tmp_path):
                               "3.14": (entry("3.14.7", "shared-O3", "provisioned"), 1.5)})
     an = comparisons.analyse(analysis.load_run(run), None, 0.05)
     assert twin_verdicts.twin_verdicts(an) == [] and twin_verdicts.section_twins(an) == []
+
+
+def test_the_aa_twin_is_of_the_lineage_never_of_the_pgo_twin():
+    from iomatrix.measuring import bench
+
+    def built(label, recipe, free_threaded=False):
+        return discovery.Interpreter(label, f"/x/{label}", "provisioned", {
+            "version": "3.14.7", "version_info": [3, 14, 7], "implementation": "cpython",
+            "free_threaded": free_threaded, "recipe": recipe})
+    here = [built("3.14", "shared-O3"), built("3.14t", "shared-O3", True),
+            built("3.14.7-pgo", "static-O3-pgo-lto")]
+    assert bench.newest_plain_cpython(here) == "3.14"
+    assert bench.newest_plain_cpython(here[2:]) == "3.14.7-pgo"   # no lineage: what there is

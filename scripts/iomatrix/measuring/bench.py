@@ -14,7 +14,7 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.interpreters import discovery, environments
-from iomatrix.measuring import counters, runner, sampling, selection
+from iomatrix.measuring import counters, planning, runner, sampling, selection
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.measuring.spec import AFFINITIES, RunSpec
@@ -104,10 +104,14 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
 
 
 def newest_plain_cpython(interpreters: list[discovery.Interpreter]) -> str | None:
-    """The A/A twin's default: the newest usable default-build CPython."""
+    """The A/A twin's default: the newest usable default-build CPython, a release of the
+    lineage where there is one (never its PGO+LTO twin, 3.14.7-pgo, whose label sorts after
+    the lineage's 3.14 of the same version)."""
     plain = [i for i in interpreters if i.ok and i.implementation == "cpython"
              and not i.free_threaded and i.source in ("pyenv", "provisioned")]
-    return max(plain, key=discovery.sort_key).label if plain else None
+    lineage = planning.lineage_labels(plain)
+    return max(plain, key=lambda i: (i.label in lineage, discovery.sort_key(i))).label \
+        if plain else None
 
 
 def resolve_aa(value: str | None, labels: list[str], interpreters) -> str | None:
