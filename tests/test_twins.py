@@ -334,3 +334,15 @@ def test_the_aa_twin_is_of_the_lineage_never_of_the_pgo_twin():
             built("3.14.7-pgo", "static-O3-pgo-lto")]
     assert bench.newest_plain_cpython(here) == "3.14"
     assert bench.newest_plain_cpython(here[2:]) == "3.14.7-pgo"   # no lineage: what there is
+
+
+def test_a_recipe_given_builds_the_plain_release_by_it_and_each_build_once(machine, capsys):
+    without_15(machine)
+    status, _, err = run_newest(capsys, "--recipe", "release")
+    assert status == 0, err
+    assert built(machine) == ["3.14.7-pgo:release", "3.14.7t:lineage"]
+    assert provision.main(["--list", "--recipe", "release"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line for line in listed if "3.14.7-pgo" in line] == [
+        "3.14: 3.14.7-pgo is here already (the PGO+LTO twin of 3.14.7, in the cache: "
+        "3.14.7-pgo)"], listed

@@ -299,12 +299,20 @@ class Wanted:
         return self.version.python_version
 
 
-def newest_versions(free_threaded: bool, listing_only: bool, twins: bool = True
-                    ) -> list[Wanted]:
-    """The plan of --newest, printed; the builds it wants, twins after every plain build
-    and the PGO+LTO twin (the slowest) last."""
+def newest_versions(free_threaded: bool, listing_only: bool, twins: bool = True,
+                    recipe: str = DEFAULT_RECIPE) -> list[Wanted]:
+    """The plan of --newest, printed; the builds it wants (the plain ones by ``recipe``),
+    twins after every plain build and the PGO+LTO twin (the slowest) last."""
     from iomatrix.interpreters import newest  # it imports discovery, which imports us
     steps, notes = newest.default_plan(free_threaded, twins=twins)
+    # The plain builds by the recipe asked for; --recipe release makes the plain build the
+    # PGO+LTO one: one build, listed once.
+    steps = [dataclasses.replace(step, recipe=recipe) if step.version and not step.twin
+             else step for step in steps]
+    here = {step.name for step in steps if step.action == "have"}
+    steps = [step for step in steps if step.action != "build" or step.name not in here]
+    steps = [step for n, step in enumerate(steps)
+             if not step.version or step.name not in {s.name for s in steps[:n]}]
     for step in steps:
         print(step.describe().replace(": build ", ": would build ")
               if listing_only and step.action == "build" else step.describe(), flush=True)
@@ -360,7 +368,8 @@ def main(argv: list[str]) -> int:
         wanted = [Wanted(version, recipe.name, debian_source=args.debian_source)
                   for version in versions]
         if want_newest:
-            wanted = newest_versions(args.free_threaded, args.list, twins=not args.no_twins)
+            wanted = newest_versions(args.free_threaded, args.list, twins=not args.no_twins,
+                                     recipe=recipe.name)
             if args.list or not wanted:
                 return cli.EXIT_OK
         failed, owed, missing_twins = [], cli.EXIT_OK, []
