@@ -24,6 +24,14 @@ file, so it never sees half a build. A failed or interrupted build removes its s
 directory (and a build that does not start from its final place is taken out again)
 and keeps its log.
 
+With no VERSION (``--newest``) the plan is ``iomatrix.interpreters.newest``'s: the newest
+release of each minor version, and beside the newest stable one its free-threaded and
+PGO+LTO twins (3.14.7t, 3.14.7-pgo; ``--no-twins`` leaves them out), built after every
+plain build. A twin that cannot be built leaves the plain builds and one line
+("warning: twin missing: ..."); the exit status is the plain builds'. Every build is
+refused unless it reads as the recipe its name says (``build_stages.check_recipe``), when
+it is built and when a cached one is reused.
+
 Online machines can skip building: `nox --download-python always` and
 `uv python install 3.14` provide python-build-standalone interpreters (--uv runs
 the latter). The README's provisioning section has the cache layout and how to get
@@ -372,9 +380,9 @@ def main(argv: list[str]) -> int:
                                      recipe=recipe.name)
             if args.list or not wanted:
                 return cli.EXIT_OK
-        failed, owed, missing_twins = [], cli.EXIT_OK, []
+        failed, failed_releases, owed, missing_twins = [], set(), cli.EXIT_OK, []
         for one in wanted:
-            if one.twin and one.plain in failed:
+            if one.twin and one.plain in failed_releases:
                 missing_twins.append(twin_missing_line(
                     one, f"its plain build {one.plain} failed"))
                 continue
@@ -392,6 +400,7 @@ def main(argv: list[str]) -> int:
                     continue
                 print(f"error: [{one.name}] {message}", file=sys.stderr, flush=True)
                 failed.append(one.name)
+                failed_releases.add(one.version.python_version)
                 owed = max(owed, cli.EXIT_BAD_INPUT if bad else cli.EXIT_INTERNAL_ERROR)
         for line in missing_twins:
             print(line, file=sys.stderr, flush=True)
