@@ -346,3 +346,20 @@ def test_a_recipe_given_builds_the_plain_release_by_it_and_each_build_once(machi
     assert [line for line in listed if "3.14.7-pgo" in line] == [
         "3.14: 3.14.7-pgo is here already (the PGO+LTO twin of 3.14.7, in the cache: "
         "3.14.7-pgo)"], listed
+
+
+@pytest.mark.slow
+def test_real_builds_in_the_cache_read_as_their_recipes(monkeypatch):
+    """The machine's own provisioned builds (read only, never written): each reads as the
+    recipe its directory names, and a twin's kind is what its name says. Skipped where
+    `nox -s provision` has built nothing."""
+    monkeypatch.delenv("IOMATRIX_CACHE", raising=False)
+    builds = build_cache.list_builds()
+    if not builds:
+        pytest.skip("no provisioned build in the iomatrix cache")
+    from iomatrix.interpreters import build_stages
+    for build in builds:
+        prefix = Path(build["prefix"])
+        recipe = build_cache.RECIPES[build["recipe"]]
+        build_stages.check_existing(prefix, recipe, bool(build.get("free_threaded")))
+        assert prefix.name.endswith("t" + recipe.suffix) == bool(build.get("free_threaded"))
