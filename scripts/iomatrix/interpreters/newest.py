@@ -14,13 +14,13 @@ source offers (pre-releases count where a minor has no final release yet: 3.15.0
 
 A release the machine has (any CPython of that version, of the kind asked for) is left
 alone; one already built in the cache is reused by ``provision.build``, never rebuilt.
+A minor version above the newest the machine has that no source offers is named as
+one that could not be obtained.
 
 Beside the newest release of the newest stable minor version (3.14.7 while 3.15 has only
 release candidates) the plan puts its twins (``TWIN_KINDS``, left out with ``--no-twins``):
 its free-threaded build (3.14.7t) and its PGO+LTO build (3.14.7-pgo, the ``release``
 recipe), each reused where the cache or the machine already has it.
-A minor version above the newest the machine has that no source offers is named as
-one that could not be obtained.
 """
 from __future__ import annotations
 
