@@ -67,7 +67,11 @@ def test_findings_come_first_and_follow_the_lineage(tmp_path):
     assert f'<a id="op-{READ.lower()}"></a>' in built.suites["lutz2009"]
     # both sides' time per call and throughput beside the ratio (1,000,000 bytes a call)
     assert "9.99 → 15 ms<br>100 → 67 MB/s" in findings
-    assert "3.14t" not in findings and "pypy" not in findings   # variants are not steps
+    # variants are not steps; the twins' paragraph below the tables checks the findings
+    # with the free-threaded twin in place (tests/test_twins.py)
+    steps, twins = findings.split("**The twins.**")
+    assert "3.14t" not in steps and "pypy" not in findings
+    assert "findings on a step with `3.14` hold in the free-threaded build" in twins
     assert "Build flags only `3.13-debian` has: `--with-lto`" in main
     assert "### `3.14t` against `3.14`" in main and "### `pypy3.13` against `3.13`" in main
     assert "## A/A check: `3.14` against itself" in main
