@@ -176,20 +176,16 @@ def matrix(session: nox.Session) -> None:
 
 
 def fetch_changelogs(session: nox.Session, labels: list[str]) -> None:
-    """The changelogs the report names causes from, into the cache before it runs (the report
-    reads the cache only): one line for what could not be had, never a failed session."""
-    from iomatrix.commands import changelogs
+    """Queue the step that fetches the changelogs the report names causes from, into the cache
+    before the report runs (the report reads the cache only). It runs in the report's
+    environment (nox's own has no pydantic, which reads the cache): `nox -s changelog --
+    --for-report VERSION...` says in one line what could not be had and never fails the run."""
     versions = [i.version.rstrip("+") for i in INTERPRETERS
                 if i.ok and i.label in labels and i.implementation == "cpython"]
     # IOMATRIX_OFFLINE: fetch nothing (a machine that must not reach out; the tests' runs)
-    fetch = not os.environ.get("IOMATRIX_OFFLINE")
-    try:
-        line = changelogs.summary(changelogs.gather(versions, say=lambda text: None,
-                                                    fetch=fetch))
-    except Exception as exc:  # noqa: BLE001 - the run is done; its report goes on without them
-        line = f"iomatrix: changelogs: not fetched ({cli.one_line(exc)})"
-    if line:
-        session.log(line)
+    offline = ["--offline"] if os.environ.get("IOMATRIX_OFFLINE") else []
+    if versions:
+        session.notify("changelog", ["--for-report", *offline, *sorted(set(versions))])
 
 
 def run_tool(session: nox.Session, tool: str) -> None:

@@ -2,11 +2,18 @@
 """Fetch and cache CPython's Misc/NEWS for given versions: ``nox -s changelog -- 3.12.1 3.14.7``.
 
     python scripts/changelog.py [--offline] VERSION [VERSION...]
+    python scripts/changelog.py --for-report [--offline] VERSION [VERSION...]
 
 For each VERSION: its source tarball from the cache's tarballs/ directory, else Debian's
 pool (apt's downloader), else python.org (short timeout); its Misc/NEWS parsed and cached
 as JSON beside the tarball, which the report then reads without any download. The work is
 in ``iomatrix/analysing/changelog.py``.
+
+``--for-report`` is the main command's step before its report (the matrix session queues it
+with the run's CPython versions): it fetches what the report needs for them
+(``iomatrix/commands/changelogs.py``: one later release's cumulative NEWS covers every
+release up to its branch point), prints one line for what it could not have, and exits 0
+whatever it could not have: the run is done and its report goes on without them.
 
 Exit status: 0 every changelog at hand, 3 one could not be had (the command failed; each
 says why; 1 is only ever a comparison's regression), 2 a VERSION that is not a version. A
@@ -19,6 +26,7 @@ import sys
 
 from iomatrix import cli
 from iomatrix.analysing import changelog
+from iomatrix.commands import changelogs
 from iomatrix.interpreters import sources
 
 
@@ -27,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = cli.Parser(prog="nox -s changelog --", description=__doc__.split("\n\n")[0])
     parser.add_argument("versions", nargs="+", metavar="VERSION", help="3.12.1, 3.15.0rc2, ...")
     parser.add_argument("--offline", action="store_true", help="the cache only: fetch nothing")
+    parser.add_argument("--for-report", action="store_true",
+                        help="the main command's step: fetch what its report needs for these "
+                             "versions, say in one line what could not be had, exit 0")
     args = parser.parse_args(argv)
     for version in args.versions:
         try:
@@ -34,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         except sources.UsageError as exc:
             print(f"changelog: error: {cli.one_line(exc)}", file=sys.stderr)
             return cli.EXIT_BAD_INPUT
+    if args.for_report:
+        return for_report(args.versions, fetch=not args.offline)
     missing = []
     for version in args.versions:
         log = changelog.changelog_for(
@@ -51,6 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"changelog: none could be had for {', '.join(missing)}", file=sys.stderr)
         return cli.EXIT_INTERNAL_ERROR
+    return 0
+
+
+def for_report(versions: list[str], fetch: bool) -> int:
+    """The main command's step: exit 0 whatever could not be had (one line says what)."""
+    try:
+        line = changelogs.summary(changelogs.gather(versions, say=lambda text: None,
+                                                    fetch=fetch))
+    except Exception as exc:  # noqa: BLE001 - the run is done; its report goes on without them
+        line = f"iomatrix: changelogs: not fetched ({cli.one_line(exc)})"
+    print(cli.terminal_text(line or "iomatrix: changelogs: every release of the run is covered"))
     return 0
 
 

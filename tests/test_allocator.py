@@ -286,6 +286,9 @@ def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_p
                    "--run-id", "R", "--out", str(tmp_path / "reports" / "latest.md"),
                    env=clean_environment())
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # before the report, the changelogs step ran in the report's environment (offline here)
+    assert "Running session changelog" in proc.stdout + proc.stderr
+    assert "iomatrix: changelogs: " in proc.stdout + proc.stderr
     run = store.Run(results, "R")
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert manifest["allocator"] == "steady" and manifest["allocator_twins"] == ["default"]

@@ -58,3 +58,24 @@ def test_offline_asks_nothing_and_says_what_is_missing(monkeypatch, tmp_path):
     said = []
     assert changelogs.gather(["3.13.0"], say=said.append, fetch=False) == {"3.13.0": "none"}
     assert said == [] and not (tmp_path / "tarballs").exists()
+
+
+def test_the_main_commands_step_runs_in_the_reports_environment_and_never_fails(tmp_path):
+    # The matrix session queues `nox -s changelog -- --for-report VERSION...` before the report:
+    # nox's own environment has no pydantic (the cache's schema), the report's has.
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    env = {**os.environ, "IOMATRIX_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "changelog.py"), "--for-report",
+                           "--offline", "3.12.1", "3.6.15"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("iomatrix: changelogs: none for 3.6.15, 3.12.1 (")
+    assert proc.stdout.count("\n") == 1
+    assert not (tmp_path / "cache" / "tarballs").exists() or \
+        not any((tmp_path / "cache" / "tarballs").iterdir())
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "changelog.py"), "--for-report",
+                          "3.x"], capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "error" in bad.stderr
