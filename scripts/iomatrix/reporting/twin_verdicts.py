@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from iomatrix import stats
+from iomatrix.analysing import controls
 from iomatrix.analysing.analysis import series_info
 from iomatrix.analysing.comparisons import Analysis, Finding, is_finding
 from iomatrix.reporting.markdown import code, md, names
@@ -76,7 +77,7 @@ def twin_verdicts(an: Analysis) -> list[TwinVerdicts]:
     """Every twin of a lineage release with the findings on its release's steps, checked
     with the twin in place (module docstring), in the order of the run's series."""
     out = []
-    findings = an.findings()
+    findings = controls.io_findings(an)   # the I/O findings: not a control's, nor one it explains
     twins = [v for v in an.lin.variants if v.kind in TWIN_KINDS and v.twin in an.lin.releases]
 
     def same_kind(v, side: str) -> str:
@@ -137,7 +138,7 @@ def section_twins(an: Analysis) -> list[str]:
     """The main page's paragraph of the twins' verdicts (none without a twin of a lineage
     release)."""
     found = twin_verdicts(an)
-    if not found or not an.findings():
+    if not found or not controls.io_findings(an):
         return []
     lines = [f"**The twins.** Each finding on a step with a release that was also built "
              f"another way is checked again with that build in the release's place; the other "
