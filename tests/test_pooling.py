@@ -292,3 +292,12 @@ def test_a_pool_of_one_run_is_bad_input(tmp_path, capsys):
     assert not out.exists()
     status, _ = report_of(tmp_path, "--run-id", "A", "--pool", "gone")
     assert status == 2 and "(left out: run gone: not found)" in capsys.readouterr().err
+
+
+def test_an_op_whose_code_changed_is_not_pooled_across_the_change():
+    # iobench's text read-modify-write changed its transform on 2026-11-27 (issue 41)
+    op = "iobench_readmodify_text_utf8_lf_400KiB_4096units"
+    assert pooling.revised_ops({op, "read_byLines_textMode"}, "20261126T040828Z-vm",
+                               "20261127T155540Z-vm") == [op]
+    assert pooling.revised_ops({op}, "20261128T000000Z-x", "20261127T155540Z-vm") == []
+    assert pooling.revised_ops({op}, "20261125T231000Z-vm", "20261126T040828Z-vm") == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import re
 from statistics import NormalDist, median
 
 from iomatrix import cli
@@ -249,6 +250,20 @@ class Pool:
         return self.cells.get((op, a, b))
 
 
+# Ops whose timed code changed, with the run-id stamp from which runs time the new code: a
+# run on the other side of it measured other work under the same name, and its cells of
+# those ops are never pooled with the main run's (they are named left out). iobench's text
+# read-modify-write transformed each block with str.translate and a dict that missed on most
+# characters until 2026-11-27, then reverses it (issue 41: the old transform drowned the I/O).
+OP_REVISIONS = ((re.compile(r"iobench_readmodify_text"), "20261127T"),)
+
+
+def revised_ops(ops, run_id: str, main_id: str) -> list[str]:
+    """The ops of ``ops`` whose code differs between runs ``run_id`` and ``main_id``."""
+    return sorted({op for op in ops for pattern, stamp in OP_REVISIONS
+                   if pattern.match(op) and (run_id < stamp) != (main_id < stamp)})
+
+
 def run_cells(data: analysis.RunData, name: str, threshold: float,
               an: comparisons.Analysis | None = None) -> RunCells:
     """A run's release-step cells and their verdicts as its report decides them."""
@@ -334,6 +349,11 @@ def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
                            if key[1] not in differ and key[2] not in differ}
             left_out.append(f"run {run.run_id}'s cells of {', '.join(differ)} (another "
                             f"interpreter build than run {main_name}'s)")
+        revised = revised_ops({key[0] for key in cells.cells}, run.run_id, main_name)
+        if revised:
+            cells.cells = {key: c for key, c in cells.cells.items() if key[0] not in revised}
+            left_out.append(f"run {run.run_id}'s cells of {', '.join(revised)} (the op's "
+                            f"code changed between it and run {main_name})")
         if selection_of(data.manifest) is None and selection_of(main_data.manifest):
             left_out.append(f"run {run.run_id} states no selection (made before run specs): "
                             "pooled on the cells it shares")
