@@ -292,11 +292,18 @@ def agree(args: list[str], results_dir: Path, threshold: float) -> Agreement:
     """Everything the command prints, from the runs named by ``args``."""
     runs = load_runs(args, results_dir, threshold)
     cells = sorted(set.intersection(*(set(run.cells) for run in runs)))
+    # An op whose timed code changed between two of the runs (pooling.OP_REVISIONS) measured
+    # other work under one name: its cells are not compared.
+    revised = sorted({op for run in runs for op in pooling.revised_ops(
+        {cell.op for cell in cells}, run.name, runs[0].name)})
+    cells = [cell for cell in cells if cell.op not in revised]
     if not cells:
         raise cli.BadInput(f"runs {', '.join(run.name for run in runs)} share no op at any "
                            "release step; " + "; ".join(left_out(runs)))
     pooled = pooled_runs(runs)
-    return Agreement(runs, threshold, condition_differences(runs), left_out(runs), cells,
+    notes = left_out(runs) + ([f"ops whose code changed between the runs: "
+                               f"{', '.join(revised)}"] if revised else [])
+    return Agreement(runs, threshold, condition_differences(runs), notes, cells,
                      spreads(runs, cells), {run.name: aa_twins(run) for run in runs},
                      pooling.leave_one_out(pooled, threshold, cells),
                      pooling.leave_one_boot_out(pooled, threshold, cells))
@@ -336,7 +343,7 @@ def replication(source: RunView, other: RunView, threshold: float) -> Replicatio
     margin = math.log1p(threshold)
     for cell, finding in source.classified.items():
         theirs = other.cells.get(cell)
-        if theirs is None:
+        if theirs is None or pooling.revised_ops({cell.op}, source.name, other.name):
             continue
         if finding.next_run is not None:
             next_run += 1
