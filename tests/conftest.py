@@ -118,8 +118,36 @@ def copy_of_smoke(shared: Path, tmp_path: Path) -> Path:
     return copy
 
 
+# The sessions that install the report's dependencies into a venv of the repository's .nox/
+# (report, and changelog, which the matrix session queues before it). Tests run nox from
+# several xdist workers at once, and two of them making the same venv at once broke it
+# ("No module named pip.__main__"): the venvs are made once, under a lock, before any test's
+# nox call may need them.
+TOOL_SESSIONS = ("report", "changelog")
+
+
+def ensure_tool_venvs(env=None) -> None:
+    lock_path = ROOT / ".nox" / ".tool-venvs.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ready = all(subprocess.run([str(ROOT / ".nox" / name / "bin" / "python"), "-c",
+                                    "import pandas, pydantic, statsmodels, tabulate"],
+                                   capture_output=True).returncode == 0
+                    if (ROOT / ".nox" / name / "bin" / "python").exists() else False
+                    for name in TOOL_SESSIONS)
+        for name in TOOL_SESSIONS if not ready else ():
+            # `-- --help`: the session makes its venv, then its tool prints its help and
+            # writes nothing (--install-only would still run the tool: run_tool calls it
+            # itself, not through session.run)
+            subprocess.run([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),
+                            "-s", name, "--", "--help"], capture_output=True, cwd=ROOT,
+                           env=env, timeout=900)
+
+
 def run_nox(*args, cwd=ROOT, env=None, timeout=600):
     """Run nox as a user would; returns the CompletedProcess (never raises on failure)."""
+    ensure_tool_venvs(env)
     return subprocess.run([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),
                            *args], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=timeout)
