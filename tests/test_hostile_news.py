@@ -260,20 +260,13 @@ def test_a_bounded_tarball_still_gives_its_news(tmp_path):
 
 def test_compare_keeps_its_verdict_whatever_the_cache_holds(tmp_path, monkeypatch, capsys):
     import compare
-    import test_compare
+    from test_changelog import regression_run
     monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
     tarball = tmp_path / "cache" / "tarballs" / "Python-3.14.7.tar.xz"
     make_tarball(tarball, "3.14.7", TRIMMED)
     tarball.with_name(tarball.name + ".news.json").write_bytes(b"[" * 100_000)
     results = tmp_path / "results"
-    op = "read_byBlocks_binaryMode"
-    run = test_compare.make_run(results, "R", {
-        "3.13": {op: test_compare.processes(0.010)},
-        "3.14": {op: test_compare.processes(0.010, 2.0, phase=1)}})
-    manifest = json.loads((run.path / "manifest.json").read_text())
-    manifest["interpreters"]["3.13"]["version"] = "3.13.0"
-    manifest["interpreters"]["3.14"]["version"] = "3.14.7"
-    (run.path / "manifest.json").write_text(json.dumps(manifest))
+    run = regression_run(results)
     argv = [str(run.path / "3.13.json"), str(run.path / "3.14.json"), "--results-dir",
             str(results)]
     assert compare.main(argv) == 1               # parsed again from the tarball

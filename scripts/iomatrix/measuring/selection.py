@@ -43,12 +43,7 @@ def control_name(op: str) -> str:
 
 def declared_controls(directory: Path = SUITES_DIR) -> dict[str, dict[str, str]]:
     """{suite: {op: what its control times}}, from every suite's ``CONTROLS``."""
-    found = {}
-    for suite in available_suites(directory):
-        controls = declared(suite, "CONTROLS", directory)
-        if controls:
-            found[suite] = dict(controls)
-    return found
+    return declared_by_suite("CONTROLS", directory)
 
 
 class SelectionError(ValueError):
@@ -71,14 +66,20 @@ def declared(suite: str, name: str, directory: Path = SUITES_DIR):
     return None
 
 
-def core_ops(directory: Path = SUITES_DIR) -> dict[str, dict[str, str]]:
-    """{suite: {op: why it is in core}}, in suite order, from every suite's ``CORE``."""
+def declared_by_suite(name: str, directory: Path = SUITES_DIR) -> dict[str, dict]:
+    """{suite: the dict literal it assigns to ``name``}, in suite order, for the suites that
+    assign a non-empty one."""
     found = {}
     for suite in available_suites(directory):
-        core = declared(suite, "CORE", directory)
-        if core:
-            found[suite] = dict(core)
+        value = declared(suite, name, directory)
+        if value:
+            found[suite] = dict(value)
     return found
+
+
+def core_ops(directory: Path = SUITES_DIR) -> dict[str, dict[str, str]]:
+    """{suite: {op: why it is in core}}, in suite order, from every suite's ``CORE``."""
+    return declared_by_suite("CORE", directory)
 
 
 def valid_names(directory: Path = SUITES_DIR) -> list[str]:
