@@ -233,7 +233,7 @@ def chunks_template(op: str) -> Template | None:
         head, split = "", "list(io.BytesIO(data))"
         loop = ("        for last in f:\n"
                 "            n += len(last)\n")
-        behaviour = "Iterating a binary file by lines (a b\"\\n\" every 256 bytes)"
+        behaviour = "Iterating a binary file by lines (a newline every 256 bytes)"
     else:
         return None
     source = _src(head, CHUNKS_FIXTURE, f'''
@@ -769,7 +769,7 @@ def line(name, spent, loop, nbytes):
 
 def main(argv):
     global SIZE
-    options = {"--repeat": 7, "--size": SIZE}
+    options = {"--repeat": 7, "--size": SIZE, "--rounds": ROUNDS}
     for flag in options:
         if flag in argv:
             at = argv.index(flag)
@@ -787,7 +787,7 @@ def main(argv):
         print(line(sys.version.split()[0], *measure(options["--repeat"])))
         return 0
     got = {}
-    for round_index in range(ROUNDS):          # alternate, so both see the same machine
+    for round_index in range(options["--rounds"]):   # alternate: both see the same machine
         for python in argv:
             out = subprocess.check_output([python, os.path.abspath(__file__), "--child",
                                            "--repeat", str(options["--repeat"]),
@@ -795,7 +795,7 @@ def main(argv):
             spent, loop, nbytes = [float(x) for x in out.decode("ascii").split()[-3:]]
             got.setdefault(python, []).append((spent, loop))
             print("round %d %s" % (round_index + 1, line(python, spent, loop, nbytes)))
-    old, new = [sorted(got[p])[len(got[p]) // 2] for p in argv]
+    old, new = [sorted(got[p])[len(got[p]) // 2] for p in argv]   # the median rounds
     print("OLD " + line(argv[0], old[0], old[1], nbytes))
     print("NEW " + line(argv[1], new[0], new[1], nbytes))
     alone = (" (the I/O alone: %.2f)" % ((new[0] - new[1]) / (old[0] - old[1]))
@@ -841,7 +841,8 @@ control for it, the same Python loop without the I/O, so the I/O alone is the di
 Fixture: {fixture}.
 
     python {name}                        this interpreter
-    python {name} OLD_PYTHON NEW_PYTHON  both, alternating {{rounds}} rounds; the ratio NEW/OLD
+    python {name} OLD_PYTHON NEW_PYTHON  both, alternating in {{rounds}} rounds (--rounds N);
+                                         the medians and the ratio NEW/OLD
     python {name} --size N --repeat 3    a smaller fixture, fewer timed batches
 """
 from __future__ import division, print_function, unicode_literals

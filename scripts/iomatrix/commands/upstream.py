@@ -36,9 +36,10 @@ from iomatrix.paths import REPORTS_DIR, RESULTS_DIR
 from iomatrix.storing import outputs, store
 # The reproducer's templates and source are made in reproducer.py; the names stay importable
 # from here, where the tests use them.
+from iomatrix.commands import issue_parts
 from iomatrix.commands.reproducer import (  # noqa: F401
-    DRIVER, KIB, MIB, TEMPLATED_FAMILIES, TEMPLATES, ReproducerError, checked_reproducer,
-    chunks_template, data_source, lutz_template, reproducer, script_name, template_for)
+    DRIVER, KIB, MIB, TEMPLATED_FAMILIES, ReproducerError, checked_reproducer, chunks_template,
+    lutz_template, no_template_line, reproducer, script_name, template_for)
 
 
 # -- the finding, from a run ----------------------------------------------------------------
@@ -113,21 +114,19 @@ def cause_and_status(found: dict, op: str) -> list[str]:
     or that none was tested and what the data shows; then where it stands in each branch's
     newest patch at hand (analysing.status). Markdown; every changelog word escaped."""
     from iomatrix.analysing import evidence, status
-    from iomatrix.analysing.comparisons import Finding, analyse
     from iomatrix.reporting import rst, why
     from iomatrix.reporting.markdown import md
-    data = found.get("data")
-    if data is None or op not in set(data.frame["op"]):
+    analysed = analysis_of(found, op)
+    if analysed is None:
         return []
-    from iomatrix import stats
-    an = analyse(data, None, stats.FINDING_THRESHOLD)
-    f = Finding(op, found["old"], found["new"], found["comparison"])
+    an, f = analysed
     verdict = evidence.verdict_for(an, f)
     if verdict.candidate is not None:
         entry = verdict.candidate.entry
+        # The detail quotes the entry's words (its roles too): rendered as the entry is.
         cause = (f"**Tested cause:** {why.link(verdict.candidate)} ({md(entry.release)}): "
                  f"{rst.render(entry.text, 300)} — *{md(verdict.evidence)}*: "
-                 f"{md(verdict.detail)}")
+                 f"{rst.render(verdict.detail)}")
     elif verdict.cause is not None:
         cause = (f"**Stated cause:** {why.cause_link(verdict.cause)} "
                  f"(*{md(verdict.evidence)}*): {md(verdict.detail)}")
@@ -142,18 +141,34 @@ def cause_and_status(found: dict, op: str) -> list[str]:
     if now:
         lines += [f"**Status per branch** (the newest patch at hand of each minor version, "
                   f"against {md(f.a)}): {md(now)}.", ""]
-    return lines
+    fixes = issue_parts.fixes_line(an, f)
+    if fixes:
+        lines += [fixes, ""]
+    return lines + issue_parts.twin_lines(an, f)
+
+
+def analysis_of(found: dict, op: str):
+    """(Analysis of the finding's run, the Finding), made once per finding; None when the
+    finding carries no run data with the op."""
+    if "analysed" not in found:
+        from iomatrix import stats
+        from iomatrix.analysing.comparisons import Finding, analyse
+        data = found.get("data")
+        if data is None or op not in set(data.frame["op"]):
+            found["analysed"] = None
+        else:
+            an = analyse(data, None, stats.FINDING_THRESHOLD)
+            found["analysed"] = (an, Finding(op, found["old"], found["new"],
+                                             found["comparison"]))
+    return found["analysed"]
 
 
 def title_of(op: str, old: str, new: str, found: dict | None) -> str:
-    """The issue's title by behaviour: what got slower, by how much, since which release."""
-    # Not escaped: the title is copied as the tracker's title, and the op and the releases are
-    # vetted names (cli.checked's op rule, VERSION_RE) in which nothing acts as markup.
-    if found is None:
-        return f"# {op}: {old} -> {new}"
-    ratio = found["comparison"].ratio
-    how = f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"
-    return f"# {op} is {how} since {new} (than {old})"
+    """The issue's title by behaviour: what got slower (the op's reproducer template says it
+    in words; the op's name where it has none), by how much, since which release."""
+    template = template_for(op)
+    return issue_parts.title(template.behaviour if template else None, op, old, new,
+                             found["comparison"].ratio if found is not None else None)
 
 
 def fence_for(text: str) -> str:
@@ -192,15 +207,32 @@ def issue_text(op, suite, old, new, found, repro_name, repro_output, cands) -> s
             for label in (found["old"], found["new"])), ""]
         lines += ["## Machine", "", f"{md(release.machine_line(manifest))}; kernel "
                   f"{md(platform.release())} (this machine, {md(platform.machine())}).", ""]
+    lines += ["## Reproducer", ""] + reproducer_lines(op, old, new, repro_name, repro_output)
+    lines += ["## Candidate upstream changes", ""] + cands
+    return "\n".join(lines) + "\n"
+
+
+def reproducer_lines(op, old, new, repro_name, repro_output) -> list[str]:
+    """The reproducer's section: what it does, its op part (the fixture, the timed call, its
+    control and check, fenced), how to run it and its output; one line for an op without a
+    template."""
+    from iomatrix.markup import code, visible
+    template = template_for(op)
+    if template is None:
+        return [no_template_line(op), ""]
     output = [visible(line) for line in repro_output.strip().splitlines()] if repro_output \
         else ["(not run here: give --run-repro OLD_PYTHON NEW_PYTHON)"]
     usage = f"$ python {repro_name} /path/to/python{old} /path/to/python{new}"
     fence = fence_for("\n".join(output))
-    lines += ["## Reproducer", "", f"{code(repro_name)} (beside this file; no dependencies, "
-              "Python 2.7 and 3.x) makes the benchmark's file and times the op as iomatrix "
-              "does:", "", f"{fence}console", usage, *output, fence, "",
-              "## Candidate upstream changes", ""] + cands
-    return "\n".join(lines) + "\n"
+    part = template.source.strip("\n")
+    part_fence = fence_for(part)
+    return [f"{code(repro_name)} (beside this file; no dependencies, Python 2.7 and 3.x) "
+            "makes its fixture inline, checks what the op reads or writes, and times the op "
+            "with `timeit`, per call and against its control (the same Python loop without "
+            "the I/O), with the bytes moved per call. Its op part:", "",
+            f"{part_fence}python", part, part_fence, "",
+            f"Run under the two releases, alternating:", "",
+            f"{fence}console", usage, *output, fence, ""]
 
 
 def parser() -> cli.Parser:
@@ -266,14 +298,28 @@ def compile_targets(old: str, new: str, run_repro) -> list[str]:
     return list(dict.fromkeys([*targets, sys.executable]))
 
 
-def run_reproducer(source: str, name: str, pythons, repeat: int, log) -> str:
+# Rounds of the reproducer under --run-repro (alternating OLD and NEW), unless the run's A/A
+# twin says the step needs more (issue_parts.repro_rounds).
+REPRO_ROUNDS = 3
+
+
+def suite_of(op: str) -> str:
+    """The suite of an op by its name: the prefix of a suite's ops, else the study's."""
+    from iomatrix.measuring import selection
+    prefix = op.split("_", 1)[0]
+    return prefix if prefix in selection.available_suites() else selection.STUDY_SUITE
+
+
+def run_reproducer(source: str, name: str, pythons, repeat: int, log,
+                   rounds: int = REPRO_ROUNDS) -> str:
     """The reproducer's output when run under ``pythons`` (OLD, NEW), from a temporary
     directory (the output directory is written only when everything is made);
     ReproducerError with its last line when it fails."""
     with tempfile.TemporaryDirectory(prefix="iomatrix-repro-") as tmp:
         path = Path(tmp) / name
         path.write_text(source, encoding="ascii")
-        command = [sys.executable, str(path), *pythons, "--repeat", str(repeat)]
+        command = [sys.executable, str(path), *pythons, "--repeat", str(repeat),
+                   "--rounds", str(rounds)]
         log(cli.terminal_text("upstream: " + " ".join(command)))
         done = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
@@ -289,9 +335,6 @@ def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     args = parser().parse_args(argv)
     cli.checked(args.op, "op", "OP")   # a name, vetted before it reaches any file
-    if template_for(args.op) is None:
-        raise cli.BadInput(f"no reproducer template for op {args.op!r}; ops with one: "
-                           + ", ".join(sorted(TEMPLATES)) + ", " + ", ".join(TEMPLATED_FAMILIES))
     old, new = args.between
     for version in (old, new):
         if not bisect.sources.VERSION_RE.fullmatch(version) or not bisect.known_release(version):
@@ -304,22 +347,32 @@ def main(argv, log=None) -> int:
     # Every destination and input check before anything runs or is written.
     check_out_dir(out_dir, args.results_dir)
     found = finding(args.results_dir, args.run_id, args.op, old, new)
-    suite = next((s for s in ("lutz2009", "chunks", "copies", "mmapio")
-                  if args.op.startswith(s) or s == "lutz2009" and args.op[:5] in ("read_", "write")),
-                 "?")
-    try:
-        source = checked_reproducer(args.op, old, new, compile_targets(old, new, args.run_repro))
-        output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log) \
-            if args.run_repro else None
-    except ReproducerError as exc:
-        print(f"error: {cli.one_line(exc)}", file=sys.stderr)
-        return cli.EXIT_INTERNAL_ERROR
-    cands = bisect.candidate_lines(args.op, suite, old, new, log)
+    suite = suite_of(args.op)
+    source = output = None
+    if template_for(args.op) is None:
+        # Not an error: the issue text says so in one line, and only ISSUE.md is written.
+        log(cli.terminal_text(f"upstream: no reproducer template for {args.op}; families "
+                              "with one: " + ", ".join(TEMPLATED_FAMILIES)))
+    else:
+        analysed = analysis_of(found, args.op) if found is not None else None
+        rounds = issue_parts.repro_rounds(analysed[0], analysed[1], REPRO_ROUNDS) \
+            if analysed else REPRO_ROUNDS
+        try:
+            source = checked_reproducer(args.op, old, new,
+                                        compile_targets(old, new, args.run_repro))
+            output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log,
+                                    rounds) if args.run_repro else None
+        except ReproducerError as exc:
+            print(f"error: {cli.one_line(exc)}", file=sys.stderr)
+            return cli.EXIT_INTERNAL_ERROR
+    cands = issue_parts.candidate_lines(args.op, suite, old, new, log)
     text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
-    # both files or neither; a disk error is exit 2 with the directories made removed again
-    outputs.write_outputs({out_dir / repro_name: source, out_dir / "ISSUE.md": text},
-                          "--out-dir")
-    log(cli.terminal_text(f"upstream: wrote {out_dir / repro_name} and {out_dir / 'ISSUE.md'}"))
+    # all files or none; a disk error is exit 2 with the directories made removed again
+    files = {out_dir / "ISSUE.md": text}
+    if source is not None:
+        files[out_dir / repro_name] = source
+    outputs.write_outputs(files, "--out-dir")
+    log(cli.terminal_text("upstream: wrote " + " and ".join(str(p) for p in files)))
     print(cli.terminal_text(text))
     return cli.EXIT_OK
 
