@@ -33,7 +33,7 @@ def test_the_reproducer_runs_under_2_7_and_3_x_and_prints_a_ratio(tmp_path, caps
                                for line in imports)
     alone = subprocess.run([old.executable, str(script), "--repeat", "1"], capture_output=True,
                            text=True, check=True)
-    assert "min" in alone.stdout
+    assert "ms per call" in alone.stdout and "bytes moved per call" in alone.stdout
 
 
 @pytest.mark.parametrize("op", ["mmapio_find_mmap", "read_byLines_textMode",
@@ -48,8 +48,6 @@ def test_every_template_makes_a_script_that_compiles_under_2_7(tmp_path, op,
 
 
 @pytest.mark.parametrize("posargs, message", [
-    (["textio_decode_utf8", "--between", "3.13.15", "3.14.7"],
-     "no reproducer template for op 'textio_decode_utf8'; ops with one: copies_copyfileobj_default"),
     (["mmapio_find_mmap", "--between", "3.14.7", "3.13.15"], "is not older than"),
     (["mmapio_find_mmap", "--between", "3.13.15", "3.14.99"], "unknown release '3.14.99'"),
 ])
@@ -73,7 +71,9 @@ def test_an_existing_directory_is_never_written_over(tmp_path, capsys):
                                               ("read_byLines_textMode", "lutz2009", 0),
                                               ("read_allAtOnce_binaryMode[large.bin]",
                                                "lutz2009", 1)])
-def test_the_reproducers_file_is_the_suites_fixture_byte_for_byte(tmp_path, op, suite, index):
+def test_the_reproducers_file_has_the_suites_fixture_size(tmp_path, op, suite, index):
+    """The fixture is made inline in a few lines (its exact bytes do not matter to the op),
+    with the size of the suite's fixture in the quick profile."""
     import importlib.util
     import sys
     from iomatrix.paths import SUITES_DIR
@@ -87,6 +87,6 @@ def test_the_reproducers_file_is_the_suites_fixture_byte_for_byte(tmp_path, op, 
         module = importlib.import_module(suite)
     finally:
         sys.path.remove(str(SUITES_DIR))
-    repro.make_file(str(tmp_path / "made"))
+    repro.make_fixture(str(tmp_path / "made"))
     module.fixtures("quick")[index].make(str(tmp_path / "fixture"))
-    assert (tmp_path / "made").read_bytes() == (tmp_path / "fixture").read_bytes()
+    assert (tmp_path / "made").stat().st_size == (tmp_path / "fixture").stat().st_size
