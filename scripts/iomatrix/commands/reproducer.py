@@ -48,13 +48,13 @@ class Template:
 
 SOME_BYTES = '''
 def some_bytes(size):
-    """The bytes 0, 1, ..., 255 over and over (a newline every 256 bytes), size of them."""
+    """The bytes 0, 1, ..., 255 over and over (a newline every 256 bytes)."""
     return bytes(bytearray(range(256)) * (size // 256 + 1))[:size]
 '''
 
 ASCII_LINES = '''
 def ascii_lines(size):
-    """ASCII lines of 1 to 10 words (4 to 59 bytes a line, 31 on average), size bytes."""
+    """ASCII lines of 1 to 10 words (4 to 59 bytes a line, 31 on average)."""
     words = "the python file read write buffer line text binary release".split()
     block = "".join(" ".join(words[:n]) + "\\n" for n in range(1, 11))
     return ((block * (size // len(block) + 1))[:size - 1] + "\\n").encode("ascii")
@@ -63,7 +63,7 @@ def ascii_lines(size):
 # BMP characters only: a 2.7 build with 2-byte unicode splits astral ones in two.
 MULTILINGUAL = '''
 def multilingual(size):
-    """UTF-8 lines of 1 to 12 Latin, Greek, Cyrillic and CJK words, about size bytes."""
+    """UTF-8 lines of 1 to 12 Latin, Greek, Cyrillic and CJK words."""
     words = ("caf\\u00e9 na\\u00efve the \\u03b1\\u03c1\\u03c7\\u03b5\\u03af\\u03bf io "
              "\\u0444\\u0430\\u0439\\u043b \\u6587\\u4ef6 \\u30d5\\u30a1\\u30a4\\u30eb file "
              "\\ud30c\\uc77c \\u00fcber read").split()
@@ -777,7 +777,7 @@ def main(argv):
             argv = argv[:at] + argv[at + 2:]
     SIZE = options["--size"]
     if argv[:1] == ["--child"]:
-        print("%r %r %r" % measure(options["--repeat"]))
+        print("%s %r %r %r" % ((sys.version.split()[0],) + measure(options["--repeat"])))
         return 0
     if len(argv) not in (0, 2):
         print(__doc__)
@@ -786,18 +786,20 @@ def main(argv):
     if not argv:
         print(line(sys.version.split()[0], *measure(options["--repeat"])))
         return 0
-    got = {}
+    got, name = {}, {}
     for round_index in range(options["--rounds"]):   # alternate: both see the same machine
         for python in argv:
             out = subprocess.check_output([python, os.path.abspath(__file__), "--child",
                                            "--repeat", str(options["--repeat"]),
                                            "--size", str(SIZE)])
-            spent, loop, nbytes = [float(x) for x in out.decode("ascii").split()[-3:]]
+            words = out.decode("ascii").split()[-4:]    # its version, then the numbers
+            name[python] = words[0]
+            spent, loop, nbytes = [float(x) for x in words[1:]]
             got.setdefault(python, []).append((spent, loop))
-            print("round %d %s" % (round_index + 1, line(python, spent, loop, nbytes)))
+            print("round %d %s" % (round_index + 1, line(words[0], spent, loop, nbytes)))
     old, new = [sorted(got[p])[len(got[p]) // 2] for p in argv]   # the median rounds
-    print("OLD " + line(argv[0], old[0], old[1], nbytes))
-    print("NEW " + line(argv[1], new[0], new[1], nbytes))
+    print("OLD " + line(name[argv[0]], old[0], old[1], nbytes))
+    print("NEW " + line(name[argv[1]], new[0], new[1], nbytes))
     alone = (" (the I/O alone: %.2f)" % ((new[0] - new[1]) / (old[0] - old[1]))
              if control and old[0] > old[1] else "")
     print("ratio NEW/OLD: %.2f%s" % (new[0] / old[0], alone))

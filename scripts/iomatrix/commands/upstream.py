@@ -5,19 +5,21 @@
 Writes, beside the run and never over anything (default reports/upstream/OP-OLD-NEW/):
 
 - ``repro_<op>.py``: a short script with no iomatrix import that runs under 2.7 and every
-  3.x, makes the suite's fixture itself (same size and bytes: the generator of
-  suites/_data.py is copied into it), and times the op with the suite's calls and sizes
-  (min and median of many repetitions). ``python repro_OP.py OLD_PYTHON NEW_PYTHON`` runs
-  itself under both, alternating, and prints each time and the ratio NEW/OLD.
-- ``ISSUE.md``: the finding with its interval and counts from RUN (default: the newest run
-  holding the op under both releases), both builds' facts from its manifest, the machine,
-  the reproducer's usage and output (when --run-repro gives two interpreters) and the
-  candidate changelog entries.
+  3.x, makes its fixture inline (the suite's size, the same kind of bytes), checks what the
+  op reads or writes, and times the op with timeit against its control (the same Python loop
+  without the I/O): time and bytes moved per call. ``python repro_OP.py OLD_PYTHON
+  NEW_PYTHON`` runs itself under both, alternating, and prints each time and the ratio NEW/OLD.
+- ``ISSUE.md``: titled by behaviour (what got slower, by how much, since which release); it
+  leads with the tested cause (or says none was tested), the status per branch, the known
+  fixes and the A/A twin's verdict on the rounds (commands.issue_parts), then the finding with
+  its interval and counts from RUN (default: the newest run holding the op under both
+  releases), both builds' facts from its manifest, the machine, the reproducer's op part, usage
+  and output (when --run-repro gives two interpreters) and the candidate changelog entries.
 
-The reproducer is made from a small table of op templates (TEMPLATES); an op without one
-is bad input (exit 2, naming the ops that have one). The templates and the reproducer's
-source are in ``iomatrix.commands.reproducer`` (its names are importable from here too);
-here are the finding read from a run, the issue text and the command.
+The reproducer is made from the op templates of ``iomatrix.commands.reproducer`` (every op
+family of the core selection has one); an op without one is said in one line of ISSUE.md,
+and only ISSUE.md is written. Here are the finding read from a run, the issue text and the
+command.
 """
 from __future__ import annotations
 
@@ -182,7 +184,7 @@ def issue_text(op, suite, old, new, found, repro_name, repro_output, cands) -> s
     builds and machine, the counters' names) or from a process's output is escaped
     (markup.md, markup.code) or fenced with its control characters shown escaped, so none is
     live HTML, a heading or a terminal escape; the op and the releases were vetted."""
-    from iomatrix.markup import code, md, visible
+    from iomatrix.markup import code, md
     from iomatrix.reporting.markdown import fmt_ratio
     lines = [title_of(op, old, new, found), ""]
     if found is not None:
@@ -231,7 +233,7 @@ def reproducer_lines(op, old, new, repro_name, repro_output) -> list[str]:
             "with `timeit`, per call and against its control (the same Python loop without "
             "the I/O), with the bytes moved per call. Its op part:", "",
             f"{part_fence}python", part, part_fence, "",
-            f"Run under the two releases, alternating:", "",
+            "Run under the two releases, alternating:", "",
             f"{fence}console", usage, *output, fence, ""]
 
 
