@@ -2,6 +2,7 @@
 host's share, the leave-one-out check of agree, report --pool, and compressed run files."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -84,6 +85,57 @@ def test_leave_one_out_holds_runs_of_one_spread_and_misses_an_outlier():
     assert pooling.leave_one_out(runs[:2], 0.05, ["cell"]) == []   # under three runs: nothing
 
 
+def test_runs_of_one_boot_count_as_one_boot_not_as_many_runs():
+    # six runs of one boot at 2.0, one run on each of two other boots at 3.0: pooled as
+    # independent runs the six would pull the mean to 2.0 and their small spread would stand
+    # for the host's; two levels pool the boots (2.0, 3.0, 3.0), and the boots' spread is in
+    # the interval
+    ratios = [2.0, 2.01, 1.99, 2.0, 2.02, 1.98, 3.0, 3.0]
+    boots = ["a"] * 6 + ["b", "c"]
+    cell = pooling.pool_cells(runs_of(ratios, boots=boots), 0.05)["cell"]
+    assert cell.boots == 3 and cell.n == 8
+    assert 2.4 < cell.estimate < 2.8                     # the boots weigh alike, not the runs
+    assert cell.tau_boot > 0.1 > cell.tau_run
+    assert cell.holds(2.0) and cell.holds(3.0)
+
+
+def test_the_floor_is_what_the_pools_cross_boot_pairs_need():
+    # two boots, 40 cells: in 38 the runs agree, in 2 (5%) they differ by 0.2 on the log scale
+    # with SEs of 0.01: the 95th percentile of the SD each pair needs is the largest of the 38
+    half = 0.01 * 1.959964
+    cells_a = {f"c{i}": comparison(1.0, half) for i in range(40)}
+    cells_b = {f"c{i}": comparison(math.exp(0.2) if i < 3 else 1.0, half) for i in range(40)}
+    runs = [pooling.RunCells("a", "A", cells_a, {}), pooling.RunCells("b", "B", cells_b, {})]
+    floor = pooling.boot_floor(runs, list(cells_a))
+    need = math.sqrt(((0.2 / 1.959964) ** 2 - 2 * 0.01 ** 2) / 2)
+    assert floor == pytest.approx(need)                 # 3 of 40 beyond: the 95th needs it
+    runs[1].cells = {f"c{i}": comparison(math.exp(0.2) if i < 2 else 1.0, half)
+                     for i in range(40)}
+    assert pooling.boot_floor(runs, list(cells_a)) == 0.0   # 2 of 40: within the 5%
+    # it sets the least between-boot SD of every cell of the pool
+    runs[1].cells = cells_b
+    pooled = pooling.pool_cells(runs, 0.05)
+    assert pooled["c10"].tau == pytest.approx(need) and pooled["c10"].tau_boot > 0
+    # one boot, or too few values: no floor
+    same_boot = [dataclasses.replace(run, boot="A") for run in runs]
+    assert pooling.boot_floor(same_boot, list(cells_a)) == 0.0
+    assert pooling.boot_floor(runs, ["c0", "c1"]) == 0.0
+
+
+def test_the_pool_expects_a_noisier_run_by_its_own_noise():
+    # three precise runs (SE 0.01) pooled; a further run sampled less (SE 0.1) lands 0.15 off:
+    # beyond the printed interval (made for a run as noisy as the pool's), where a run with
+    # its own noise is expected
+    pooled = pooling.pool_cells(runs_of([1.5, 1.5, 1.5], half_width=0.0196), 0.05)["cell"]
+    noisy = comparison(1.5 * math.exp(0.15), 0.196)
+    assert not pooled.holds(noisy.ratio) and pooled.predicts(noisy)
+    precise = comparison(1.5 * math.exp(0.15), 0.0196)
+    assert not pooled.predicts(precise)
+    left = pooling.RunCells("new", "z", {"cell": noisy}, {})
+    found = pooling.predict(left, runs_of([1.5, 1.5, 1.5], half_width=0.0196), 0.05, ["cell"])
+    assert (found.held, found.held_printed, found.cells) == (1, 0, 1)
+
+
 def three_runs(results, **fields):
     make_run(results, "A", boot_id="boot-1", **fields)
     make_run(results, "B", {("3.13", READ): 1.55, ("3.13-aa", READ): 1.55}, boot_id="boot-1",
@@ -101,13 +153,16 @@ def test_agree_reports_leave_one_out_and_one_boot_out(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 0
     assert "#### Does the pool predict a run it has not seen?" in out
-    assert "**One run left out**: the pool holds its estimate in" in out
+    assert "**One run left out**: the pool expects its estimate in" in out
+    assert "the printed interval holds it in" in out and "**The pool of all 3 runs**" in out
     assert "**One boot left out** (each in turn, 1 of the 2 boots: those with two runs" in out
     prediction = json.loads(out_json.read_text())["prediction"]
     assert [p["left_out"] for p in prediction["one_run_out"]] == ["A", "B", "C"]
     # boot-2 left out: A and B pooled, checked against C (boot-1 left out: one run remains)
     assert [p["left_out"] for p in prediction["one_boot_out"]] == ["C (boot boot-2)"]
     assert [p["cells"] for p in prediction["one_run_out"]] == [4, 4, 4]   # 2 ops x 2 steps
+    assert all(0 <= p["held_printed"] <= p["cells"] for p in prediction["one_run_out"])
+    assert prediction["median_width"] > 1 and prediction["boot_floor"] >= 0
 
 
 def report_of(tmp_path, *argv, out_name="pooled.md"):

@@ -2,10 +2,11 @@
 
 A *cell* is one ratio of a report's release-step table (an op at ``3.12 → 3.13``). Each
 run gives a cell its estimate and 95% interval (``comparisons.analyse``: the report's own
-arithmetic). ``pool`` combines the runs' log ratios by a random-effects meta-analysis
-(statsmodels' ``combine_effects``, Paule-Mandel's tau²): the between-run variance tau² is
-estimated from how far the runs differ beyond their own intervals, and every interval
-printed includes it. For each cell it keeps each run's ratio, the pooled estimate, the
+arithmetic). ``pool_cells`` combines the runs' log ratios by a two-level random-effects
+meta-analysis (statsmodels' ``combine_effects``, Paule-Mandel's tau²; runs within boots,
+then boots): the between-run and between-boot variances are estimated from how far the
+runs differ beyond their own intervals (the between-boot one at least a floor learned over
+all the pool's cells, ``boot_floor``), and every interval printed includes them. For each cell it keeps each run's ratio, the pooled estimate, the
 interval a further run's estimate is expected in, how many runs and boots it rests on,
 how many runs agree with the pooled verdict ("held in k of n runs"), and whether the host
 moves the cell more than the runs' own noise ("depends on the host"). Method and
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import math
 import re
 from statistics import NormalDist, median
@@ -84,16 +86,19 @@ class PooledCell:
     key: object
     runs: dict                # run name -> stats.Comparison, the runs pooled
     boots: int
-    estimate: float           # the pooled ratio (exp of the random-effects mean)
-    low: float                # 95% interval of a further run's estimate (prediction)
-    high: float
+    estimate: float           # the pooled ratio (exp of the random-effects mean over boots)
+    low: float                # 95% interval of a further run's estimate (prediction), for a
+    high: float               # run as noisy as the pool's median run
     mean_low: float           # 95% interval of the pooled mean itself
     mean_high: float
-    tau: float                # between-run SD of the log ratio (Paule-Mandel)
+    tau: float                # between-run SD of the log ratio across boots: √(τ_boot² + τ_run²)
     within_se: float          # median of the runs' own SEs of the log ratio
-    i2: float                 # share of the spread beyond the runs' own noise
+    i2: float                 # share of a typical run's spread beyond its own noise
     verdict: str              # slower | faster | same: the findings rule on low/high
     held: int                 # runs whose own verdict is the pooled verdict
+    tau_boot: float = 0.0     # between-boot SD (second level; the floor where it decided)
+    tau_run: float = 0.0      # between-run SD within one boot (first level)
+    se_mean: float = 0.0      # SE of the pooled mean (log scale)
 
     @property
     def n(self) -> int:
@@ -111,36 +116,78 @@ class PooledCell:
         return min(ratios), max(ratios)
 
     def holds(self, ratio: float) -> bool:
+        """Whether the printed interval (for a run as noisy as the pool's median) holds it."""
         return self.low <= ratio <= self.high
 
+    def predicts(self, comparison) -> bool:
+        """Whether a further run's estimate is where the pool expects a run *with that run's
+        own noise* (its interval's SE in place of the pool's median SE): a run sampled less
+        than the pool's runs lands farther from the pooled mean by its own noise alone."""
+        own = se_of_interval(comparison.low, comparison.high)
+        spread = math.sqrt(self.se_mean ** 2 + self.tau ** 2 + own ** 2)
+        return abs(math.log(comparison.ratio) - math.log(self.estimate)) <= Z95 * spread
 
-def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float) -> PooledCell:
+
+def random_effects(effects: list, ses: list) -> tuple[float, float, float]:
+    """(mean, SE of the mean, tau²) of one random-effects combination: statsmodels'
+    combine_effects with Paule-Mandel's tau² (an iteration that keeps it >= 0, where
+    statsmodels' DerSimonian-Laird leaves a negative tau² unclipped, and the pooled variance
+    of runs that agree closer than their intervals say could come out negative: a NaN
+    interval; PM is also the estimator Veroniki et al. (2016) recommend). One value: itself."""
+    if len(effects) == 1:
+        return effects[0], ses[0], 0.0
+    import numpy as np
+    from statsmodels.stats.meta_analysis import combine_effects
+    with np.errstate(divide="ignore", invalid="ignore"):   # I² of values that agree: 0/0
+        result = combine_effects(np.array(effects), np.array(ses) ** 2, method_re="pm")
+    mean, se_mean = float(result.mean_effect_re), float(result.sd_eff_w_re)
+    if not (math.isfinite(mean) and math.isfinite(se_mean)):
+        raise ValueError("a random-effects combination is not finite")
+    return mean, se_mean, max(float(result.tau2), 0.0)
+
+
+def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
+            floor: float = 0.0) -> PooledCell:
     """One cell pooled: ``runs`` {name: Comparison} with intervals, ``boots`` {name: boot},
-    ``verdicts`` {name: the run's own verdict}."""
+    ``verdicts`` {name: the run's own verdict}; ``floor``: the least between-boot SD
+    (``boot_floor``).
+
+    Two levels (runs within boots, boots within the machine kind): the runs of each boot are
+    pooled first (random effects: the boot's mean, its SE and the within-boot tau²), then the
+    boots' means are pooled (random effects again: the pooled mean and the between-boot
+    tau²). Runs of one boot share its offset: pooled as if independent, six runs of one boot
+    outweigh one run of each other boot, and their spread (mostly within-boot) stood for the
+    host's, which a run on a new boot did not land in (docs/methodology.md, "Pooled numbers")."""
     names = list(runs)
-    effects = [math.log(runs[n].ratio) for n in names]
-    ses = [se_of_interval(runs[n].low, runs[n].high) for n in names]
-    within = median(ses)
-    if len(names) == 1:
-        mean, se_mean, tau2, i2 = effects[0], ses[0], 0.0, 0.0
-    else:
-        import numpy as np
-        from statsmodels.stats.meta_analysis import combine_effects
-        # Paule-Mandel's tau² (an iteration that keeps it >= 0), not DerSimonian-Laird's:
-        # statsmodels' DL leaves a negative tau² unclipped, and then the pooled variance
-        # can be negative (a NaN interval) for cells whose runs agree closer than their
-        # intervals say; PM is also the estimator Veroniki et al. (2016) recommend.
-        with np.errstate(divide="ignore", invalid="ignore"):   # I² of runs that agree: 0/0
-            result = combine_effects(np.array(effects), np.array(ses) ** 2, method_re="pm")
-        mean, se_mean = float(result.mean_effect_re), float(result.sd_eff_w_re)
-        tau2, i2 = max(float(result.tau2), 0.0), float(result.i2)
-        i2 = min(max(i2, 0.0), 1.0) if math.isfinite(i2) else 0.0
-        if not (math.isfinite(mean) and math.isfinite(se_mean)):
-            raise ValueError(f"the random-effects pool of {key!r} is not finite")
-    # Where a further run of the command is expected: the pooled mean's own uncertainty,
-    # the between-run variance and a typical run's own noise (a prediction interval for a
-    # new run's estimate, Higgins, Thompson and Spiegelhalter 2009, with z rather than t:
-    # the leave-one-out check of agree says how well it holds).
+    try:
+        by_boot: dict = {}
+        for n in names:
+            by_boot.setdefault(boots[n], []).append(
+                (math.log(runs[n].ratio), se_of_interval(runs[n].low, runs[n].high)))
+        firsts = [random_effects([e for e, _ in values], [s for _, s in values])
+                  for values in by_boot.values()]
+        within_boot = [tau2 for (_, _, tau2), values in zip(firsts, by_boot.values())
+                       if len(values) >= 2]
+        tau_run2 = sum(within_boot) / len(within_boot) if within_boot else 0.0
+        means, mean_ses = [m for m, _, _ in firsts], [s for _, s, _ in firsts]
+        mean, se_mean, tau_boot2 = random_effects(means, mean_ses)
+        if len(means) >= 2 and tau_boot2 + tau_run2 < floor ** 2:
+            # Two or three boots say little about the spread between boots; the floor (what
+            # the pool's own cross-boot pairs of runs need, over all cells) stands for it,
+            # and the boots' means are weighted with it (the random-effects weights).
+            tau_boot2 = floor ** 2 - tau_run2
+            weights = [1 / (s ** 2 + tau_boot2) for s in mean_ses]
+            mean = sum(w * m for w, m in zip(weights, means)) / sum(weights)
+            se_mean = math.sqrt(1 / sum(weights))
+    except ValueError as exc:
+        raise ValueError(f"the random-effects pool of {key!r}: {exc}") from None
+    within = median(se_of_interval(runs[n].low, runs[n].high) for n in names)
+    tau2 = tau_boot2 + tau_run2
+    # Where a further run of the command, on another boot, is expected: the pooled mean's own
+    # uncertainty, the between-boot and within-boot variances and a typical run's own noise (a
+    # prediction interval for a new run's estimate, Higgins, Thompson and Spiegelhalter 2009,
+    # with z rather than t: agree's leave-one-out and leave-one-boot-out checks say how well
+    # it holds; t with the boots' 1 or 2 degrees of freedom would make it 2-6 times wider).
     spread = math.sqrt(se_mean ** 2 + tau2 + within ** 2)
     # The pooled verdict is the report's findings rule on the interval for a further run:
     # a change a reader's own run is expected to show, not only one the pooled mean resolves.
@@ -150,10 +197,44 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float) -> P
         verdict = "slower" if mean > 0 else "faster"
     else:
         verdict = "same"
-    return PooledCell(key, runs, len({boots[n] for n in names}), math.exp(mean),
+    i2 = tau2 / (tau2 + within ** 2) if tau2 + within ** 2 > 0 else 0.0
+    return PooledCell(key, runs, len(by_boot), math.exp(mean),
                       math.exp(low), math.exp(high), math.exp(mean - Z95 * se_mean),
                       math.exp(mean + Z95 * se_mean), math.sqrt(tau2), within, i2,
-                      verdict, sum(verdicts[n] == verdict for n in names))
+                      verdict, sum(verdicts[n] == verdict for n in names),
+                      math.sqrt(tau_boot2), math.sqrt(tau_run2), se_mean)
+
+
+# The floor's coverage: the share of the pool's own pairs of runs on different boots whose
+# difference it makes consistent (at 95%) with their two intervals; and the fewest such
+# (pair, cell) values it is learned from (fewer: no floor).
+FLOOR_COVERAGE = 0.95
+FLOOR_MIN_VALUES = 20
+
+
+def boot_floor(runs: list[RunCells], keys) -> float:
+    """The least between-boot SD of the log ratio, learned from the pool's own runs: for
+    every pair of runs on different boots and every cell both have with an interval, the SD
+    τ that makes their difference d just consistent with their SEs at 95%
+    (|d| = 1.96 √(s₁² + s₂² + 2τ²)), and of those the 95th percentile. One number for all
+    cells: with two or three boots a cell's own between-boot variance rests on one or two
+    degrees of freedom, while the pool's hundreds of cells say together how far boots move a
+    ratio beyond the runs' own intervals. 0 with fewer than two boots."""
+    needs = []
+    for one, other in itertools.combinations(runs, 2):
+        if one.boot == other.boot:
+            continue
+        for key in keys:
+            a, b = one.cells.get(key), other.cells.get(key)
+            if a is None or b is None or None in (a.low, a.high, b.low, b.high):
+                continue
+            d = math.log(a.ratio) - math.log(b.ratio)
+            v = se_of_interval(a.low, a.high) ** 2 + se_of_interval(b.low, b.high) ** 2
+            needs.append(math.sqrt(max((d / Z95) ** 2 - v, 0.0) / 2))
+    if len(needs) < FLOOR_MIN_VALUES:
+        return 0.0
+    needs.sort()
+    return needs[min(len(needs) - 1, math.ceil(FLOOR_COVERAGE * len(needs)) - 1)]
 
 
 def pool_cells(runs: list[RunCells], threshold: float, keys=None) -> dict:
@@ -162,6 +243,7 @@ def pool_cells(runs: list[RunCells], threshold: float, keys=None) -> dict:
     keys = keys if keys is not None else \
         list(dict.fromkeys(key for run in runs for key in run.cells))
     boots = {run.name: run.boot for run in runs}
+    floor = boot_floor(runs, keys)
     out = {}
     for key in keys:
         have = {run.name: run.cells[key] for run in runs
@@ -170,7 +252,7 @@ def pool_cells(runs: list[RunCells], threshold: float, keys=None) -> dict:
         if have:
             verdicts = {run.name: run.verdicts.get(key, "same") for run in runs
                         if run.name in have}
-            out[key] = combine(key, have, boots, verdicts, threshold)
+            out[key] = combine(key, have, boots, verdicts, threshold, floor)
     return out
 
 
@@ -181,8 +263,11 @@ class Prediction:
     left_out: str             # the run (or boot) left out of the pool
     pooled: list              # the runs pooled
     cells: int                # shared cells checked
-    held: int                 # ... whose pooled interval holds the left-out run's estimate
+    held: int                 # ... where the left-out run's estimate is where the pool expects
+                              # a run with that run's own noise (PooledCell.predicts)
     missed: list              # (key, the left-out run's ratio, PooledCell) of those not held
+    held_printed: int = 0     # ... held by the printed interval (a run as noisy as the pool's
+                              # median run: PooledCell.holds)
 
     @property
     def share(self) -> float:
@@ -190,21 +275,23 @@ class Prediction:
 
 
 def predict(left: RunCells, others: list[RunCells], threshold: float, keys) -> Prediction:
-    """Pool ``others`` on ``keys`` and check whether each pooled interval holds ``left``'s
-    estimate (cells ``left`` has no interval for, or the others fewer than two runs of,
-    are not checked)."""
+    """Pool ``others`` on ``keys`` and check whether each pooled cell expects ``left``'s
+    estimate, given ``left``'s own interval (and, apart, whether the printed interval holds
+    it); cells ``left`` has no interval for, or the others fewer than two runs of, are not
+    checked."""
     pooled = pool_cells(others, threshold, keys)
-    held, cells, missed = 0, 0, []
+    held, printed, cells, missed = 0, 0, 0, []
     for key, cell in pooled.items():
         mine = left.cells.get(key)
-        if mine is None or cell.n < 2:
+        if mine is None or mine.low is None or mine.high is None or cell.n < 2:
             continue
         cells += 1
-        if cell.holds(mine.ratio):
+        printed += cell.holds(mine.ratio)
+        if cell.predicts(mine):
             held += 1
         else:
             missed.append((key, mine.ratio, cell))
-    return Prediction(left.name, [run.name for run in others], cells, held, missed)
+    return Prediction(left.name, [run.name for run in others], cells, held, missed, printed)
 
 
 def leave_one_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
@@ -228,8 +315,18 @@ def leave_one_boot_out(runs: list[RunCells], threshold: float, keys) -> list[Pre
     return out
 
 
-def totals(found: list[Prediction]) -> tuple[int, int]:
-    return sum(p.held for p in found), sum(p.cells for p in found)
+def totals(found: list[Prediction], printed: bool = False) -> tuple[int, int]:
+    """(held, cells) over checks: by the run's own noise, or (printed) by the printed
+    interval."""
+    return (sum(p.held_printed if printed else p.held for p in found),
+            sum(p.cells for p in found))
+
+
+def median_width(cells) -> float:
+    """The median over pooled cells of the printed interval's width, high / low: how much a
+    pooled figure says (1.29: a further run within ±13% or so of the estimate)."""
+    widths = [cell.high / cell.low for cell in cells if cell.n >= 2]
+    return median(widths) if widths else float("nan")
 
 
 # -- the report's pool -----------------------------------------------------------------------

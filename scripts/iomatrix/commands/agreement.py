@@ -91,6 +91,10 @@ class Agreement:
     # in turn; leave_one_boot_out: every run of one boot left out). Empty under three runs.
     one_out: list = dataclasses.field(default_factory=list)
     boot_out: list = dataclasses.field(default_factory=list)
+    # The pool of every run: the median width (high / low) of its printed intervals, and the
+    # between-boot floor it learned (pooling.boot_floor). NaN and 0 under three runs.
+    pool_width: float = float("nan")
+    pool_floor: float = 0.0
 
     @property
     def pair_values(self) -> list:
@@ -303,10 +307,13 @@ def agree(args: list[str], results_dir: Path, threshold: float) -> Agreement:
     pooled = pooled_runs(runs)
     notes = left_out(runs) + ([f"ops whose code changed between the runs: "
                                f"{', '.join(revised)}"] if revised else [])
+    whole = pooling.pool_cells(pooled, threshold, cells) if len(runs) >= 3 else {}
     return Agreement(runs, threshold, condition_differences(runs), notes, cells,
                      spreads(runs, cells), {run.name: aa_twins(run) for run in runs},
                      pooling.leave_one_out(pooled, threshold, cells),
-                     pooling.leave_one_boot_out(pooled, threshold, cells))
+                     pooling.leave_one_boot_out(pooled, threshold, cells),
+                     pooling.median_width(whole.values()),
+                     pooling.boot_floor(pooled, cells) if whole else 0.0)
 
 
 def pooled_runs(runs: list[RunView]) -> list[pooling.RunCells]:
