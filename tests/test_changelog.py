@@ -196,8 +196,9 @@ def test_candidates_reach_the_pages_escaped(tmp_path, monkeypatch):
     assert not re.search(r"(?<!\\)\]\((?:javascript|http://evil)", everything)
     assert "&lt;script&gt;" in suite
     rows = [line for line in built.csv.splitlines() if "ratio_to_previous_release" in line]
-    # cause_evidence "none", then the status column (analysing.status)
-    assert rows and rows[0].endswith(",,,none,3.14 has it")
+    # cause_evidence "none", then the status column (analysing.status), then aa_caveat
+    # (blank: the run's A/A twin flags nothing)
+    assert rows and rows[0].endswith(",,,none,3.14 has it,")
 
 
 def test_a_step_from_2_names_python_3s_io_stack_and_no_changelog_says_so():

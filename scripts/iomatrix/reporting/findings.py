@@ -13,7 +13,7 @@ from iomatrix import callgrind, stats
 from iomatrix.analysing import controls, counts, evidence, status
 from iomatrix.analysing.analysis import timed_bytes
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
-from iomatrix.reporting import allocator_section, twin_verdicts
+from iomatrix.reporting import aa_caveat, allocator_section, twin_verdicts
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, details, finite,
                                          fmt_ratio, fmt_throughput, fmt_time, fmt_value, md,
                                          nowrap, row_id, table, url)
@@ -100,7 +100,8 @@ def recipe_note(an: Analysis, f: Finding) -> str | None:
 
 def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
                   where: str | None = None, bytes_note: str | None = None,
-                  recipe_note: str | None = None, control_note: str | None = None) -> str:
+                  recipe_note: str | None = None, control_note: str | None = None,
+                  aa_note: str | None = None) -> str:
     """What the counts say, after the finding's classes where they are not the usual ones
     (time only, counts only, borderline), whether its series splits into modes, and what
     the step is under glibc's untouched allocator where that differs."""
@@ -113,6 +114,8 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
         parts.append(f"*{recipe_note}*")
     if control_note:    # the loop without I/O (analysing.controls): first, it reframes the rest
         parts.insert(0, control_note)
+    if aa_note:         # the A/A twin flags the op (reporting.aa_caveat): before anything else
+        parts.insert(0, aa_note)
     if bytes_note:
         parts.append(f"*{md(bytes_note)}*")
     if untouched_note:
@@ -207,7 +210,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
     functions = an.functions
     with_notes = bool(counted) or bool(untouched) or any(control_steps.values()) or any(
         bytes_on_2x_note(an, f.op, f.a) or an.recipe_check(f) for f in slower + faster) or any(
-        getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes"))
+        getattr(f, name, None) for f in slower + faster for name in ("evidence", "firmness", "modes")) \
+        or any(aa_caveat.note(an, f.op) for f in slower + faster)
     nbytes_of = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
     rank = 0
     numbers = {}
@@ -243,7 +247,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                                           top_function(functions, counted, f),
                                           bytes_on_2x_note(an, f.op, f.a),
                                           recipe_note(an, f),
-                                          control_cell(control_steps[id(f)]))]
+                                          control_cell(control_steps[id(f)]),
+                                          aa_caveat.note(an, f.op))]
                            if with_notes else []))
         # Each cell in lines as narrow as it reads well: with the likely change in a column
         # of its own and the interval beside the ratio, the table was 1,164 px wide in

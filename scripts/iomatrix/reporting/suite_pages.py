@@ -19,7 +19,7 @@ from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
                                          table, url, wide_table)
-from iomatrix.reporting import allocator_section
+from iomatrix.reporting import aa_caveat, allocator_section
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 from iomatrix.reporting.why import candidate_lines, later_line
 
@@ -549,7 +549,10 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               # step's older side) that branch's state ("has it", "has part of it", "fixed",
               # "unclear", "unknown"), with candidate and candidate_release the change that
               # moved it back and its release where the builds at hand place one.
-              "status"]
+              "status",
+              # On a finding's row whose op the run's A/A twin flags (reporting.aa_caveat):
+              # the twin's ratio to its original with its interval; blank otherwise.
+              "aa_caveat"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -557,7 +560,8 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # column's cell (a name, a class: TEXT_FIELDS) that starts with one of those gets a leading
 # ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
-               "modes", "candidate", "candidate_release", "cause_evidence", "status"}
+               "modes", "candidate", "candidate_release", "cause_evidence", "status",
+               "aa_caveat"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -692,6 +696,8 @@ def tidy_csv(an: Analysis) -> str:
                              "" if c.significant is None else str(c.significant).lower(),
                              c.n_b, c.n_b if c.paired else "", *class_columns(finding, an),
                              status.short_words(an, finding) if finding is not None and
+                             finding.evidence != "counts only" else "",
+                             aa_caveat.csv_value(an, op) if finding is not None and
                              finding.evidence != "counts only" else ""])
 
     def time_rows(means):
