@@ -24,7 +24,8 @@ TWO_ROUNDS = dataclasses.replace(PROFILES["smoke"], rounds=2, max_rounds=2)
 def windows(run_dir: Path, series: str) -> list[tuple[float, float, int, str, str]]:
     """(started, finished, round, series, op) of every op of a series file."""
     rows = []
-    document = json.loads((run_dir / f"{series}.json").read_text())
+    # the matrix stores a finished session's series compressed (store.compress_finished)
+    document = store.read_json(store.Run(run_dir.parent, run_dir.name).series_file(series))
     for bench in document["benchmarks"]:
         common = bench.get("metadata", {})
         for process in bench["runs"]:
@@ -41,13 +42,23 @@ def every_page(data) -> str:
                       *getattr(built, "others", {}).values()])
 
 
-def test_each_op_is_timed_by_every_series_one_after_the_other(tmp_path, machine_interpreters):
+def test_each_op_is_timed_by_every_series_one_after_the_other(tmp_path, machine_interpreters,
+                                                              monkeypatch):
+    monkeypatch.delenv(runner.PLAIN_RESULTS_ENV)   # the default: a run stored compressed
     old, new = need(machine_interpreters, "2.7"), need(machine_interpreters, "3.13")
     manifest = runner.run_matrix([old, new], suites=["lutz2009"], profile=TWO_ROUNDS,
                                  results_dir=tmp_path, run_id="L", work_dir=tmp_path,
                                  log=lambda *a: None)
     assert manifest["order"]["method"] == store.LOCKSTEP_ORDER
     assert {e["status"] for e in manifest["interpreters"].values()} == {"ok"}
+    # the run's series are written compressed by the matrix itself, and pyperf reads them
+    run = store.Run(tmp_path, "L")
+    assert [p.name for p in run.series_files()] == ["2.7.json.gz", "3.13.json.gz",
+                                                    "native.json.gz"]
+    assert not list(run.path.glob("*.json")) or \
+        [p.name for p in run.path.glob("*.json")] == ["manifest.json"]
+    import pyperf
+    assert pyperf.BenchmarkSuite.load(str(run.series_file("3.13"))).get_benchmark_names()
     rows = sorted(windows(tmp_path / "L", "2.7") + windows(tmp_path / "L", "3.13"))
     by_op = {}
     for row in rows:

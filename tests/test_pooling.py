@@ -356,3 +356,19 @@ def test_an_op_whose_code_changed_is_not_pooled_across_the_change():
                                "20261127T155540Z-vm") == [op]
     assert pooling.revised_ops({op}, "20261128T000000Z-x", "20261127T155540Z-vm") == []
     assert pooling.revised_ops({op}, "20261125T231000Z-vm", "20261126T040828Z-vm") == []
+
+
+def test_a_finished_session_compresses_its_merged_series_and_leaves_parts_alone(tmp_path):
+    """store.compress_finished, which the matrix calls at the end of each finished session:
+    merged series and counters compressed; a series still in parts (to be resumed) plain."""
+    results = tmp_path / "results"
+    make_run(results, "A")
+    run = store.Run(results, "A")
+    (run.path / "3.13.counters.json").write_text(json.dumps({"counts": 1}))
+    run.parts_dir("3.12").mkdir(parents=True)          # 3.12 not merged yet
+    done = store.compress_finished(run)
+    assert sorted(p.name for p in done) == ["3.11.json.gz", "3.13-aa.json.gz",
+                                           "3.13.counters.json.gz", "3.13.json.gz"]
+    assert (run.path / "3.12.json").is_file() and (run.path / "manifest.json").is_file()
+    assert store.compress_finished(run) == []           # again: nothing left to do
+    assert store.read_json(run.series_file("3.13"))["benchmarks"]

@@ -116,7 +116,8 @@ def run_allocators(run_dir: Path, labels: list[str]) -> list[str]:
     manifest = store.Run(run_dir.parent, run_dir.name).read_manifest()
     own = manifest.get("allocator")
     further = [a for a in contract.ALLOCATORS if a != own
-               and all((run_dir / f"{series_name(lb, a, own)}.json").exists() for lb in labels)]
+               and all(store.stored_form(run_dir / f"{series_name(lb, a, own)}.json").exists()
+                       for lb in labels)]
     return [own, *further]
 
 

@@ -34,7 +34,7 @@ from iomatrix import cli
 from iomatrix.markup import code, md, visible
 from iomatrix.interpreters import discovery, provision as provisioning
 from iomatrix.measuring import bench, runner
-from iomatrix.storing import contract, outputs
+from iomatrix.storing import contract, outputs, store
 from iomatrix.interpreters import sources
 from iomatrix.paths import REPO_ROOT, RESULTS_DIR
 
@@ -406,11 +406,12 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
         print(f"release: error: not complete: {', '.join(failed)} (see {run_dir}/manifest.json)",
               file=sys.stderr)
         return cli.EXIT_BAD_INPUT
-    gate, comment = compare_files(compare_python, run_dir / f"{old.label}.json",
-                                  run_dir / f"{new.label}.json", args.fail_above,
+    run = store.Run(Path(args.results_dir), args.run_id)   # its files plain or .json.gz
+    gate, comment = compare_files(compare_python, run.series_file(old.label),
+                                  run.series_file(new.label), args.fail_above,
                                   allow_condition_change=args.allow_condition_change)
-    _, aa_comment = compare_files(compare_python, run_dir / f"{old.label}.json",
-                                  run_dir / f"{old.label}-aa.json", args.fail_above,
+    _, aa_comment = compare_files(compare_python, run.series_file(old.label),
+                                  run.series_file(f"{old.label}-aa"), args.fail_above,
                                   allow_condition_change=args.allow_condition_change)
     verdict = "a regression" if gate else "no significant regression"
     text = (f"## Release check: {code(new.label)} ({md(new.version)}) against {code(old.label)} "

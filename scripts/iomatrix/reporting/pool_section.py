@@ -128,9 +128,10 @@ def section_pool(pool: pooling.Pool, an: Analysis, link: str) -> list[str]:
     if study is not None and study not in shown:
         shown = [study] + shown
     lines = [f"## Over {len(pool.runs)} runs on {pool.boots} boot{'s' * (pool.boots > 1)}", "",
-             "Each cell's ratio pooled over the runs of this command (random effects: the "
-             "runs' spread beyond their own intervals widens the interval), with the 95% "
-             "interval a further run's ratio is expected in; \"held in\" counts the runs whose "
+             "Each cell's ratio pooled over the runs of this command (random effects, runs "
+             "within boots, then boots: the spread beyond the runs' own intervals widens the "
+             "interval), with the 95% interval a further run's ratio, on another boot and as "
+             "noisy as the pool's median run, is expected in; \"held in\" counts the runs whose "
              "own verdict is the pooled one. A cell whose spread between runs is larger than "
              "a run's own noise depends on the host; its counts, which do not, are beside it. "
              "Method: docs/methodology.md, \"Pooled numbers\"; every cell and run: "

@@ -208,6 +208,24 @@ def compress_file(path: Path) -> Path:
     return target
 
 
+def compress_finished(run: "Run") -> list[Path]:
+    """Compress the run's finished series and counters files, the caller holding the run's
+    lock: every plain ``<series>.json`` whose series has no unmerged parts left, and its
+    ``.counters.json`` (a series still in parts is resumed by a later session, which merges
+    and compresses it then). A file already stored compressed as well is left as it is (the
+    readers name it). The matrix calls this at the end of every session that finished; the
+    files compressed."""
+    done = []
+    for path in sorted(run.series_files() + counters_files(run.path)):
+        series = plain_name(path)[:-len(COUNTERS_SUFFIX)] \
+            if plain_name(path).endswith(COUNTERS_SUFFIX) else plain_name(path)[:-len(".json")]
+        if is_gzip(path) or os.path.lexists(path.with_name(path.name + GZ_SUFFIX)) \
+                or run.parts_dir(series).exists():
+            continue
+        done.append(compress_file(path))
+    return done
+
+
 def compress_run(run: "Run") -> list[Path]:
     """Compress a finished run's series and counters files (the manifest, phase files and
     anything half-written stay as they are); the files compressed."""
@@ -220,10 +238,9 @@ def compress_run(run: "Run") -> list[Path]:
     if twice:
         raise cli.BadInput(f"run {run.run_id}: {', '.join(twice)} stored both plain and "
                            "compressed; keep one and compress again")
-    plain = [p for p in files if not is_gzip(p)]
     try:
         with run.exclusive():
-            return [compress_file(p) for p in sorted(plain)]
+            return compress_finished(run)
     except RunInUseError as exc:
         raise cli.BadInput(str(exc))
 
