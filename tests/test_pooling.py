@@ -116,6 +116,8 @@ def test_the_floor_is_what_the_pools_cross_boot_pairs_need():
     runs[1].cells = cells_b
     pooled = pooling.pool_cells(runs, 0.05)
     assert pooled["c10"].tau == pytest.approx(need) and pooled["c10"].tau_boot > 0
+    # a floor no run of the cell showed does not make it depend on the host
+    assert pooled["c10"].tau_seen == 0 and not pooled["c10"].host_dependent
     # one boot, or too few values: no floor
     same_boot = [dataclasses.replace(run, boot="A") for run in runs]
     assert pooling.boot_floor(same_boot, list(cells_a)) == 0.0

@@ -99,6 +99,7 @@ class PooledCell:
     tau_boot: float = 0.0     # between-boot SD (second level; the floor where it decided)
     tau_run: float = 0.0      # between-run SD within one boot (first level)
     se_mean: float = 0.0      # SE of the pooled mean (log scale)
+    tau_seen: float = 0.0     # the between-run SD the runs themselves show (before the floor)
 
     @property
     def n(self) -> int:
@@ -107,8 +108,9 @@ class PooledCell:
     @property
     def host_dependent(self) -> bool:
         """The host moves this cell more than the runs' own noise does: the between-run SD
-        is larger than the typical run's own SE (docs/methodology.md)."""
-        return self.n >= 2 and self.tau > self.within_se
+        the runs show (not the floor, which no run of this cell showed) is larger than the
+        typical run's own SE (docs/methodology.md)."""
+        return self.n >= 2 and self.tau_seen > self.within_se
 
     @property
     def seen(self) -> tuple[float, float]:
@@ -171,6 +173,7 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
         tau_run2 = sum(within_boot) / len(within_boot) if within_boot else 0.0
         means, mean_ses = [m for m, _, _ in firsts], [s for _, s, _ in firsts]
         mean, se_mean, tau_boot2 = random_effects(means, mean_ses)
+        seen2 = tau_boot2 + tau_run2
         if len(means) >= 2 and tau_boot2 + tau_run2 < floor ** 2:
             # Two or three boots say little about the spread between boots; the floor (what
             # the pool's own cross-boot pairs of runs need, over all cells) stands for it,
@@ -202,7 +205,7 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
                       math.exp(low), math.exp(high), math.exp(mean - Z95 * se_mean),
                       math.exp(mean + Z95 * se_mean), math.sqrt(tau2), within, i2,
                       verdict, sum(verdicts[n] == verdict for n in names),
-                      math.sqrt(tau_boot2), math.sqrt(tau_run2), se_mean)
+                      math.sqrt(tau_boot2), math.sqrt(tau_run2), se_mean, math.sqrt(seen2))
 
 
 # The floor's coverage: the share of the pool's own pairs of runs on different boots whose
