@@ -185,3 +185,54 @@ def test_the_buffer_knob_applies_to_the_3_14_step_of_block_ops():
     entry = next(c for c in step_why("read_byBlocks_binaryMode", "3.13.15", "3.14.3").candidates
                  if c.entry.number == "gh-117151")
     assert ablation.Outcome(knob, True, "").speaks_of(entry.entry.text)
+
+
+# -- rules of the 2026-11-27 judgement of the top 20 (docs/experiments/2026-11-27-top20-judged.md)
+
+def test_a_control_is_never_given_an_io_cause():
+    control = "read_byLines_textMode__control"
+    assert changelog.words_for(control, "lutz2009") == {}
+    assert changelog.candidates(LOG, control, "lutz2009", "3.11.7", "3.12.1") == []
+    # even handed a step from 2.x with the stated cause, a control gets none
+    why = changelog.StepWhy(step_why("read_byLines_textMode", "3.11.7", "3.12.1").candidates,
+                            "trimmed", cause=changelog.PY3_CAUSE)
+    judged = evidence.judge(why, suite="lutz2009", op=control, category="read-text",
+                            old="2.7.18", new="3.6.15",
+                            moved=[moved("Modules/_io/bufferedio.c", "buffered_iternext")])
+    assert not judged.named and judged.cause is None and not judged.text_decodes
+    assert judged.evidence == evidence.NONE
+    assert judged.shows.startswith("the code around the I/O (a control), not I/O")
+    assert "2.7.18 and 3.6.15" in judged.shows and "uses the io module too" not in judged.shows
+    # its op, the same step, still gets the stated cause
+    op = evidence.judge(why, suite="lutz2009", op="read_byLines_textMode",
+                        category="read-text", old="2.7.18", new="3.6.15", moved=[])
+    assert op.cause == changelog.PY3_CAUSE and op.text_decodes
+
+
+def test_the_why_of_a_control_from_2_x_states_no_cause(tmp_path):
+    why = changelog.Why({"2.7": "2.7.18", "3.6": "3.6.15"}, directory=tmp_path)
+    # no changelog at hand: the note says so, and no cause is stated for either op
+    assert why.of("read_byLines_textMode__control", "lutz2009", "2.7", "3.6").cause is None
+
+
+def test_a_bare_class_or_method_names_no_other_module():
+    words = changelog.words_for("manyfiles_read_sequential", "manyfiles")
+    bare = changelog.Entry("gh-91526", "3.11.0b1", None, "Library",
+                           "Stop calling ``os.device_encoding(file.fileno())`` in "
+                           ":class:`TextIOWrapper`. It was complex, never documented, and "
+                           "didn't work for most cases. (Patch by Inada Naoki.)")
+    other = changelog.Entry("gh-1", "3.11.0b1", None, "Library",
+                            "Speed up :class:`gzip.GzipFile` over a :class:`TextIOWrapper`.")
+    score, matched = changelog.score_entry(bare, words)
+    assert "textiowrapper" in matched
+    # Library 1 + textiowrapper 4 (manyfiles opens its files in text mode), and no penalty
+    # for another module: TextIOWrapper is none (counted as one, the score was 3)
+    assert score == 5.0
+    assert changelog.score_entry(other, words)[0] < score - changelog.OTHER_MODULE_PENALTY + 1.5
+
+
+def test_manyfiles_ops_run_through_the_io_stack_and_its_text_layer():
+    words = changelog.words_for("manyfiles_read_threads", "manyfiles")
+    for word in ("textiowrapper", "bufferedreader|bufferedwriter|bufferedrandom|buffered",
+                 "decoder|encoder", "threadpoolexecutor|concurrent.futures"):
+        assert word in words

@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from iomatrix.measuring.selection import CONTROL_SUFFIX
+
 # Misc/NEWS, its model and its sources live in news.py; their names stay importable from here,
 # where the pages, the changelog command and the tests have always found them.
 from iomatrix.analysing.news import (  # noqa: F401
@@ -61,8 +63,10 @@ FAMILIES = [
     # file; the buffer size decides the system calls a block or a seek+read makes. Turning
     # the module's types into heap types (PEP 687) changed which fast paths their type
     # checks take, hence "isolate".
+    # manyfiles opens each of its files with open() in text mode: the io stack and its
+    # text layer, as lutz2009's text modes (its TEXT_API_27).
     ("io stack", r"^(read_|write_|chunks_|iobench_|textio_|mmapio_.*_read|mmapio_slices_seek|"
-                 r"copies_(read|readinto|manual))",
+                 r"copies_(read|readinto|manual)|manyfiles_)",
      {"default_buffer_size": 5, "st_blksize|blksize": 4, "buffer size": 3,
       "modules/_io|_io": 3, ":mod:`io`|io module": 4,
       "bufferedreader|bufferedwriter|bufferedrandom|buffered": 4, "fileio": 3,
@@ -85,7 +89,7 @@ FAMILIES = [
      {"flush": 2, "write()": 1.5, "writelines": 2, "write buffer|write buffering": 3,
       "write": 1}),
     # The text layer: TextIOWrapper, decoders and encoders, newline translation.
-    ("text", r"(textMode|^textio_|_text_|iobench_.*text)",
+    ("text", r"(textMode|^textio_|_text_|iobench_.*text|^manyfiles_)",
      {"textiowrapper": 4, "text layer": 3, "incrementaldecoder|incrementalnewlinedecoder": 3,
       "decoder|encoder": 2, "decode|encode": 1.5, "utf-8|utf8": 2, "ascii": 2,
       "latin-1|latin1": 2, "utf-16": 2, "codec": 2, "universal newline|newline": 2,
@@ -138,12 +142,26 @@ NOISE_PENALTY = 2.0
 OWN_MODULES = {"io", "_io", "_pyio", "mmap", "shutil", "os", "posix", "codecs", "threading",
                "asyncio", "concurrent", "multiprocessing", "sys", "builtins", "unicode",
                "bytes", "str", "bytearray", "memoryview"}
-OTHER_MODULE_RE = re.compile(r":(?:mod|class|func|meth):`[~!]?([a-z_][a-z0-9_]*)")
+# A module is named by :mod:`NAME` or as the first part of a dotted object
+# (":class:`gzip.GzipFile`"); a bare class or function (":class:`TextIOWrapper`",
+# ":meth:`read`") names no module: counted as one, it once sank gh-91526 ("Stop calling
+# os.device_encoding() in :class:`TextIOWrapper`") below the op's own words.
+OTHER_MODULE_RE = re.compile(r":mod:`[~!]?([a-z_][a-z0-9_]*)"
+                             r"|:(?:class|func|meth|attr|data|exc):`[~!]?([a-z_][a-z0-9_]*)\.")
 OTHER_MODULE_PENALTY = 2.0
 
 
+def is_control(op: str) -> bool:
+    """A control: the op's loop and payload over data in memory (measuring.selection), the
+    code around the I/O. No family is its machinery and no I/O change is its cause."""
+    return str(op).endswith(CONTROL_SUFFIX)
+
+
 def words_for(op: str, suite: str = "") -> dict:
-    """{word: weight} of every family ``op`` belongs to."""
+    """{word: weight} of every family ``op`` belongs to; {} for a control (is_control),
+    whose step no I/O entry explains."""
+    if is_control(op):
+        return {}
     words = {}
     for _, pattern, family in FAMILIES:
         if re.search(pattern, op) or (suite and re.search(pattern, f"{suite}_")):
@@ -194,8 +212,8 @@ def score_entry(entry: Entry, words: dict) -> tuple[float, tuple]:
             score += QUANTIFIED_BONUS
     if any(_has(text.replace("non-windows", ""), word) for word in NOISE_WORDS):
         score -= NOISE_PENALTY
-    named = {name for name in OTHER_MODULE_RE.findall(text) if not name.startswith("_")
-             or name in OWN_MODULES}
+    named = {name for found in OTHER_MODULE_RE.findall(text) for name in found
+             if name and (not name.startswith("_") or name in OWN_MODULES)}
     named = {name for name in named if name not in ("open", "print", "len", "repr")}
     if named and not named & OWN_MODULES:
         score -= OTHER_MODULE_PENALTY
@@ -401,8 +419,9 @@ class Why:
         return self._steps[key]
 
     def of(self, op: str, suite: str, a: str, b: str) -> StepWhy:
-        # Ops of the same families share their candidates on one step: computed once.
-        key = (tuple(sorted(words_for(op, suite).items())), a, b)
+        # Ops of the same families share their candidates on one step: computed once (a
+        # control apart: it has no families and no stated cause).
+        key = (tuple(sorted(words_for(op, suite).items())), is_control(op), a, b)
         if key not in self._steps:
             self._steps[key] = self._compute(op, suite, a, b)
         return self._steps[key]
@@ -418,7 +437,9 @@ class Why:
             return StepWhy([], no_changelog_note(new), self.date(old))
         before = self.changelog(old) if version_key(old).major >= 3 else None
         found = candidates(log, op, suite, old, new, self.limit, before=before)
-        cause = PY3_CAUSE if version_key(old).major < 3 <= version_key(new).major else None
+        # a control's step is the code around the I/O: never Python 3's io stack
+        cause = PY3_CAUSE if version_key(old).major < 3 <= version_key(new).major and \
+            not is_control(op) else None
         old_known = before is not None and branch(before.version or old) == branch(old) and \
             any(version_key(r.version) == version_key(old) for r in before.releases)
         return StepWhy(found, coverage_note(log, old, new), self.date(old),

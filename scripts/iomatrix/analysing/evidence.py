@@ -27,6 +27,10 @@ The candidates are taken best first by the ranking rule; the first that passes i
 none passes, nothing is named: the page says "no changelog entry matches" and what the data
 does show (the functions that moved, the release range).
 
+A control (``OP__control``: the op's loop and payload over data in memory, the code around
+the I/O) is never given an I/O cause: no entry and no stated cause; its verdict says so and
+what the data shows.
+
 A cause the project states rather than finds (``changelog.PY3_CAUSE``: Python 3's io stack)
 is stated only where its premise holds: the step is from 2.x, and the op's 2.7 side does
 not already use the io module (IO_MODULE_ON_2X; the same C io stack on both sides would
@@ -35,6 +39,7 @@ make it no cause at all); "text mode decodes" is added only for text ops. Its cl
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -43,7 +48,7 @@ from pathlib import Path
 from iomatrix import stats
 from iomatrix.analysing import counts, csource
 from iomatrix.analysing.changelog import (Candidate, PY3_CAUSE, StepWhy, _word_re,
-                                          cached_tarballs, version_key)
+                                          cached_tarballs, is_control, version_key)
 
 # -- the evidence classes, as pages and data.csv name them --------------------------------
 
@@ -52,6 +57,8 @@ BISECT, SOURCE, FUNCTION, ABLATION, API = ("changelog + bisect", "changelog + so
                                            "API")
 NONE = "none"      # no candidate passed: the page says "no changelog entry matches"
 NO_MATCH = "no changelog entry matches"
+# A control's step (the op's loop and payload over data in memory) is never given an I/O cause.
+CONTROL_SHOWS = "the code around the I/O (a control), not I/O: no I/O change is its cause"
 
 # -- which API an op's 2.7 side uses ------------------------------------------------------
 
@@ -294,6 +301,12 @@ def judge(why: StepWhy, *, suite: str, op: str, category: str, old: str, new: st
     verdict = Verdict(moved=moved)
     if ablation is not None:
         verdict.ablation = ablation.words
+    if is_control(op):
+        # the code around the I/O (the op's loop over data in memory): no I/O change, no
+        # stated io-stack cause, is its cause; what moved is said as for any step
+        verdict.shows = (f"{CONTROL_SHOWS}; "
+                         + shows(moved, old, new, placed, dataclasses.replace(why, cause=None)))
+        return verdict
     if why.cause is not None and not io_module_on_2x(suite, op):
         verdict.cause, verdict.evidence = why.cause, API
         verdict.text_decodes = text_op(category, op)
