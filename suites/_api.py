@@ -213,12 +213,24 @@ class Context(object):
         take ``ctx.open`` and ``ctx.io_module`` when they are built.
 
         ``buffering``: every file an op opens through them gets ``buffering=VALUE`` (unless
-        the op gives its own); ``copy_bufsize``: shutil.copyfileobj's default length."""
+        the op gives its own); ``copy_bufsize``: shutil.copyfileobj's default length;
+        ``encoding`` and ``newline``: every file opened in text mode gets
+        ``encoding=TEXT_ENCODINGS[VALUE]`` or ``newline=NEWLINES[VALUE]`` (unless the op gives
+        its own; 3.x's open and io.open only: 2.x's file object has neither)."""
         if name == "buffering":
             self.open = with_buffering(self.open, value)
             self.io_module = ModuleWithBuffering(self.io_module, value)
         elif name == "copy_bufsize":
             set_copy_bufsize(value)
+        elif name in TEXT_KNOBS:
+            keyword, values = TEXT_KNOBS[name]
+            if value not in values:
+                raise ValueError("knob %s: unknown value %r; known: %s"
+                                 % (name, value, ", ".join(map(str, sorted(values)))))
+            self.open = with_text_setting(self.open, keyword, values[value])
+            self.io_module = ModuleWithBuffering(self.io_module, None,
+                                                 with_text_setting(self.io_module.open,
+                                                                   keyword, values[value]))
         else:
             raise ValueError("unknown knob %r; known: %s" % (name, ", ".join(KNOBS)))
         self.knob = (name, value)
@@ -248,7 +260,22 @@ class Context(object):
                 % (self.path(name), size, crc, facts["bytes"], facts["crc32"]))
 
 
-KNOBS = ("buffering", "copy_bufsize")
+# The text layer's knobs take a code (a knob's value is a whole number on the command line
+# and in a series name): the same codes as the host's scripts/iomatrix/measuring/knobs.py.
+TEXT_ENCODINGS = {1: "utf-8", 2: "latin-1"}
+NEWLINES = {1: None, 2: ""}     # 1: universal newlines (3.x's default), 2: no translation
+TEXT_KNOBS = {"encoding": ("encoding", TEXT_ENCODINGS), "newline": ("newline", NEWLINES)}
+KNOBS = ("buffering", "copy_bufsize", "encoding", "newline")
+
+
+def with_text_setting(open_, keyword, value):
+    """``open_`` that passes ``keyword=value`` to a text-mode open where the caller gives
+    none (a binary open takes neither)."""
+    def opener(file, mode="r", *args, **kwargs):
+        if "b" not in mode and not args:
+            kwargs.setdefault(keyword, value)
+        return open_(file, mode, *args, **kwargs)
+    return opener
 
 
 def with_buffering(open_, value):
@@ -263,9 +290,9 @@ def with_buffering(open_, value):
 class ModuleWithBuffering(object):
     """The io module as the ops see it (``ctx.io_module``), its ``open`` with_buffering."""
 
-    def __init__(self, module, value):
+    def __init__(self, module, value, opener=None):
         self._module = module
-        self.open = with_buffering(module.open, value)
+        self.open = opener if opener is not None else with_buffering(module.open, value)
 
     def __getattr__(self, name):
         return getattr(self._module, name)

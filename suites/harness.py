@@ -48,8 +48,8 @@ import os
 import sys
 
 import _results as results
-from _api import (KNOBS, Context, SkipOp, available_suites, load_context, load_suite,
-                  prepare_outputs, prepare_untimed)
+from _api import (KNOBS, TEXT_KNOBS, Context, SkipOp, available_suites, load_context,
+                  load_suite, prepare_outputs, prepare_untimed)
 from _fixtures import (cold_cache_evictor, make_fixtures, peak_rss_delta,
                        planned_fixture_bytes)
 
@@ -317,7 +317,8 @@ def add_common_options(parser):
     parser.add_argument("--round", type=int, default=0)
     parser.add_argument("--knob", default=None, type=knob_arg,
                         help="an ablation: NAME=VALUE, one default set otherwise for every op "
-                             "(_api.Context.set_knob: buffering, copy_bufsize)")
+                             "(_api.Context.set_knob: buffering, copy_bufsize, encoding, "
+                             "newline)")
     parser.add_argument("--clock", default=None, choices=results.CLOCKS,
                         help="what a value measures (default: cpu for a warm cache and new "
                              "output files, where nothing waits for the disk; wall otherwise)")
@@ -330,6 +331,9 @@ def knob_arg(text):
     if name not in KNOBS or not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError("%r: NAME=VALUE, NAME one of %s, VALUE a whole number "
                                          "of 1 or more" % (text, ", ".join(KNOBS)))
+    if name in TEXT_KNOBS and int(value) not in TEXT_KNOBS[name][1]:
+        raise argparse.ArgumentTypeError("%r: the %s knob's VALUE is one of %s" % (
+            text, name, ", ".join(map(str, sorted(TEXT_KNOBS[name][1])))))
     return name, int(value)
 
 

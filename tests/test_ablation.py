@@ -185,3 +185,117 @@ def test_an_ablation_that_failed_says_so_and_keeps_the_finding(copies_run, tmp_p
     assert "the finding stands as measured" in result.words
     if before:
         assert markdown.md(result.words) in all_pages(analysis.load_run(store.Run(copy, "A")))
+
+
+# -- the text layer's knobs (issue 43 item 2) ----------------------------------------------------
+
+TEXT_OP = "read_byBlocks_textMode"
+SIX_ROUNDS = dataclasses.replace(PROFILES["smoke"], rounds=6, max_rounds=6, twin_rounds=6,
+                                 values=2, warmups=1)
+
+
+def test_the_text_knobs_codes_are_the_workers():
+    assert _api.TEXT_ENCODINGS == knobs.TEXT_ENCODINGS and _api.NEWLINES == knobs.NEWLINES
+    assert set(_api.KNOBS) == knobs.NAMES
+    text = [k for k in knobs.knobs_between(knobs.release_key("2.7.18"),
+                                           knobs.release_key("3.6.15"), TEXT_OP)]
+    assert [(k.name, k.old_value, k.new_value, k.old_side) for k in text] == [
+        ("encoding", 2, 1, False), ("newline", 2, 1, False)]
+    assert ablation.value_words(text[0], 2) == "encoding='latin-1'"
+    assert ablation.value_words(text[1], 2) == "newline=''"
+    # binary ops, textio (io.open on 2.7 too) and 3.x steps take none of them
+    for op, old, new in (("read_byBlocks_binaryMode", "2.7.18", "3.6.15"),
+                         ("textio_write_lines_ascii", "2.7.18", "3.6.15"),
+                         (TEXT_OP, "3.6.15", "3.7.16"), (f"{TEXT_OP}__control", "2.7.18", "3.6.15")):
+        assert not [k for k in knobs.knobs_between(knobs.release_key(old), knobs.release_key(new), op)
+                    if k.name in ("encoding", "newline")], op
+
+
+def test_the_text_knobs_reach_every_text_open_and_no_binary_one(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"caf\xc3\xa9\r\nb\n")
+    ctx = _api.Context(str(tmp_path), str(tmp_path))
+    ctx.set_knob("encoding", 2)
+    for open_ in (ctx.open, ctx.io_module.open):
+        with open_(str(path)) as f:
+            assert f.encoding == "latin-1" and f.read() == "caf\xc3\xa9\nb\n"
+        with open_(str(path), "r", encoding="utf-8") as f:    # the op's own choice stands
+            assert f.read() == "caf\xe9\nb\n"
+        with open_(str(path), "rb") as f:
+            assert f.read() == path.read_bytes()
+    ctx = _api.Context(str(tmp_path), str(tmp_path))
+    ctx.set_knob("newline", 2)
+    with ctx.open(str(path), encoding="utf-8") as f:
+        assert f.read() == "caf\xe9\r\nb\n"                   # no translation
+    assert ctx.io_module.SEEK_END == 2
+    with pytest.raises(ValueError, match="unknown value"):
+        ctx.set_knob("encoding", 9)
+
+
+def test_a_text_knob_s_unknown_code_is_refused_by_the_worker_with_exit_2(tmp_path):
+    harness = Path(_api.__file__).with_name("harness.py")
+    proc = subprocess.run([sys.executable, str(harness), "--batch", "--suite", "lutz2009",
+                           "--ops", "[]", "--fixtures", str(tmp_path), "--scratch",
+                           str(tmp_path), "--output", str(tmp_path / "o"), "--errors",
+                           str(tmp_path / "e"), "--knob", "encoding=9"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "encoding knob's VALUE is one of 1, 2" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory, machine_interpreters):
+    """Results directory of a run of 2.7 and 3.6 on TEXT_OP, six rounds (made once)."""
+    interps = [need(machine_interpreters, label) for label in ("2.7", "3.6")]
+
+    def build(directory):
+        spec = RunSpec.create(suites="lutz2009", profile=SIX_ROUNDS, seed=7,
+                              results_dir=directory / "results", run_id="T",
+                              work_dir=directory)
+        runner.run_matrix(interps, dataclasses.replace(spec, ops=(TEXT_OP,)),
+                          log=lambda *a: None)
+    directory, _ = shared_between_workers(tmp_path_factory, "ablation-text", build)
+    return directory / "results"
+
+
+def text_step(an: Analysis) -> Finding:
+    listed = [f for f in an.findings() if f.op == TEXT_OP and (f.a, f.b) == ("2.7", "3.6")]
+    return listed[0] if listed else Finding(TEXT_OP, "2.7", "3.6",
+                                            an.step_cmp[(TEXT_OP, "2.7", "3.6")])
+
+
+def test_a_2_x_to_3_x_text_step_is_timed_with_the_cheapest_text_layer(text_run):
+    manifest = json.loads((text_run / "T" / "manifest.json").read_text())
+    entries = {s: (e["ablation_of"], e["knob"], e["knob_value"], e["planned_ops"], e["status"])
+               for s, e in manifest["interpreters"].items() if e.get("ablation_of")}
+    # only 3.6 is timed with them: 2.7's file object has no encoding or newline to set
+    assert entries == {"3.6~encoding=2": ("3.6", "encoding", 2, [TEXT_OP], "ok"),
+                       "3.6~newline=2": ("3.6", "newline", 2, [TEXT_OP], "ok")}
+    an = analyse(analysis.load_run(store.Run(text_run, "T")), None, 0.05)
+    result = ablation.outcome(an, text_step(an))
+    assert result is not None and not result.failed
+    assert "with encoding='latin-1' 3.6.15 is" in result.words
+    assert "with newline='' 3.6.15 is" in result.words and "its own default" not in result.words
+    assert result.words.startswith("confirmed by ablation" if result.reproduces
+                                   else "not reproduced by the ablation")
+    verdict = evidence.verdict_for(an, text_step(an))
+    assert verdict.ablation == result.words
+    if any(f.op == TEXT_OP and (f.a, f.b) == ("2.7", "3.6") for f in an.findings()):
+        assert markdown.md(result.words) in all_pages(analysis.load_run(store.Run(text_run, "T")))
+
+
+def test_a_text_ablation_that_failed_says_so_beside_the_other(text_run, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(text_run, copy)
+    before = {(f.op, f.a, f.b) for f in analysed_text(copy).findings()}
+    (copy / "T" / "3.6~newline=2.json").unlink()
+    an = analysed_text(copy)
+    assert {(f.op, f.a, f.b) for f in an.findings()} == before     # nothing removed
+    result = ablation.outcome(an, text_step(an))
+    assert "with encoding='latin-1' 3.6.15 is" in result.words
+    assert "the ablation failed (newline; 3.6~newline=2" in result.words
+    assert "the finding stands as measured" in result.words and not result.failed
+
+
+def analysed_text(results: Path) -> Analysis:
+    return analyse(analysis.load_run(store.Run(results, "T")), None, 0.05)

@@ -40,15 +40,23 @@ class Outcome:
     reproduces: bool
     words: str           # "confirmed by ablation: with a 4 KiB buffer 3.14.7 is 1.02x 3.13.15"
     failed: bool = False  # planned, but no ablation op was timed
+    others: tuple = ()    # the other knobs of the step whose results ``words`` also says
 
     def speaks_of(self, text: str) -> bool:
-        return _word_re(self.knob.words).search(_lower(text)) is not None
+        return any(_word_re(k.words).search(_lower(text)) is not None
+                   for k in (self.knob, *self.others))
 
 
 def knob_for(op: str, old: str, new: str) -> Knob | None:
     """The knob whose default changed inside the step OLD -> NEW and that applies to ``op``."""
     found = knobs_between(release_key(old), release_key(new), op)
     return found[0] if found else None
+
+
+def value_words(knob: Knob, value: int) -> str:
+    """How a page says a knob's value: "a 4 KiB buffer", "encoding='latin-1'"."""
+    return knob.phrase(value) if knob.phrase is not None else \
+        f"a {size_words(value)} {knob.what}"
 
 
 def size_words(value: int) -> str:
@@ -100,15 +108,29 @@ def ratio_words(c) -> str:
 
 def outcome(an, f) -> Outcome | None:
     """The ablation of finding ``f`` (Analysis ``an``) when the run planned one; None when
-    no knob applies or the run planned none (the page says nothing)."""
+    no knob applies or the run planned none (the page says nothing). A step with several
+    knobs (the text layer's encoding and newline) says each one's result, in the table's
+    order; it is confirmed when one of them reproduces the step."""
     from iomatrix.analysing.analysis import process_means, series_info
     old = series_info(an.data, f.a).get("version") or ""
     new = series_info(an.data, f.b).get("version") or ""
-    knob = knob_for(f.op, old, new)
-    if knob is None:
+    found = knobs_between(release_key(old), release_key(new), f.op)
+    if not found:
         return None
     frame = getattr(an.data, "ablations", None)
     means = process_means(frame) if frame is not None else {}
+    results = [r for r in (_outcome(an, f, knob, means, old, new) for knob in found)
+               if r is not None]
+    if len(results) <= 1:
+        return results[0] if results else None
+    first = next((r for r in results if r.reproduces), results[0])
+    return Outcome(first.knob, any(r.reproduces for r in results),
+                   "; ".join(r.words for r in results), all(r.failed for r in results),
+                   tuple(r.knob for r in results if r is not first))
+
+
+def _outcome(an, f, knob: Knob, means: dict, old: str, new: str) -> Outcome | None:
+    """One knob's result for finding ``f`` (outcome)."""
     new_old = timed(means, f.b, f.op, knob)     # the new release with the old value
     old_new = timed(means, f.a, f.op, knob)     # the old release with the new value
     base = an.means
@@ -120,13 +142,13 @@ def outcome(an, f) -> Outcome | None:
             c = stats.compare(base[(f.a, f.op)], rounds, paired=True)
             reproduces |= abs(math.log(c.ratio)) <= math.log(1 + an.threshold)
             head_ratio = c.ratio
-            said.append(f"with a {size_words(value)} {knob.what} {new} is {ratio_words(c)} {old}")
+            said.append(f"with {value_words(knob, value)} {new} is {ratio_words(c)} {old}")
         if old_new is not None and (f.a, f.op) in base:
             value, rounds = old_new
             own = stats.compare(base[(f.a, f.op)], rounds, paired=True)
             reproduces |= abs(math.log(own.ratio)) >= abs(math.log(step)) / 2 and \
                 (own.ratio - 1) * (step - 1) > 0
-            said.append(f"with a {size_words(value)} {knob.what} {old} is {ratio_words(own)} "
+            said.append(f"with {value_words(knob, value)} {old} is {ratio_words(own)} "
                         "its own default")
     except ValueError:      # no round with both sides: nothing compared
         said = []

@@ -41,6 +41,12 @@ class Knob:
     # (old, new) as the two releases really take them on a file system of this block size;
     # None: the documented values
     effective: Callable[[int], tuple[int, int]] | None = None
+    # Whether the older release can take the new value: False where it has no such setting
+    # (2.x's builtin file object neither decodes nor translates newlines), so only the newer
+    # release is timed with the old value (the closest it has).
+    old_side: bool = True
+    # How a page says a value ("encoding='latin-1'"); None: "a 4 KiB buffer" (size and what)
+    phrase: Callable[[int], str] | None = None
 
     def values_on(self, blksize: int | None) -> tuple[int, int]:
         if self.effective is None or not blksize:
@@ -55,6 +61,25 @@ def _open_buffer(blksize: int) -> tuple[int, int]:
     return old, max(min(blksize, 8 << 20), 131072)
 
 
+# The text layer's knobs take a code, since a knob's value is a whole number (the worker's
+# --knob NAME=VALUE, a series name "3.6.15~encoding=2"): suites/_api.py's TEXT_ENCODINGS and
+# NEWLINES hold the same codes (tests/test_ablation.py checks they agree).
+TEXT_ENCODINGS = {1: "utf-8", 2: "latin-1"}
+NEWLINES = {1: None, 2: ""}     # 1: universal newlines (3.x's default), 2: no translation
+
+
+def _encoding_phrase(code: int) -> str:
+    return f"encoding={TEXT_ENCODINGS.get(code, code)!r}"
+
+
+def _newline_phrase(code: int) -> str:
+    return f"newline={NEWLINES.get(code, code)!r}"
+
+
+# The text ops whose 2.7 side reads or writes bytes through the builtin file object (lutz2009's
+# text modes: its TEXT_API_27), where a page says "3.x's text mode decodes".
+TEXT_OPS_FROM_2X = r"^(read|write)_\w+_textMode$"
+
 KNOBS = [
     # gh-117151: io.DEFAULT_BUFFER_SIZE 8 KiB -> 128 KiB, and open() takes
     # max(min(st_blksize, 8 MiB), DEFAULT_BUFFER_SIZE) where it took st_blksize.
@@ -67,6 +92,16 @@ KNOBS = [
     # gh-117151 (3.14.0a1): COPY_BUFSIZE 64 KiB -> 256 KiB on non-Windows platforms.
     Knob("copy_bufsize", "copyfileobj|copy_bufsize|buffer size", "3.14.0a1", "gh-117151",
          65536, 262144, r"^copies_copyfileobj_default$", "copy buffer"),
+    # PEP 3116 (3.0): text mode decodes (the locale's encoding, UTF-8 here) and translates
+    # newlines, where 2.x's file object moved bytes as they were. 3.x with the cheapest
+    # decoder (latin-1: every byte is its character, no validation) and no newline
+    # translation (newline='') is as near the 2.x file object as its text mode comes: where
+    # that takes the step away, the decoder or the translation is the step.
+    Knob("encoding", "decode|decoder|decoding|utf-8|utf8|latin-1|latin1|codec|text mode",
+         "3.0.0", "PEP 3116", 2, 1, TEXT_OPS_FROM_2X, "decoder", old_side=False,
+         phrase=_encoding_phrase),
+    Knob("newline", "newline|universal newline|translat|text mode", "3.0.0", "PEP 3116",
+         2, 1, TEXT_OPS_FROM_2X, "newline", old_side=False, phrase=_newline_phrase),
 ]
 NAMES = frozenset(k.name for k in KNOBS)
 

@@ -275,7 +275,10 @@ def _plan_ablations(run, plans: dict, spec: RunSpec, manifest: dict, log) -> lis
                                       knobs.release_key(new.interp.version))
         for knob in between:
             old_value, new_value = knob.values_on(blksize)
-            for plan, value in ((new, old_value), (old, new_value)):
+            # an older release without the setting (knob.old_side) is not timed with it
+            sides = ((new, old_value), (old, new_value)) if knob.old_side else \
+                ((new, old_value),)
+            for plan, value in sides:
                 ops = [(s, op) for s, op in plan.ops if re.search(knob.ops, op)]
                 if ops:
                     found.append(_plan_ablation(run, plan, knob, value, ops, spec, manifest,
