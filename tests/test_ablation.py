@@ -282,6 +282,10 @@ def test_a_2_x_to_3_x_text_step_is_timed_with_the_cheapest_text_layer(text_run):
     assert verdict.ablation == result.words
     if any(f.op == TEXT_OP and (f.a, f.b) == ("2.7", "3.6") for f in an.findings()):
         assert markdown.md(result.words) in all_pages(analysis.load_run(store.Run(text_run, "T")))
+        # the main page says it under the stated cause's row too (Likely causes)
+        main = pages.build_pages(analysis.load_run(store.Run(text_run, "T")), draw=False).main
+        causes = main[main.index("### Likely causes"):].replace("\u00a0", " ")
+        assert markdown.md(result.words) in causes[:causes.index("\n## ")]
 
 
 def test_a_text_ablation_that_failed_says_so_beside_the_other(text_run, tmp_path):

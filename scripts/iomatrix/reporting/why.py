@@ -275,6 +275,9 @@ def named_causes(tops: list) -> list[str]:
                          "object, before Misc/NEWS begins (3.5.0a1); open() returns io objects"
                          + (f"; text mode decodes (rows {', '.join(decodes)})" if decodes
                             else ""))
+            # the text layer's ablation (measuring.knobs: encoding, newline), beside its row
+            lines += [f"  - #{row}: {md(verdict.ablation)}" for row, verdict in rows
+                      if verdict.ablation]
             continue
         lines.append(f"- {link(top)} ({release_of(top)}): {label} {numbers}: "
                      f"{excerpt(top.entry.text)}")
