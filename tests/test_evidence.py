@@ -254,3 +254,24 @@ def test_the_stated_cause_s_rows_carry_their_ablation_on_the_main_page():
                                "2.19): with encoding='latin-1' 3.6.15 is 2.03x \\[1.91, 2.62\\] "
                                "2.7.18")
     assert not any(line.startswith("  - #6") for line in lines)    # none ran for row 6
+
+
+def test_a_file_word_inside_an_identifier_names_no_source():
+    isatty = ("Release the GIL while performing ``isatty`` system calls on arbitrary file "
+              "descriptors. In particular, this affects :func:`os.isatty`, "
+              ":func:`os.device_encoding` and :class:`io.TextIOWrapper`.")
+    # "encoding" is the tail of device_encoding there: not the codecs of unicodeobject.c
+    assert evidence.names_source(isatty, "Objects/unicodeobject.c", ("_PyUnicode_FromId",)) \
+        is None
+    utf8 = "Optimize decoding of short UTF-8 sequences containing non-ASCII characters."
+    assert evidence.names_source(utf8, "Objects/unicodeobject.c",
+                                 ("find_first_nonascii",)) == "decoding"
+    assert evidence.names_source(isatty, "Modules/posixmodule.c", ("os_isatty_impl",)) == "os."
+
+
+def test_the_interpreter_s_name_machinery_places_no_entry():
+    import re
+    for name in ("_PyUnicode_FromId", "_PyUnicode_FromId'2", "unicode_eq.lto_priv.0"):
+        assert re.search(evidence.GENERIC_FUNCTIONS, csource.bare_name(name)), name
+    for name in ("ascii_decode", "find_first_nonascii", "unicode_decode_utf8"):
+        assert not re.search(evidence.GENERIC_FUNCTIONS, csource.bare_name(name)), name

@@ -40,6 +40,7 @@ make it no cause at all); "text mode decodes" is added only for text ops. Its cl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -109,6 +110,13 @@ GENERIC_FILES = (r"^Python/ceval|^Python/bytecodes\.c|^Python/generated_cases|"
                  r"^Python/specialize\.c|^Objects/obmalloc\.c|^Objects/mimalloc/|"
                  r"^Objects/dictobject\.c|^Objects/object\.c|^Objects/call\.c|"
                  r"^Objects/typeobject\.c|^Objects/longobject\.c|^Python/errors\.c")
+# Functions of other files that every op runs, as GENERIC_FILES' are: the interned names of C
+# code's attribute and method lookups (_Py_IDENTIFIER, gone in 3.11) and str equality and
+# hashing under every dict lookup. Their move is the interpreter's, not the op's machinery's:
+# _PyUnicode_FromId (3.10 only) once named an isatty entry for 3.11's faster file opens.
+GENERIC_FUNCTIONS = (r"^(_PyUnicode_FromId|_PyUnicode_EQ|_PyUnicode_Equal|unicode_eq|"
+                     r"unicode_hash|unicode_compare_eq|PyUnicode_InternInPlace|"
+                     r"_PyUnicode_InternInPlace|intern_common)$")
 # A function kept on both sides counts as moved only where its own cost per entry changed by
 # this much: one whose cost per entry stayed and whose entries changed was called more or
 # less often, so what changed is its caller (its file places no entry; its caller, if it
@@ -135,10 +143,18 @@ def names_source(text: str, path: str, names) -> str | None:
             return word
     words = words_for_file(path)
     if words:
-        found = _word_re(words).search(lower)
+        found = _file_word_re(words).search(lower)
         if found:
             return found.group(0)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _file_word_re(words: str) -> re.Pattern:
+    """A file's words (FILE_WORDS) at the start of a word that is not the tail of an
+    identifier: "encoding" names the codecs in "the encoding", not in
+    "os.device_encoding" (whose "_" the ranking's word start allows)."""
+    return re.compile(r"(?<![a-z0-9_])(?:" + "|".join(map(re.escape, words.split("|"))) + ")")
 
 
 @dataclass(frozen=True)
@@ -194,7 +210,8 @@ def moved_functions(functions: dict, counted: list, op: str, a: str, b: str,
     for r in rows:
         path = csource.tree_path(r["file"])
         if path is None or not total or r["change"] * sign <= 0 or \
-                abs(r["change"]) < MOVED_SHARE * total or re.search(GENERIC_FILES, path):
+                abs(r["change"]) < MOVED_SHARE * total or re.search(GENERIC_FILES, path) \
+                or re.search(GENERIC_FUNCTIONS, csource.bare_name(r["name"])):
             continue
         if r["a"] and r["b"] and r["calls_a"] and r["calls_b"]:
             ea, eb = r["a"] / r["calls_a"], r["b"] / r["calls_b"]
