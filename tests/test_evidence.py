@@ -180,6 +180,8 @@ def test_the_buffer_knob_applies_to_the_3_14_step_of_block_ops():
     assert knob is not None and (knob.old_value, knob.new_value) == (8192, 131072)
     assert ablation.knob_for("read_byBlocks_binaryMode", "3.12.1", "3.13.15") is None
     assert ablation.knob_for("mmapio_find_mmap", "3.13.15", "3.14.7") is None
+    # textio writes through io.open's buffer too (write calls 32 -> 3 in 3.14)
+    assert ablation.knob_for("textio_write_lines_ascii", "3.13.15", "3.14.7") is knob
     assert ablation.ablation_op("read_byBlocks_binaryMode", knob, 8192) == \
         "read_byBlocks_binaryMode~buffering=8192"
     entry = next(c for c in step_why("read_byBlocks_binaryMode", "3.13.15", "3.14.3").candidates

@@ -82,10 +82,12 @@ TEXT_OPS_FROM_2X = r"^(read|write)_\w+_textMode$"
 
 KNOBS = [
     # gh-117151: io.DEFAULT_BUFFER_SIZE 8 KiB -> 128 KiB, and open() takes
-    # max(min(st_blksize, 8 MiB), DEFAULT_BUFFER_SIZE) where it took st_blksize.
+    # max(min(st_blksize, 8 MiB), DEFAULT_BUFFER_SIZE) where it took st_blksize. textio's
+    # files too (io.open: textio_write_lines_ascii's write calls 32 -> 3 in 3.14).
     Knob("buffering", "default_buffer_size|buffer size|buffering|st_blksize", "3.14.0a6",
          "gh-117151", 8192, 131072,
-         r"^(read_by|write_by|chunks_|mmapio_slices_seek|iobench_)", "buffer", _open_buffer),
+         r"^(read_by|write_by|chunks_|mmapio_slices_seek|iobench_|textio_)", "buffer",
+         _open_buffer),
     # bpo-36103: shutil.copyfileobj's default length (COPY_BUFSIZE) 16 KiB -> 64 KiB.
     Knob("copy_bufsize", "copyfileobj|copy_bufsize|buffer size", "3.8.0a3", "bpo-36103",
          16384, 65536, r"^copies_copyfileobj_default$", "copy buffer"),
