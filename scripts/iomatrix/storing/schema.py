@@ -233,7 +233,8 @@ class InterpreterEntry(SeriesStatus):
     allocator_of: Text = Field(None, description="the series it times again under it")
     ablation_of: Text = Field(None, description="an ablation's series: the series it times "
                                                 "again with one knob set (measuring.knobs)")
-    knob: Text = Field(None, description="an ablation's knob: buffering, copy_bufsize")
+    knob: Text = Field(None, description="an ablation's knob: buffering, copy_bufsize, "
+                                         "encoding, newline (their values codes)")
     knob_value: Optional[Annotated[int, Field(ge=0, le=2 ** 40)]] = None
     pyperf_version: Text = None
     environment_notes: Text = None
