@@ -388,7 +388,10 @@ def _make_fixtures(spec: RunSpec, fixtures_dir: Path, log):
 def _execute(run, session: Session, plans: dict, tasks: list) -> None:
     """Run the tasks group by group (``planning.lockstep_groups``, ``workers.run_groups``)."""
     spec = session.spec
-    series_count = len({t.series for t in tasks})
+    # a run of up to 4 series names each as it starts; an ablation's series (a knob set on
+    # one of them, measuring.knobs) does not make a run of 2 interpreters a big one
+    series_count = len({t.series for t in tasks
+                        if t.series not in plans or plans[t.series].ablation_of is None})
     progress = Progress(len(tasks), session.log, spec.profile.rounds,
                         verbose_labels=series_count <= 4)
     workers.run_groups(run, session, plans, planning.lockstep_groups(tasks, spec.seed),
