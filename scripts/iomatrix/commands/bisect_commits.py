@@ -42,6 +42,7 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.interpreters import commit_build, discovery, probing
+from iomatrix.interpreters.build_stages import StageError
 from iomatrix.interpreters.sources import ProvisionError
 from iomatrix.storing import outputs
 
@@ -136,9 +137,15 @@ def build_node(repo, node: Node, recipe, args, log) -> None:
     try:
         prefix = commit_build.build_commit(repo, node.sha, recipe, jobs=args.jobs, say=say)
         node.interp = interpreter_of(prefix, node.sha)
+    except StageError as exc:
+        # The answer is read on other machines: the log by its name in the cache, no path.
+        node.missing = f"its build failed in {exc.stage} (log: commits/logs/{Path(exc.log).name})"
+        say(f"{node.missing}: {cli.one_line(str(exc))[:300]}")
     except (ProvisionError, RuntimeError) as exc:
-        node.missing = f"its build failed ({cli.one_line(str(exc))[:300]})"
-        say(node.missing)
+        say(cli.one_line(str(exc))[:300])
+        text = str(exc)
+        node.missing = text if text.startswith("its build failed") else \
+            "its build failed, or the build does not start (the log above says why)"
 
 
 def timed_run(nodes: list[Node], op: str, suite: str, args, run_id: str, log):
@@ -193,7 +200,11 @@ def answer_text(repo, op, old, new, old_sha, new_sha, nodes, lo, hi, overall, aa
         direction = "slower" if overall.ratio >= 1 else "faster"
         lines.append(f"{md(old_tag)} -> {md(new_tag)}: {fmt_ratio(overall)} ({direction}; new "
                      f"time / old time, {args.profile} profile, in each step's lockstep run).")
-        if not overall.significant:
+        if overall.low is None:
+            lines.append(f"No intervals: {overall.n_a} round(s) cannot test significance (the "
+                         "quick profile's 8 can); each commit is put on the side whose time "
+                         "its own is nearer.")
+        elif not overall.significant:
             lines.append("The ends did not move significantly in the first run: the commit "
                          "below is where the larger share of a move within the noise lies.")
     line = nodes[:-1]    # OLD's node is nodes[-1] (index -1)
@@ -237,7 +248,7 @@ def answer_text(repo, op, old, new, old_sha, new_sha, nodes, lo, hi, overall, aa
                       f"{code(line[hi].sha[:10]) if hi < len(line) else md(new_tag)}; "
                       f"{len(unjudged)} of them could not be judged.**"]
     lines += ["", f"{len(line)} commits on {md(new_tag)}'s first-parent line after "
-                  f"{md(old_tag)}; {len(runs)} lockstep runs"
+                  f"{md(old_tag)}; {len(runs)} lockstep run{'s' if len(runs) != 1 else ''}"
                   + (f" ({', '.join(code(r) for r in runs)})" if runs else "") + ".", "",
               "| commit | subject | against OLD | NEW against it | side |", "|:--|:--|--:|--:|:--|"]
     for node in sorted((n for n in line if n.side or n.missing), key=lambda n: n.index):

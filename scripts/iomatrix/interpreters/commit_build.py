@@ -221,7 +221,7 @@ def read_failure(sha: str, recipe: Recipe, root: Path | None = None) -> str | No
     if not isinstance(data, dict):
         return None
     return (f"its build failed in {cli.one_line(str(data.get('stage', '?')))[:40]} "
-            f"(an earlier run; remove {marker.name} in the cache's commits/ to try again)")
+            f"(an earlier run's; remove commits/{marker.name} in the cache to try again)")
 
 
 def ccache_dir() -> Path:
