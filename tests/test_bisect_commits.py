@@ -134,7 +134,7 @@ def old_new(machine_interpreters):
 
 
 def run(repo, tmp_path, *more, between=("3.10.13", "3.11.7"), op="mmapio_find_mmap"):
-    return bisect.main([op, "--between", *between, "--cpython-repo", str(repo), "--profile",
+    return bisect_commits.main([op, "--between", *between, "--cpython-repo", str(repo), "--profile",
                         "smoke", "--counters", "off", "--results-dir", str(tmp_path / "results"),
                         "--run-id", "c", *more], **QUIET)
 
@@ -310,7 +310,7 @@ def test_the_3_14_buffer_change_is_bisected_to_the_3_14_7_commit(release_repo, t
     repo = base / "cpython"
     before = clone_state(repo)
     started = time.monotonic()
-    status = bisect.main(["mmapio_slices_seek_read", "--between", "3.13.15", "3.15.0rc2",
+    status = bisect_commits.main(["mmapio_slices_seek_read", "--between", "3.13.15", "3.15.0rc2",
                           "--cpython-repo", str(repo), "--profile", "smoke", "--counters", "off",
                           "--jobs", "2", "--results-dir", str(tmp_path / "results"),
                           "--run-id", "real"], **QUIET)

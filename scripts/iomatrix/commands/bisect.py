@@ -5,7 +5,8 @@
                         [--cpython-repo PATH [--jobs N]]
 
 With ``--cpython-repo PATH`` (a git clone of CPython) the bisect goes down to the commit:
-iomatrix.commands.bisect_commits (and docs/bisect.md) say how. Without it:
+iomatrix.commands.bisect_commits (and docs/bisect.md) say how; its ``main`` is the command
+line's entry and calls this module's without that option. Without it:
 
 OLD and NEW are CPython releases (``3.13.15``, ``3.15.0rc2``) or labels of this machine
 (``3.9``: pyenv's 3.9.18). The releases between them are taken in version order:
@@ -363,9 +364,11 @@ def main(argv, log=None) -> int:
     args = parser().parse_args(argv)
     if args.jobs < 1:
         raise BisectError("--jobs must be at least 1")
-    if args.cpython_repo is not None:   # down to the commit: iomatrix.commands.bisect_commits
-        from iomatrix.commands import bisect_commits
-        return bisect_commits.main(args, log)
+    if args.cpython_repo is not None:
+        # Down to the commit is iomatrix.commands.bisect_commits.main, which calls this one
+        # without it (the command line, scripts/bisect_releases.py, starts there).
+        raise BisectError("--cpython-repo is the commit bisect: iomatrix.commands."
+                          "bisect_commits.main (nox -s bisect) runs it")
     started = time.monotonic()
     cli.checked(args.op, "op", "OP")   # a name, before anything is looked up
     if args.out is not None:   # before anything is looked up, built or timed

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from iomatrix import cli
+from iomatrix.commands import bisect
 from iomatrix.interpreters import commit_build, discovery, probing
 from iomatrix.interpreters.build_stages import StageError
 from iomatrix.interpreters.sources import ProvisionError
@@ -150,7 +151,6 @@ def build_node(repo, node: Node, recipe, args, log) -> None:
 
 def timed_run(nodes: list[Node], op: str, suite: str, args, run_id: str, log):
     """One lockstep run of ``op`` under the nodes' builds; (steps, overall, A/A, counts)."""
-    from iomatrix.commands import bisect
     points = [bisect.Point(n.sha[:10], interp=n.interp) for n in nodes]
     run_dir = bisect.time_points(None, points, op, suite, args, run_id, log)
     return bisect.measure_steps(run_dir, points, op, run_id)
@@ -270,9 +270,21 @@ def answer_text(repo, op, old, new, old_sha, new_sha, nodes, lo, hi, overall, aa
 
 # -- the command ------------------------------------------------------------------------------
 
-def main(args, log) -> int:
+@cli.main_guard
+def main(argv, log=None) -> int:
+    """``nox -s bisect``'s entry: the commit bisect with --cpython-repo, else the release
+    bisect (``bisect.main``). One parser, bisect's, for both."""
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    args = bisect.parser().parse_args(argv)
+    if args.cpython_repo is None:
+        return bisect.main(argv, log=log)
+    if args.jobs < 1:
+        raise bisect.BisectError("--jobs must be at least 1")
+    return commit_bisect(args, log)
+
+
+def commit_bisect(args, log) -> int:
     """The commit bisect of ``args`` (bisect's parser, with --cpython-repo)."""
-    from iomatrix.commands import bisect
     started = time.monotonic()
     cli.checked(args.op, "op", "OP")
     if args.out is not None:
