@@ -306,9 +306,10 @@ def commit_bisect(args, log) -> int:
     interpreters = discovery.discover()
     recipe = bisect.lineage_recipe(bisect.find_build(interpreters, new)
                                    or bisect.find_build(interpreters, old))
-    lister = next(iter(bisect.builds_at_hand(interpreters, recipe).values()), None) or next(
-        (i for i in interpreters if i.ok and i.implementation == "cpython"
-         and i.version_info[:1] == (3,)), None)
+    # The ops are listed by the newest CPython 3 here, before anything is built: an unknown
+    # op is bad input, found in seconds.
+    lister = max((i for i in interpreters if i.ok and i.implementation == "cpython"
+                  and i.version_info[:1] == (3,)), key=lambda i: i.version_info, default=None)
     if lister is None:
         raise bisect.BisectError("no CPython 3 here to list the ops with")
     ops = bisect.list_valid_ops(lister, args.profile, log)
