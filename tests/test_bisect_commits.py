@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -323,3 +324,30 @@ def test_the_3_14_buffer_change_is_bisected_to_the_3_14_7_commit(release_repo, t
     for release in release_history.RELEASES:
         assert commit_build.read_commit_build(
             shas[release], provision_cache.RECIPES["lineage"]) is not None
+
+
+def test_a_build_another_process_is_making_is_waited_for_not_made_twice(tmp_path, old_new):
+    """Two bisects sharing a cache: the second waits while the first's staging directory
+    names a live process, then builds (or reuses) once that process is gone."""
+    old, _ = old_new
+    repo = tmp_path / "cpython"
+    sha = stand_in_history(repo, [(old, "Python 3.10.13", "v3.10.13", {})])[0]
+    recipe = provision_cache.RECIPES["lineage"]
+    commits = commit_build.commits_dir()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    reaper = threading.Thread(target=other.wait)   # reaped when it ends: no zombie stays "live"
+    reaper.start()
+    partial = commits / f".{sha}.partial-{other.pid}"
+    partial.mkdir(parents=True)
+    said = []
+    try:
+        prefix = commit_build.build_commit(commit_build.open_repo(repo), sha, recipe,
+                                           say=said.append)
+    finally:
+        other.kill()
+        reaper.join()
+    assert said[0] == f"waiting for process {other.pid}, which is building {sha[:10]} into " \
+                      "the cache"
+    assert commit_build.read_commit_build(sha, recipe)["commit"] == sha
+    assert prefix == commits / sha
+    assert not partial.exists()   # the dead process's staging directory, removed

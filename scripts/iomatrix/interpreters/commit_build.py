@@ -17,7 +17,8 @@ its builds:
   renamed into place and started again from there. A finished build is reused, never redone;
   a build that failed in configure or make leaves ``<hash><suffix>.failed`` (its stage and
   log), and is not tried again until that file is removed: the bisect skips it, as
-  ``git bisect skip`` does.
+  ``git bisect skip`` does. A commit another live process is building into the same cache
+  (two bisects over one range) is waited for, then reused.
 - When ccache is installed, the compiler is called through it (a directory of ``cc`` and
   ``gcc`` links to ccache put first on make's PATH, so configure's arguments and the build's
   variables are those of the plain recipe), with its cache in the iomatrix cache
@@ -40,7 +41,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from iomatrix import cli
+from iomatrix import cli, procs
 from iomatrix.interpreters.build_stages import (Builder, StageError, check_in_place, clean_env,
                                                 elapsed, missing_modules, new_log,
                                                 probe_interpreter, remove_stale_partials)
@@ -52,6 +53,8 @@ GIT_TIMEOUT = 120
 MAX_MESSAGE_CHARS = 20_000     # a commit message is cut there (data, shown in part)
 MAX_NEWS_BYTES = 32 << 20      # as analysing.news: a bigger Misc/NEWS is not one
 COMPILERS = ("cc", "gcc", "c++", "g++")
+WAIT_POLL_SECONDS = 2          # for another process's build of the same commit
+WAIT_SAY_SECONDS = 60
 
 
 class RepoError(cli.BadInput):
@@ -240,6 +243,27 @@ def compiler_links(directory: Path) -> Path | None:
     return directory
 
 
+def other_builder(commits: Path, name: str) -> int | None:
+    """The pid of another live process building ``name`` into ``commits``, or None."""
+    for partial in commits.glob(f".{name}.partial-*"):
+        pid = partial.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and procs.pid_alive(int(pid)):
+            return int(pid)
+    return None
+
+
+def wait_for_other_build(commits: Path, name: str, say: Say) -> None:
+    """Wait while another live process builds ``name`` (its staging directory names its
+    pid), saying so every WAIT_SAY_SECONDS."""
+    said = None
+    while (pid := other_builder(commits, name)) is not None:
+        now = time.monotonic()
+        if said is None or now - said >= WAIT_SAY_SECONDS:
+            say(f"waiting for process {pid}, which is building {name[:10]} into the cache")
+            said = now
+        time.sleep(WAIT_POLL_SECONDS)
+
+
 def archive(repo: Repo, sha: str, dest: Path) -> Path:
     """The commit's tree, unpacked into ``dest/src`` (``git archive -o`` into ``dest``, never
     into the clone; tarfile's data filter where this Python has it)."""
@@ -265,6 +289,9 @@ def build_commit(repo: Repo, sha: str, recipe: Recipe, *, jobs: int = 2, say: Sa
     if not HASH_RE.fullmatch(sha):
         raise ProvisionError(f"{sha!r} is not a commit hash")
     final = build_dir(sha, recipe, root)
+    # Another bisect sharing the cache may be building this commit: it is waited for and
+    # its build reused (or its failure), never built twice side by side.
+    wait_for_other_build(commits_dir(root), final.name, say)
     if read_commit_build(sha, recipe, root) is not None:
         say(f"reusing the build at {final}")
         return final
