@@ -248,7 +248,8 @@ def release(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bisect(session: nox.Session) -> None:
-    """The release where an op's time changed (posargs: OP --between OLD NEW [--no-build])."""
+    """The release where an op's time changed (posargs: OP --between OLD NEW [--no-build]);
+    with --cpython-repo PATH (a CPython clone), the commit (docs/bisect.md)."""
     run_tool(session, "bisect_releases")
 
 

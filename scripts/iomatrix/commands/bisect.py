@@ -2,6 +2,11 @@
 
     nox -s bisect -- OP --between OLD NEW [--profile smoke|quick] [--results-dir DIR]
                         [--run-id ID] [--no-build] [--counters on|off]
+                        [--cpython-repo PATH [--jobs N]]
+
+With ``--cpython-repo PATH`` (a git clone of CPython) the bisect goes down to the commit:
+iomatrix.commands.bisect_commits (and docs/bisect.md) say how; its ``main`` is the command
+line's entry and calls this module's without that option. Without it:
 
 OLD and NEW are CPython releases (``3.13.15``, ``3.15.0rc2``) or labels of this machine
 (``3.9``: pyenv's 3.9.18). The releases between them are taken in version order:
@@ -61,7 +66,12 @@ TIME_ALL = 6
 
 def parser() -> cli.Parser:
     p = cli.Parser(prog="nox -s bisect --",
-                   description="Find the release where an op's time changed between two builds.")
+                   description="Find the release where an op's time changed between two builds; with "
+                               "--cpython-repo, the commit.",
+                   epilog="With --cpython-repo: exit 0 the commit is named (commits that did "
+                          "not build are skipped and listed); 2 bad input (not a git "
+                          "repository, a missing tag v3.13.15, an unknown op); 3 OLD's or "
+                          "NEW's commit does not build, or skipped commits leave a range.")
     p.add_argument("op", metavar="OP", help="an op name (nox -s matrix -- --suite all --list)")
     p.add_argument("--between", nargs=2, metavar=("OLD", "NEW"), required=True,
                    help="two releases or labels here, older first (3.13.15 3.14.7)")
@@ -73,6 +83,14 @@ def parser() -> cli.Parser:
                    help="time the builds at hand only; the answer names what could be built")
     p.add_argument("--counters", choices=("on", "off"), default="on",
                    help="the counting pass (syscalls and instructions per call); default on")
+    p.add_argument("--cpython-repo", type=Path, default=None, metavar="PATH",
+                   help="a git clone of CPython holding OLD's and NEW's tags (v3.13.15): "
+                        "bisect the commits between them down to the first one where OP "
+                        "moves, each built by the lineage's recipe into the iomatrix cache "
+                        "(ccache when installed; a build is reused, never redone); the clone "
+                        "is only read. See docs/bisect.md")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="make -jN of a commit's build (default: this machine's cores)")
     p.add_argument("--out", type=Path, default=None,
                    help="the answer's file (default: reports/<run id>.md for the default "
                         "results dir, else bisect.md in the run's directory); never overwritten")
@@ -344,6 +362,13 @@ def run_place(run_id: str, results_dir) -> str:
 def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     args = parser().parse_args(argv)
+    if args.jobs < 1:
+        raise BisectError("--jobs must be at least 1")
+    if args.cpython_repo is not None:
+        # Down to the commit is iomatrix.commands.bisect_commits.main, which calls this one
+        # without it (the command line, scripts/bisect_releases.py, starts there).
+        raise BisectError("--cpython-repo is the commit bisect: iomatrix.commands."
+                          "bisect_commits.main (nox -s bisect) runs it")
     started = time.monotonic()
     cli.checked(args.op, "op", "OP")   # a name, before anything is looked up
     if args.out is not None:   # before anything is looked up, built or timed
