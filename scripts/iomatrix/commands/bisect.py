@@ -219,7 +219,7 @@ def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: No
         entry = candidate.entry
         link = f"[{md(entry.number)}]({md(entry.url)})" if entry.url else md(entry.number)
         lines.append(f"- {link} ({md(entry.release)}, {md(entry.section)}; score "
-                     f"{candidate.score:g}, matched {md(', '.join(map(str, candidate.matched)))}): "
+                     f"{candidate.score:g}, matched {rst.render(', '.join(map(str, candidate.matched)), 200)}): "
                      f"{rst.render(entry.text, 400)}")
     return lines
 
