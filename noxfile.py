@@ -19,6 +19,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from iomatrix import cli  # noqa: E402
 from iomatrix.interpreters import discovery
-from iomatrix.measuring import bench
+from iomatrix.measuring import bench, stages
 from iomatrix.commands import release as release_check  # noqa: E402
 
 nox.options.reuse_venv = "yes"
@@ -48,6 +49,7 @@ if not any(arg in ("-p", "--python", "--pythons") or arg.startswith(("--python="
 PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 EXTRAS = PYPROJECT["project"]["optional-dependencies"]
 
+STARTED = time.monotonic()  # the main command's stages start here (stages.main_command_table)
 try:
     # What each interpreter says about itself is checked by the probe (a bad answer drops
     # that interpreter with a warning line), so the sort below sees only valid versions.
@@ -62,6 +64,10 @@ except Exception as exc:  # noqa: BLE001 - a bug of discovery: 3 and one line, n
           f"{type(exc).__name__}: {cli.one_line(exc)}", file=sys.stderr)
     sys.exit(cli.EXIT_INTERNAL_ERROR)
 LABELS = [interp.label for interp in INTERPRETERS]
+DISCOVERED = time.monotonic()
+# The main command's run and its stages after the matrix session (changelog, report), for
+# the table printed after its report; empty unless the matrix session ran in this nox call.
+MAIN: dict = {}
 
 
 def bad_input(message: str) -> None:
@@ -169,8 +175,11 @@ def matrix(session: nox.Session) -> None:
     def queue_report():
         # The report lists failed interpreters too: it runs even when this session fails.
         if not args.no_report and not args.list:
+            MAIN.update(run=(args.results_dir, args.run_id), after={},
+                        matrix=time.monotonic() - started)
             fetch_changelogs(session, labels)
             session.notify("report", bench.report_arguments(args))
+    started = time.monotonic()
     run_bench(session, labels, args, aa=aa, before_failing=queue_report)
     queue_report()
 
@@ -205,10 +214,25 @@ def run_tool(session: nox.Session, tool: str) -> None:
         raise SystemExit(status)
 
 
+def timed_for_main(session: nox.Session, name: str, tool: str) -> None:
+    """run_tool, its seconds kept as a stage of the main command when the matrix queued it;
+    after the report, the main command's stages are printed (stages.main_command_table)."""
+    started = time.monotonic()
+    try:
+        run_tool(session, tool)
+    finally:
+        if MAIN:
+            MAIN["after"][name] = time.monotonic() - started
+            if name == "report":
+                session.log("the main command's stages (seconds):\n" + stages.main_command_table(
+                    *MAIN["run"], DISCOVERED - STARTED, MAIN["matrix"], MAIN["after"],
+                    time.monotonic() - STARTED))
+
+
 @nox.session(default=False)
 def report(session: nox.Session) -> None:
     """Write the markdown report of a run (posargs: --run-id, --baseline, --out, ...)."""
-    run_tool(session, "report")
+    timed_for_main(session, "report", "report")
 
 
 @nox.session(default=False)
@@ -286,7 +310,7 @@ def provision(session: nox.Session) -> None:
 def changelog(session: nox.Session) -> None:
     """Fetch and cache CPython's Misc/NEWS for versions, for the reports' candidate changes
     (posargs: VERSION... [--offline])."""
-    run_tool(session, "changelog")
+    timed_for_main(session, "changelog", "changelog")
 
 
 @nox.session(default=False)

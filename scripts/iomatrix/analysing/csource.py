@@ -86,17 +86,45 @@ def functions_of(text: str) -> dict:
     return found
 
 
+# The C files of one tarball kept in memory at most (CPython's are about 30 MB).
+MAX_TREE_BYTES = 128 << 20
+
+
+def _in_tree(name: str) -> str | None:
+    """A member's path below the tarball's top directory ("Python-3.12.1/Modules/x.c")."""
+    parts = name.split("/", 1)
+    return parts[1] if len(parts) == 2 else None
+
+
+@functools.lru_cache(maxsize=4)
+def _c_files(tarball: str, size: int, mtime_ns: int, limit: int) -> dict | None:
+    """{path in the tree: bytes} of a tarball's C files, read in one pass (size and mtime
+    in the key: a tarball replaced on disk is read again); None when it is refused."""
+    try:
+        members = sources.read_members(
+            Path(tarball), lambda name: name.endswith(C_SUFFIXES) and _in_tree(name) is not None,
+            limit, MAX_TREE_BYTES)
+    except sources.TAR_ERRORS:
+        return None
+    return {_in_tree(name): data for name, data in members.items()}
+
+
 @functools.lru_cache(maxsize=64)
 def member_text(tarball: str, path: str) -> str | None:
     """``<top>/<path>`` of a source tarball, read as a stream and bounded; None when the
     tarball has no such regular member, cannot be read, or is refused: its headers are held
     to sources.read_member's bounds (a long-name or pax header, a member, the members before
-    it) before tarfile reads what they announce, and the member to MAX_SOURCE_BYTES."""
+    it) before tarfile reads what they announce, and the member to MAX_SOURCE_BYTES. A C
+    file comes from the tarball's C files read in one pass (``_c_files``)."""
     def wanted(name: str) -> bool:
-        parts = name.split("/", 1)
-        return len(parts) == 2 and parts[1] == path
+        return _in_tree(name) == path
     try:
-        data = sources.read_member(Path(tarball), wanted, MAX_SOURCE_BYTES)
+        if path.endswith(C_SUFFIXES):
+            stat = Path(tarball).stat()
+            files = _c_files(str(tarball), stat.st_size, stat.st_mtime_ns, MAX_SOURCE_BYTES)
+            data = files.get(path) if files is not None else None
+        else:
+            data = sources.read_member(Path(tarball), wanted, MAX_SOURCE_BYTES)
     except sources.TAR_ERRORS:
         return None
     return data.decode("utf-8", "replace") if data is not None else None

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from iomatrix import procs
@@ -159,7 +160,7 @@ def _make_venv(interp, env_dir, pin, log_lines) -> BenchEnvironment:
     # uv makes the venv and installs pyperf in under a second (venv with ensurepip and pip took
     # 3-5 s per interpreter here); where uv cannot (some older Pythons, PyPy), the venv
     # module and pip do, as before.
-    uv = shutil.which("uv")
+    uv = find_uv()
     if uv is not None:
         env = _make_venv_with_uv(uv, interp, env_dir, pin, log_lines)
         if env is not None and _imports_pyperf(env):
@@ -181,6 +182,17 @@ def _make_venv(interp, env_dir, pin, log_lines) -> BenchEnvironment:
             raise EnvironmentSetupError(f"{interp.label}: pip install pyperf failed:\n"
                                         + _tail(log_lines))
     return BenchEnvironment(python, None, pin, notes)
+
+
+def find_uv() -> str | None:
+    """uv on PATH, or beside the Python running this: ``pipx install 'nox[uv]'`` puts uv in
+    nox's own environment and only nox on PATH, so a fresh machine made every environment
+    with venv and pip (3-5 s each idle, and the main command makes one per interpreter)."""
+    found = shutil.which("uv")
+    if found is not None:
+        return found
+    beside = Path(sys.executable).with_name("uv")
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
 
 
 def _make_venv_with_uv(uv, interp, env_dir, pin, log_lines) -> BenchEnvironment | None:

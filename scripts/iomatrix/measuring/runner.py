@@ -37,7 +37,7 @@ from pathlib import Path
 from iomatrix import cli, procs
 from iomatrix.interpreters import environments
 from iomatrix.measuring import (counters, knobs, machine, native, phase, planning, record,
-                                sampling, selection, workers)
+                                sampling, selection, stages, workers)
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.interpreters.discovery import Interpreter
 from iomatrix.measuring.planning import SeriesPlan
@@ -106,17 +106,21 @@ def run_matrix(interpreters: list[Interpreter], spec: RunSpec | None = None, *, 
     deadline = time.monotonic() + spec.budget_seconds
     with run.exclusive():
         manifest = record.open_manifest(run, spec)
+        timer = stages.Stages()
+        # the same dict: every manifest write of the session has the stages so far
+        manifest["sessions"][-1]["stages"] = timer.seconds
         for partial in run.partial_files():
             partial.unlink()
             log(f"iomatrix: removed {partial.name}, left half-written by an interrupted session")
         work_parent = spec.work_dir or Path(tempfile.gettempdir())
         workdirs.clean_stale_work_dirs(work_parent, spec.run_id, log)
-        plans = _plan_series(run, interpreters, spec, manifest, log)
+        with timer.timed("environments"):
+            plans = _plan_series(run, interpreters, spec, manifest, log)
         work_root = workdirs.make_work_dir(work_parent, run)
         session = Session(spec, work_root / "fixtures", work_root / "scratch", log)
         manifest["fixture_filesystem"] = machine.filesystem_of(work_root)
         try:
-            _run_session(run, session, plans, manifest, work_root, deadline)
+            _run_session(run, session, plans, manifest, work_root, deadline, timer)
         except KeyboardInterrupt:
             manifest["sessions"][-1]["interrupted"] = store.utc_now()
             log(f"iomatrix: interrupted; finished worker results are kept in {run.path}; "
@@ -137,14 +141,17 @@ def run_matrix(interpreters: list[Interpreter], spec: RunSpec | None = None, *, 
 
 
 def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: Path,
-                 deadline: float) -> None:
+                 deadline: float, timer: stages.Stages | None = None) -> None:
     """Fixtures, the timing rounds with the phase probe beside them, the extra rounds of
-    loose ops, the merge, then the counting pass."""
+    loose ops, the merge, then the counting pass; each stage's seconds in ``timer``."""
     spec, log = session.spec, session.log
+    timer = timer or stages.Stages()
     entry = manifest["sessions"][-1]
-    manifest["fixture_page_cache"] = _make_fixtures(spec, session.fixtures_dir, log)
-    session.scratch_dir.mkdir()
-    _plan_native(run, plans, work_root, manifest, log)
+    with timer.timed("fixtures"):
+        manifest["fixture_page_cache"] = _make_fixtures(spec, session.fixtures_dir, log)
+        session.scratch_dir.mkdir()
+    with timer.timed("native"):
+        _plan_native(run, plans, work_root, manifest, log)
     tasks = planning.schedule(run, plans, spec.profile, spec.seed, spec.conditions.allocator)
     entry["resumed_parts"] = planning.count_existing_parts(run, plans)
     if entry["resumed_parts"]:
@@ -157,26 +164,32 @@ def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: 
     record.write_manifest(run, manifest, plans, spec.profile)
     try:
         started = time.monotonic()
-        _execute(run, session, plans, tasks)
+        with timer.timed("planned_rounds"):
+            _execute(run, session, plans, tasks)
         planned_end = time.monotonic()
         planned_round_seconds = (planned_end - started) / max(1, spec.profile.rounds)
-        native.record_best(plans.get(native.SERIES), manifest, spec.conditions.cache,
-                           session.fixtures_dir, session.scratch_dir, spec.timeout_seconds, log,
-                           spec.profile.native_repeat)
+        with timer.timed("native"):
+            native.record_best(plans.get(native.SERIES), manifest, spec.conditions.cache,
+                               session.fixtures_dir, session.scratch_dir, spec.timeout_seconds,
+                               log, spec.profile.native_repeat)
         deadline = sampling.extra_rounds_deadline(deadline, planned_end, spec.extra_seconds)
-        entry["sampling"] = sampling.sample_until_tight(
-            run, plans, spec.profile, target=spec.target, deadline=deadline, seed=spec.seed,
-            planned_round_seconds=planned_round_seconds if tasks else 0.0,
-            log=log, execute=lambda extra: _execute(run, session, plans, extra),
-            allocator=spec.conditions.allocator)
+        with timer.timed("extra_rounds"):
+            entry["sampling"] = sampling.sample_until_tight(
+                run, plans, spec.profile, target=spec.target, deadline=deadline, seed=spec.seed,
+                planned_round_seconds=planned_round_seconds if tasks else 0.0,
+                log=log, execute=lambda extra: _execute(run, session, plans, extra),
+                allocator=spec.conditions.allocator)
     finally:
         probe.stop()
-    for plan in plans.values():
-        _merge_series(run, plan, spec.profile, log)
+    with timer.timed("merge"):
+        for plan in plans.values():
+            _merge_series(run, plan, spec.profile, log)
     # After all timing work: counting never runs beside a timed worker.
-    counters.count_run(run, counted_plans(run, plans, spec), manifest, spec.counting,
-                       profile=spec.profile.name, conditions=spec.conditions,
-                       work_root=work_root, timeout=spec.timeout_seconds, log=log)
+    with timer.timed("counting"):
+        counters.count_run(run, counted_plans(run, plans, spec), manifest, spec.counting,
+                           profile=spec.profile.name, conditions=spec.conditions,
+                           work_root=work_root, timeout=spec.timeout_seconds, log=log)
+    log("iomatrix: the session's stages (seconds):\n" + stages.table(timer.seconds))
 
 
 def _close_session(run, spec: RunSpec, manifest: dict, plans: dict, work_root: Path,
@@ -211,7 +224,11 @@ def counted_plans(run, plans: dict, spec: RunSpec) -> dict:
                 ops = []
         counted[name] = dataclasses.replace(
             plan, ops=[(s, op) for s, op in ops if s in spec.counted_suites], kept=False)
-    return counted
+    # The A/A twin first: it never takes counts from the counts cache, so with the others
+    # cached it is the pass's one long series (30 s of 39 here, 2026-11-27); started last,
+    # it ran alone on one CPU after the others were done.
+    return dict(sorted(counted.items(), key=lambda item: item[1].interp is None
+                       or item[1].interp.source != "aa"))
 
 
 # -- planning ------------------------------------------------------------------------

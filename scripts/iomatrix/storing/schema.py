@@ -316,6 +316,12 @@ def _spec_value(value) -> bool:
     return False
 
 
+# A session's stages (iomatrix.measuring.stages.SESSION_STAGES, which this layer cannot
+# import; tests/test_stages.py holds the two the same).
+STAGE_NAMES = ("environments", "fixtures", "planned_rounds", "native", "extra_rounds", "merge",
+               "counting")
+
+
 class Session(Ours):
     """One command that worked on the run (a run can be resumed)."""
     started: Text = None
@@ -331,6 +337,8 @@ class Session(Ours):
     phase_probe: Optional[PhaseProbeEntry] = None
     sampling: Optional[Sampling] = Field(None, description="iomatrix.measuring.sampling's summary")
     spec: Optional[RunSpecRecord] = Field(None, description="this session's run spec")
+    stages: dict[Literal[STAGE_NAMES], LongSeconds] = Field(  # type: ignore[valid-type]
+        {}, description="seconds per stage of the session (iomatrix.measuring.stages)")
 
 
 class MachineState(Ours):
