@@ -289,6 +289,9 @@ def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_p
     # before the report, the changelogs step ran in the report's environment (offline here)
     assert "Running session changelog" in proc.stdout + proc.stderr
     assert "iomatrix: changelogs: " in proc.stdout + proc.stderr
+    # after the report, the main command's stages (iomatrix.measuring.stages)
+    assert "the main command's stages (seconds):" in proc.stdout + proc.stderr
+    assert "planned_rounds" in proc.stdout + proc.stderr
     run = store.Run(results, "R")
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert manifest["allocator"] == "steady" and manifest["allocator_twins"] == ["default"]
