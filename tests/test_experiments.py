@@ -1,6 +1,7 @@
 """The experiment scripts of docs/experiments still run on what the report writes."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -82,3 +83,43 @@ def test_start_ahead_interference_wants_pairs_of_windows():
     out = subprocess.run([sys.executable, str(START_AHEAD), sys.executable, "--windows", "3"],
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 2 and "--windows: an even number" in out.stderr
+
+
+MAIN_SPEED = ROOT / "docs" / "experiments" / "main_speed.py"
+
+
+def write_series(run, series, rounds, ratio, start=1000.0):
+    """A series file of one op: a round r's worker took ``ratio`` x 1 ms, started at
+    start + 10 r (the planned rounds end at 8) and each op took 1 s."""
+    runs = [{"metadata": {"iomatrix_round": r, "iomatrix_started": start + 10 * r,
+                          "iomatrix_finished": start + 10 * r + 1},
+             "values": [0.001 * ratio * (1 + 0.01 * ((r * 7) % 5 - 2))]} for r in rounds]
+    document = {"version": "1.0", "metadata": {},
+                "benchmarks": [{"metadata": {"name": "read_x", "iomatrix_series": series,
+                                             "iomatrix_suite": "lutz2009", "loops": 1},
+                                "runs": runs}]}
+    (run / f"{series}.json").write_text(json.dumps(document))
+
+
+def test_main_speed_shows_the_gaps_and_what_a_cut_of_the_extra_rounds_says(tmp_path):
+    run = tmp_path / "R"
+    run.mkdir()
+    entry = {"implementation": "cpython", "recipe": "shared-O3", "free_threaded": False}
+    manifest = {"profile_settings": {"rounds": 8}, "interpreters": {
+        "3.12": {**entry, "version_info": [3, 12, 1], "source": "pyenv", "executable": "/a"},
+        "3.13": {**entry, "version_info": [3, 13, 0], "source": "pyenv", "executable": "/b"},
+        "3.13-aa": {**entry, "version_info": [3, 13, 0], "source": "aa", "executable": "/b",
+                    "aa_of": "3.13"}}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    write_series(run, "3.12", range(12), 1.0)
+    write_series(run, "3.13", range(12), 1.2)
+    write_series(run, "3.13-aa", range(8), 1.2)
+    gaps = subprocess.run([sys.executable, str(MAIN_SPEED), "gaps", str(run)],
+                          capture_output=True, text=True, check=True).stdout
+    assert "planned rounds: 71.0 s from the first op to the last" in gaps
+    assert "extra round 9: +9.0 s to +10.0 s, 2 worker ops" in gaps
+    cut = subprocess.run([sys.executable, str(MAIN_SPEED), "cut", str(run), "--at", "0,20"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "2 cells (1 release steps and 1 A/A twin x ops)" in cut
+    assert "extra rounds to the end: 1 findings, A/A 0 of 1 I/O ops flagged" in cut
+    assert "extra rounds to +0 s: 1 findings" in cut and "0 reversed" in cut
