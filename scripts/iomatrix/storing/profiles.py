@@ -51,7 +51,7 @@ PROFILES = {
     # The extra rounds: until 300 s from the start of the run, and at least 75 s after the
     # planned rounds (450 and 150 before 2026-11-27: the main command then took 11 min 42 s
     # with its counts cached). Cut at 75 s, the extra rounds of the reference run and of the
-    # next main command left 6 and 8 release steps or A/A cells of about 500 with another
+    # next main command left 6 and 9 of 462 release-step and A/A cells with another
     # verdict than the whole 150 s gave, all of them borderline either way, none reversed,
     # the A/A twin flagging 0 of 25 ops (docs/experiments/2026-11-27-main-speed.md).
     "quick": Profile("quick", rounds=8, max_rounds=60, budget_seconds=300, values=1, warmups=1,
