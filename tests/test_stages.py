@@ -1,20 +1,18 @@
 """Where the main command's time goes, and what was cut (docs/experiments/2026-11-27-main-speed.md):
 each session's stages in the manifest, the extra rounds' part means read once, the A/A twin
-counted first, uv found beside nox, a tarball's C files read in one pass, workers started
-ahead over several groups."""
+counted first, uv found beside nox, a tarball's C files read in one pass."""
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import stat
 import sys
 
 import pytest
 
 from iomatrix.analysing import csource
-from iomatrix.interpreters import discovery, environments, sources
-from iomatrix.measuring import planning, runner, sampling, stages, workers
+from iomatrix.interpreters import environments, sources
+from iomatrix.measuring import runner, sampling, stages
 from iomatrix.storing import schema, store
 from iomatrix.storing.profiles import PROFILES
 from conftest import need
@@ -137,24 +135,3 @@ def test_the_one_pass_keeps_the_bounds(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "MAX_MEMBERS", 2)
     with pytest.raises(sources.TarLimit):
         sources.read_members(tarball, lambda name: True, 50, 1000)
-
-
-def test_workers_are_started_ahead_over_several_groups(tmp_path, machine_interpreters,
-                                                        monkeypatch):
-    """A real run of one-op groups (the untouched allocator's series) with workers started
-    ahead several groups at a time, and with the next group only: both complete, with every
-    op of every round, and leave no worker or half-written part behind."""
-    python = need(machine_interpreters, "3.13")
-    profile = dataclasses.replace(PROFILES["smoke"], rounds=2, max_rounds=2)
-    for depth, run_id in ((48, "deep"), (0, "next")):
-        monkeypatch.setattr(workers, "AHEAD_WORKERS", depth)
-        manifest = runner.run_matrix([python], suites=["lutz2009"], profile=profile,
-                                     allocator="default", results_dir=tmp_path,
-                                     run_id=run_id, work_dir=tmp_path, log=lambda *a: None)
-        assert manifest["interpreters"]["3.13"]["status"] == "ok"
-        rows = store.load_series(tmp_path / run_id / "3.13.json")
-        per_op: dict = {}
-        for row in rows:
-            per_op[row["op"]] = per_op.get(row["op"], 0) + 1
-        assert len(per_op) > 5 and set(per_op.values()) == {2}
-        assert not (tmp_path / run_id / ".parts").exists()

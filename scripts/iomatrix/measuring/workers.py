@@ -85,24 +85,15 @@ def worker_cpus(batch: Batch, spec: RunSpec):
     return machine.timing_cpus(spec.conditions.affinity)[0]
 
 
-# Workers started ahead at most, over the groups after the one being timed (each waits
-# blocked on its input, 10-30 MB of memory): with the next group only, the untouched
-# allocator's one-op groups (a second or less each, 11 workers of 90-150 ms start-up) waited
-# for their workers, and 0.42 s went between two groups on average (74 s of the 2026-11-27
-# main command's 600 s of timing). Started while a long group is timed, they are ready.
-AHEAD_WORKERS = 48
-
-
 def run_groups(run: store.Run, session: Session, plans: dict, groups: list[list[Task]],
                on_start: Callable, on_done: Callable) -> None:
-    """Run the lockstep groups one after the other. While a group is timed, the workers of
-    the groups after it start on the spare CPU (``start_ahead``), the next group always and
-    further ones while they total at most AHEAD_WORKERS: a worker's start-up (interpreter,
-    pyperf and the suite imported, its ops built) is most of a short op's cost, and the
-    groups of the untouched allocator's one-op workers are many. ``on_start(task)`` and
-    ``on_done()`` are called for each task of a group as it begins and ends."""
+    """Run the lockstep groups one after the other. While a group is timed, the next group's
+    workers start on the spare CPU (``start_ahead``): a worker's start-up (interpreter, pyperf
+    and the suite imported, its ops built) is most of a short op's cost, and the groups of
+    the untouched allocator's one-op workers are many. ``on_start(task)`` and ``on_done()``
+    are called for each task of a group as it begins and ends."""
     reserved: set = set()   # parts of batches not yet collected: no two batches share one
-    ahead: dict = {}        # index of a group -> (its batches, its workers started ahead)
+    ahead = None            # the next group: (its batches, its workers started ahead)
 
     def batches_of(group):
         batches = []
@@ -113,24 +104,13 @@ def run_groups(run: store.Run, session: Session, plans: dict, groups: list[list[
                 batches.append(new_batch(run, plan, task, ops, reserved))
         return batches
 
-    def waiting() -> int:
-        return sum(len(started) for _, started in ahead.values())
-    # No spare CPU: nothing is started ahead (start_ahead), and only the next group's
-    # batches are made ahead, as their parts are reserved.
-    depth = AHEAD_WORKERS if machine.spare_cpus(session.spec.conditions.affinity) else 0
-
     try:
         for index, group in enumerate(groups):
-            batches, started = ahead.pop(index) if index in ahead else (batches_of(group), None)
-            following = index + 1
-            while following < len(groups):
-                if following not in ahead:
-                    if following > index + 1 and \
-                            waiting() + len(groups[following]) > depth:
-                        break
-                    upcoming = batches_of(groups[following])
-                    ahead[following] = (upcoming, start_ahead(session, upcoming))
-                following += 1
+            batches, started = ahead if ahead is not None else (batches_of(group), None)
+            ahead = None
+            if index + 1 < len(groups):
+                upcoming = batches_of(groups[index + 1])
+                ahead = (upcoming, start_ahead(session, upcoming))
             for task in group:
                 on_start(task)
             try:
@@ -142,11 +122,11 @@ def run_groups(run: store.Run, session: Session, plans: dict, groups: list[list[
             for _ in group:
                 on_done()
     finally:
-        for upcoming, started in ahead.values():  # stopped early: they write nothing
+        if ahead is not None:  # stopped early: the workers started ahead write nothing
+            upcoming, started = ahead
             close_all(started)
             for batch in upcoming:
                 remove_leftovers(batch)
-                reserved.discard(batch.part)
 
 
 def start_ahead(session: Session, batches: list[Batch]) -> list:
