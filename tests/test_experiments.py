@@ -1,6 +1,7 @@
 """The experiment scripts of docs/experiments still run on what the report writes."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -82,3 +83,15 @@ def test_start_ahead_interference_wants_pairs_of_windows():
     out = subprocess.run([sys.executable, str(START_AHEAD), sys.executable, "--windows", "3"],
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 2 and "--windows: an even number" in out.stderr
+
+
+def test_warm_calls_prints_each_calls_time_faults_and_switches(tmp_path):
+    # docs/experiments/warm_calls.py (issue 42): the caches, not glibc, between 2.7's calls
+    path = tmp_path / "file.txt"
+    path.write_text("a line of text\n" * 1000)
+    for between in ("none", "sleep", "evict"):
+        out = subprocess.run([sys.executable, str(ROOT / "docs" / "experiments" / "warm_calls.py"),
+                              str(path), "3", between], capture_output=True, text=True,
+                             check=True).stdout
+        rows = json.loads(out)
+        assert len(rows) == 3 and all(len(row) == 3 and row[0] >= 0 for row in rows)
