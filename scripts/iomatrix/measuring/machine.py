@@ -125,9 +125,12 @@ def allocator_environment(allocator: str) -> dict:
 
 # The pinned conditions (steady, fresh) are glibc's MALLOC_MMAP_THRESHOLD_,
 # MALLOC_TRIM_THRESHOLD_ and MALLOC_TOP_PAD_, read from the environment at a process's first
-# malloc by every glibc since 2.3 (ptmalloc2); musl and other libcs have no such knobs, so
-# there only the untouched condition (default) is what it says.
-MIN_GLIBC = (2, 3)
+# malloc; musl and other libcs have no such knobs, so there only the untouched condition
+# (default) is what it says. What pinning stops, the mmap threshold that rises when a mapped
+# block is freed, is glibc's since 2.5 (2006): an older glibc's untouched heap is not the one
+# docs/allocator.md describes. The version read from an executable is the newest glibc
+# symbol version it needs, so a glibc at least that old.
+MIN_GLIBC = (2, 5)
 PINNED_CONDITIONS = ("steady", "fresh")
 
 
