@@ -57,8 +57,10 @@ def summary_words(data: RunData) -> str:
     if gap is None:
         return f"its {when} did not time {TEXT_READ} under both interpreters"
     a, b = labels
-    return (f"timed that way, {TEXT_READ}'s {b}/{a} stands {standing(gap)} of a plain loop's "
-            f"in fresh processes ({when})")
+    words = standing(gap)
+    return (f"timed that way, {TEXT_READ}'s {b}/{a} stands {words}"
+            f"{' of' if words.startswith('within') else ''} a plain loop's in fresh processes "
+            f"({when})")
 
 
 def main_page_lines(data: RunData) -> list[str]:
