@@ -446,7 +446,7 @@ def warm_until_settled(warmups, call, limit=None, within=None):
     return warmups
 
 
-def settle(timer, rusage_totals):
+def settle(timer, rusage_totals, until_settled=False):
     """One untimed call of the op right before a lockstep value of short calls (more
     than one per value), so that every such value starts in the same state: right after
     a call of the same op in the same process.
@@ -464,9 +464,20 @@ def settle(timer, rusage_totals):
     two calls more per round (rounds went from 17 to 11 in the main command's budget)
     and their second values were within 2-4% of the first; what 3.14t paid there
     (3206 faults per 25 MiB write) was mimalloc's, which the steady allocator now keeps.
-    The counts of this call are not kept: they describe the timed values only."""
+    The counts of this call are not kept: they describe the timed values only.
+
+    ``until_settled`` (under --allocator default): calls until one is no more than
+    SETTLED_WITHIN faster than the one before (warm_until_settled, at least 2). There a 2.7
+    whole-file read takes 3-5 back-to-back calls to come down from 0.45-0.55 ms to 0.11 ms
+    once other work has filled the CPU caches (docs/experiments/warm_calls.py: with a 32 MiB
+    copy between calls it never does), and the other workers' turns fill them before every
+    value; one call left a value's first calls cold (issue 42: 2.7's values 24% above a plain
+    loop's best call, 3.12's 11%)."""
     kept = dict(rusage_totals)
-    timer(1)
+    if until_settled:
+        warm_until_settled([], lambda: timer(1))
+    else:
+        timer(1)
     rusage_totals.clear()
     rusage_totals.update(kept)
 
@@ -505,7 +516,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
             if before_value is not None:
                 before_value(index)
                 if loops > 1:
-                    settle(timer, rusage_totals)
+                    settle(timer, rusage_totals, until_settled=args.allocator == "default")
             values.append(timer(loops) / (loops * inner))
         finished = time.time()
     finally:

@@ -315,6 +315,7 @@ def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_p
     assert "3.13@default" not in main.split("## Findings")[1].split("## What an ordinary")[0]
     page = (tmp_path / "reports" / "latest" / "allocator.md").read_text()
     assert "### Default against steady, per op and interpreter" in page
+    assert "not crosschecked against a plain loop" in main     # issue 42: none stored yet
     # nox -s crosscheck checks the untouched condition too: its plain timer runs under glibc's
     # own allocator against the run's LABEL@default series; a condition the run lacks is refused.
     from iomatrix.commands import crosscheck
@@ -328,6 +329,15 @@ def test_the_matrix_times_the_study_again_under_default_one_op_per_process(tmp_p
     assert checked["conditions"]["series"] == {"2.7": "2.7@default", "3.13": "3.13@default"}
     assert {p["allocator"] for p in checked["raw"]} == {"default"} and len(checked["rows"]) == 14
     assert crosscheck.run_allocators(run.path, ["2.7", "3.13"]) == ["steady", "default"]
+    # stored in the run it checked; the main page's allocator section now says how far the
+    # harness stands from the plain loop under glibc untouched, op by op (issue 42)
+    from iomatrix.analysing import analysis
+    from iomatrix.reporting import crosscheck_section
+    stored = sorted((run.path / "crosscheck").glob("*.json"))
+    assert len(stored) == 1 and stored[0].name.endswith("-2.7-3.13.json")
+    text = "\n".join(crosscheck_section.main_page_lines(analysis.load_run(run)))
+    assert "`nox -s crosscheck` of " in text and "3.13/2.7 under glibc untouched" in text
+    assert text.count("`read_") + text.count("`write_") == 14
     capsys.readouterr()
     assert crosscheck.main(["--pythons", "2.7,3.13", "--run-dir", str(run.path), "--allocator",
                             "fresh"]) == 2

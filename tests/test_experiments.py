@@ -123,3 +123,15 @@ def test_main_speed_shows_the_gaps_and_what_a_cut_of_the_extra_rounds_says(tmp_p
     assert "2 cells (1 release steps and 1 A/A twin x ops)" in cut
     assert "extra rounds to the end: 1 findings, A/A 0 of 1 I/O ops flagged" in cut
     assert "extra rounds to +0 s: 1 findings" in cut and "0 reversed" in cut
+
+
+def test_warm_calls_prints_each_calls_time_faults_and_switches(tmp_path):
+    # docs/experiments/warm_calls.py (issue 42): the caches, not glibc, between 2.7's calls
+    path = tmp_path / "file.txt"
+    path.write_text("a line of text\n" * 1000)
+    for between in ("none", "sleep", "evict"):
+        out = subprocess.run([sys.executable, str(ROOT / "docs" / "experiments" / "warm_calls.py"),
+                              str(path), "3", between], capture_output=True, text=True,
+                             check=True).stdout
+        rows = json.loads(out)
+        assert len(rows) == 3 and all(len(row) == 3 and row[0] >= 0 for row in rows)

@@ -25,6 +25,11 @@ all``, the default): the run's own, and the main command's ``LABEL@default`` ser
 glibc's allocator is untouched as in an ordinary program; the plain timer then runs under
 that condition too, one op per fresh process as the harness times it.
 
+The result is stored in the run it checked, as a new file in ``RUN/crosscheck/``
+(iomatrix.storing.crosschecks; ``--no-store``: not), so that the run's report can say how
+far its harness stands from a plain loop under the untouched allocator; where it cannot be
+stored (a read-only run) that is said before any timing (exit 2).
+
 It prints, per op and condition, B/A by the plain timer and by the harness, and flags the ops
 where the two differ by more than ``--threshold`` (default 25%, as
 |log(plain / harness)| > log(1.25)). Exit status 0 when every op agrees, 1 when
@@ -46,7 +51,7 @@ from pathlib import Path
 from iomatrix import cli, procs, stats
 from iomatrix.interpreters import discovery
 from iomatrix.measuring import bench, machine, runner, selection
-from iomatrix.storing import contract, store
+from iomatrix.storing import contract, crosschecks, store
 from iomatrix.paths import SUITES_DIR
 from iomatrix.storing.profiles import PROFILES
 
@@ -358,6 +363,26 @@ def as_json(result: dict) -> dict:
     return out
 
 
+def stored_document(results: list[dict]) -> dict:
+    """What ``RUN/crosscheck/`` keeps of one crosscheck (storing.crosschecks): the figures
+    per condition and op, no path of this machine, no per-process detail (``--json`` has it)."""
+    first = results[0]
+    conditions = []
+    for result in results:
+        c = result["conditions"]
+        conditions.append({
+            **{key: c[key] for key in ("allocator", "output", "cache", "clock", "affinity",
+                                        "series")},
+            "rows": [{"op": r.op, "plain_seconds": dict(r.plain),
+                      "harness_seconds": dict(r.harness)} for r in result["rows"]],
+            "differ": flagged(result)})
+    return {"iomatrix_crosscheck_version": crosschecks.VERSION, "made": crosschecks.made_now(),
+            "labels": list(first["labels"]), "calls": first["calls"],
+            "processes": first["processes"], "threshold": first["threshold"],
+            "seed": first["seed"] if 0 <= first["seed"] <= 10 ** 15 else None,
+            "conditions": conditions}
+
+
 def parser() -> cli.Parser:
     p = cli.Parser(prog="nox -s crosscheck --",
                    description="Time the lutz2009 ops with a plain loop and compare the ratios "
@@ -382,6 +407,9 @@ def parser() -> cli.Parser:
                         "each further one it holds for both interpreters, such as the main "
                         "command's LABEL@default series, glibc untouched), or one of them")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--no-store", action="store_true",
+                   help="do not store the result in the run's crosscheck/ directory (by "
+                        "default it is, for the run's report)")
     return p
 
 
@@ -397,6 +425,12 @@ def main(argv=None) -> int:
     for interp in interps:
         print(cli.terminal_text(f"crosscheck: {interp.label}: {interp.implementation} "
                                 f"{interp.version} ({interp.executable})"))
+    if args.run_dir is not None and not args.no_store and args.run_dir.is_dir() and \
+            (args.run_dir / store.MANIFEST).is_file():
+        problem = crosschecks.directory_problem(args.run_dir)
+        if problem:  # before the timing, not after it
+            raise CrosscheckError(f"--run-dir {args.run_dir}: cannot store the crosscheck in "
+                                  f"the run ({problem}); pass --no-store to time without it")
     run_dir = args.run_dir or make_run(interps, args.profile, args.results_dir, print)
     labels = [i.label for i in interps]
     held = run_allocators(run_dir, labels) if run_dir.is_dir() and \
@@ -417,6 +451,13 @@ def main(argv=None) -> int:
         document = as_json(results[0]) if len(results) == 1 else \
             {"conditions": [as_json(result) for result in results]}
         store.write_output(args.json, json.dumps(document, indent=2) + "\n", "--json")
+    if not args.no_store:
+        try:
+            stored = crosschecks.write(run_dir, stored_document(results))
+        except OSError as exc:  # checked before the timing; a disk that filled up since
+            raise RuntimeError(f"the crosscheck could not be stored in {run_dir}: "
+                               f"{exc.strerror or exc}") from None
+        print(cli.terminal_text(f"crosscheck: stored in {stored}"))
     return 1 if any(flagged(result) for result in results) else 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.interpreters import discovery, environments
-from iomatrix.measuring import counters, planning, runner, sampling, selection
+from iomatrix.measuring import counters, machine, planning, runner, sampling, selection
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.measuring.spec import AFFINITIES, RunSpec
@@ -146,8 +146,14 @@ def run(interpreters: list[discovery.Interpreter], labels: list[str], args: argp
     for --list. Raises BenchError when the run cannot start or an interpreter failed."""
     matrix = hasattr(args, "pythons")
     try:
-        spec = RunSpec.from_args(args, interpreters=labels, aa=aa, matrix=matrix)
         selected = discovery.select(interpreters, labels)
+        # musl or another libc: no knobs to pin the heap with, so the untouched condition
+        # only, said in one line; nothing fails (machine.usable_allocators).
+        args.allocator, unavailable = machine.usable_allocators(
+            args.allocator, [i.executable for i in selected if i.ok])
+        if unavailable and not args.list:
+            log(f"iomatrix: {unavailable}")
+        spec = RunSpec.from_args(args, interpreters=labels, aa=aa, matrix=matrix)
         out = report_out(args) if matrix and not args.no_report else None
         if out is not None and not args.list:  # refused before the run, not after its minutes
             store.check_report_destination(out, args.results_dir)

@@ -123,6 +123,60 @@ def allocator_environment(allocator: str) -> dict:
     return dict(contract.ALLOCATOR_ENVIRONMENT[allocator])
 
 
+# The pinned conditions (steady, fresh) are glibc's MALLOC_MMAP_THRESHOLD_,
+# MALLOC_TRIM_THRESHOLD_ and MALLOC_TOP_PAD_, read from the environment at a process's first
+# malloc; musl and other libcs have no such knobs, so there only the untouched condition
+# (default) is what it says. What pinning stops, the mmap threshold that rises when a mapped
+# block is freed, is glibc's since 2.5 (2006): an older glibc's untouched heap is not the one
+# docs/allocator.md describes. The version read from an executable is the newest glibc
+# symbol version it needs, so a glibc at least that old.
+MIN_GLIBC = (2, 5)
+PINNED_CONDITIONS = ("steady", "fresh")
+
+
+def libc_of(executable: str) -> tuple[str, str]:
+    """(libc name, version) that ``executable`` links against, as ``platform.libc_ver``
+    reads it from the file ('glibc', '2.34'; ('', '') when it names none: musl, a static
+    build, a launcher script)."""
+    try:
+        name, version = platform.libc_ver(os.path.realpath(executable))
+    except OSError:
+        return "", ""
+    return name, version
+
+
+def pinning_problem(executables) -> str | None:
+    """Why the pinned allocator conditions cannot be had for these interpreters (one whose
+    executable does not link glibc, or a glibc older than MIN_GLIBC), or None."""
+    for executable in executables:
+        name, version = libc_of(executable)
+        if name != "glibc":
+            return (f"{executable} does not link glibc ({name or 'no libc it names'}), whose "
+                    "allocator variables pin the heap")
+        numbers = tuple(int(n) for n in version.split(".")[:2] if n.isdigit())
+        if numbers and numbers < MIN_GLIBC:
+            return (f"{executable} links glibc {version}, older than the "
+                    f"{'.'.join(map(str, MIN_GLIBC))} that reads the allocator variables")
+    return None
+
+
+def usable_allocators(requested, executables) -> tuple[list, str | None]:
+    """``requested`` (--allocator's list) as this machine can time it: unchanged, or, where
+    the pinned conditions cannot be had (``pinning_problem``), the untouched condition alone
+    and the one line that says why (a run never mixes conditions, so the run is untouched)."""
+    requested = [a.strip() for a in requested.split(",")] if isinstance(requested, str) \
+        else list(requested)
+    if not set(requested) & set(PINNED_CONDITIONS):
+        return requested, None
+    problem = pinning_problem(executables)
+    if problem is None:
+        return requested, None
+    dropped = ", ".join(a for a in requested if a in PINNED_CONDITIONS)
+    return ["default"], (f"the pinned allocator condition ({dropped}) is unavailable: "
+                         f"{problem}; timing glibc's or the platform's allocator untouched "
+                         "(default) only")
+
+
 def inherited_allocator_variables(environ=None) -> dict:
     """The allocator variables (MALLOC_*, MIMALLOC_*, malloc tunables, PYTHONMALLOC) in the
     caller's environment: the manifest names them, whatever the condition, because the

@@ -27,6 +27,7 @@ from iomatrix.analysing.analysis import (RunData, cell_values, lineage, ordered_
 from iomatrix.analysing.conditions import (CONDITION_SEPARATOR, PINNED, UNTOUCHED,  # noqa: F401
                                            condition_of, condition_series_name, pair_series,
                                            untouched_steps)
+from iomatrix.reporting import crosscheck_section
 from iomatrix.reporting.markdown import (NARROW_OP_LINE, code, code_lines, finite, fmt_ratio,
                                          fmt_time, md, nowrap, table)
 
@@ -266,7 +267,7 @@ def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
              "property of the condition across versions, not of one release step:", ""]
     if not moved:
         return lines + [f"None: under every release the condition is within "
-                        f"{STEP_CHANGE:.0%}.", ""]
+                        f"{STEP_CHANGE:.0%}.", ""] + crosscheck_section.main_page_lines(data)
     rows = []
     for op, by in moved.items():
         rows.append([code_lines(op, NARROW_OP_LINE)] + [nowrap(fmt_ratio(by[r].comparison, interval=False))
@@ -290,7 +291,7 @@ def main_page_lines(data: RunData, label=lambda series: series) -> list[str]:
                   table(step_rows, ["op", "step", nowrap("glibc untouched"), nowrap("steady heap"),
                                     nowrap("faults per call")],
                         ["left", "left", "right", "right", "right"]), ""]
-    return lines + [
+    return lines + crosscheck_section.main_page_lines(data) + [
         "Why a 3.x whole-file text read faults every page in again on every call, and a "
         "script that shows it under any Python: [docs/allocator.md](../docs/allocator.md).", ""]
 
@@ -323,4 +324,5 @@ def summary_clause(data: RunData, label=lambda series: series) -> str:
     return (f"Apart from the release steps, glibc's allocator untouched, as an ordinary "
             f"program runs, makes {op} {span} times as slow as with the heap pinned {where}"
             + (f" ({'; '.join(twos)})" if twos else "")
-            + ": a property of that condition across versions, not of one release")
+            + ": a property of that condition across versions, not of one release; "
+            + crosscheck_section.summary_words(data))

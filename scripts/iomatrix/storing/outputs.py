@@ -130,8 +130,9 @@ def check_report_destination(out: Path, results_dir: Path, figures_runs=()) -> N
 REPORT_SUFFIXES = (".md", ".csv", ".png", ".svg", ".html")
 
 
-# The run's own subdirectories: nothing but the runner writes there.
-RUN_SUBDIRECTORIES = (PARTS_DIR, "phase")
+# The run's own subdirectories: nothing but the runner writes there (and in crosscheck/,
+# nothing but the crosscheck's own store, storing.crosschecks).
+RUN_SUBDIRECTORIES = (PARTS_DIR, "phase", "crosscheck")
 
 
 def where_written(path: Path) -> list[Path]:

@@ -6,7 +6,8 @@ Documents (each a model below, validated by ``check``):
 - ``manifest``: ``manifest.json``, the run's facts and status, nested fields included;
 - ``counters``: ``<series>.counters.json``, the counting pass (iomatrix.measuring.counters);
 - ``phase sample``: one line of ``phase/<session>.tsv`` (iomatrix.measuring.phase);
-- ``compare output``: what ``compare --json`` writes (checked before it is written).
+- ``compare output``: what ``compare --json`` writes (checked before it is written);
+- ``crosscheck``: ``crosscheck/*.json``, a crosscheck of the run (iomatrix.storing.crosschecks).
 
 Why pydantic (v2): a model states a document's types, bounds and the meaning of each
 field in one place, so the schema is the documentation and the validation at once (as
@@ -539,10 +540,45 @@ class CompareOutput(Ours):
     comparisons: list[ComparedOp]
 
 
+# -- a run's stored crosscheck (storing.crosschecks) ------------------------------------------
+
+class CrosscheckRow(Ours):
+    op: OpName
+    plain_seconds: dict[Label, Optional[Seconds]] = Field(
+        description="per label: the plain loop's median over fresh processes of the best call")
+    harness_seconds: dict[Label, Optional[Seconds]] = Field(
+        description="per label: the harness's median of per-process means")
+
+
+class CrosscheckCondition(Ours):
+    allocator: Literal["steady", "default", "fresh"]
+    output: Literal["new", "overwrite"]
+    cache: Literal["warm"]
+    clock: Literal["cpu", "wall"]
+    affinity: Literal["one", "all"]
+    series: dict[Label, SeriesName] = Field(description="the harness series of each label")
+    rows: list[CrosscheckRow] = Field(max_length=1000)
+    differ: list[OpName] = Field(max_length=1000)
+
+
+class Crosscheck(Ours):
+    """``RUN/crosscheck/*.json``: what ``nox -s crosscheck`` found for the run (B/A by a
+    plain loop in fresh processes against the harness's)."""
+    iomatrix_crosscheck_version: Literal[1]
+    made: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")]
+    labels: Annotated[list[Label], Field(min_length=2, max_length=2)]
+    calls: Annotated[int, Field(ge=1, le=10 ** 9)]
+    processes: Annotated[int, Field(ge=1, le=10 ** 9)]
+    threshold: Fraction
+    seed: Optional[Count]
+    conditions: Annotated[list[CrosscheckCondition], Field(min_length=1, max_length=3)]
+
+
 # -- checking -------------------------------------------------------------------------------
 
 MODELS = {"series": Series, "manifest": Manifest, "counters": Counters,
-          "phase sample": PhaseSample, "compare output": CompareOutput}
+          "phase sample": PhaseSample, "compare output": CompareOutput,
+          "crosscheck": Crosscheck}
 
 
 BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
@@ -572,7 +608,8 @@ def describe_error(error: ValidationError) -> str:
 # The keys that tell a document's kind, and what a file without them is called: a JSON
 # file of another tool is named as such, not by its first missing field.
 KIND_KEYS = {"series": (("version", "benchmarks"), "a pyperf result file"),
-             "counters": (("iomatrix_counters_version", "ops"), "an iomatrix counters file")}
+             "counters": (("iomatrix_counters_version", "ops"), "an iomatrix counters file"),
+             "crosscheck": (("iomatrix_crosscheck_version",), "an iomatrix crosscheck file")}
 
 
 def check(kind: str, data: Any) -> Any:
