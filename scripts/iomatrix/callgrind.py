@@ -88,8 +88,35 @@ RENAMED = {
 # (3.12 on ``unicode_count_impl``), whose own instructions are that search: for
 # manyfiles_read_sequential's count("\n") 2,432,800 instructions a call under 2.7 in
 # fastsearch, 2,435,125 under 3.6 in unicode_count (run 20261126T040828Z-vm), one job.
+#
+# 2.7's file object (Objects/fileobject.c, what builtin open() returns) and 2.7's io module
+# (io.open, the 2.7 names of Modules/_io) do the jobs 3.x's io does under Argument Clinic's
+# names: a method of a file is the 3.x method of the same job (file.read is
+# BufferedReader.read, iterating a file is buffered_iternext, 2.7's get_line is the line
+# search of _buffered_readline). How they do it differs (2.7's file object reads through
+# stdio's fread): a step from 2.7 shows that as a change of the one function.
 SAME_WORK = {
     "fastsearch": "unicode_count_impl",
+    # 2.7's file object
+    "file_read": "_io__Buffered_read",
+    "file_iternext": "buffered_iternext",
+    "file_readline": "_io__Buffered_readline",
+    "get_line": "_buffered_readline",
+    "file_write": "_io_BufferedWriter_write",
+    "file_seek": "_io__Buffered_seek",
+    # 2.7's io module
+    "buffered_read": "_io__Buffered_read",
+    "buffered_readline": "_io__Buffered_readline",
+    "buffered_seek": "_io__Buffered_seek",
+    "bufferedwriter_write": "_io_BufferedWriter_write",
+    "fileio_readinto": "_io_FileIO_readinto",
+    "fileio_write": "_io_FileIO_write",
+    "fileio_seek": "_io_FileIO_seek",
+    "fileio_init": "_io_FileIO___init__",
+    "textiowrapper_read": "_io_TextIOWrapper_read",
+    "textiowrapper_write": "_io_TextIOWrapper_write",
+    "textiowrapper_seek": "_io_TextIOWrapper_seek",
+    "io_open": "_io_open",
 }
 # What the build adds, not the release's code (build_only): the functions only a shared
 # libpython runs (SHARED_LIBPYTHON_ONLY, below), the dynamic linker's (lazy binding of a PLT
@@ -185,7 +212,7 @@ def _compressed(value: str, table: dict) -> str:
 
 def read_profile(path: Path) -> dict:
     """{"events": {event: total}, "functions": {name: {"file": str, event: self cost,
-    "calls": times entered}}}.
+    "calls": times entered}}, "edges": {(caller, callee): (calls, inclusive Ir)}}.
 
     Self costs are summed over every object a function name appears in (two libraries
     with a function of one name are one row: names are how functions are matched). A
@@ -198,7 +225,9 @@ def read_profile(path: Path) -> dict:
     summary = None
     functions = {}
     entered = {}                 # callee -> calls into it
+    edges = {}                   # (caller, callee) -> [calls, inclusive Ir]
     current, current_file, callee, after_calls = None, UNKNOWN_FILE, None, False
+    edge = None                  # the edge whose inclusive cost is the next cost line
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
@@ -207,6 +236,11 @@ def read_profile(path: Path) -> dict:
             if head.isdigit() or head in "+-*":
                 if after_calls:
                     after_calls = False      # the inclusive cost of the call just named
+                    if edge is not None and events is not None and "Ir" in events:
+                        values = line.split()[positions:]
+                        at = events.index("Ir")
+                        if at < len(values):
+                            edge[1] += int(values[at])
                     continue
                 if current is None or events is None:
                     continue
@@ -237,6 +271,10 @@ def read_profile(path: Path) -> dict:
                     raise CallgrindFormatError(f"{path}: a calls= line without its cfn= "
                                                f"or count: {line.strip()[:80]!r}")
                 entered[callee] = entered.get(callee, 0) + int(count[0])
+                edge = None
+                if current is not None:
+                    edge = edges.setdefault((current, callee), [0, 0])
+                    edge[0] += int(count[0])
             elif line.startswith("events:"):
                 events = line.split()[1:]
             elif line.startswith("positions:"):
@@ -249,7 +287,8 @@ def read_profile(path: Path) -> dict:
         functions.setdefault(name, {"file": UNKNOWN_FILE, **{event: 0 for event in events}})
     for name, costs in functions.items():
         costs["calls"] = entered.get(name, 0)
-    return {"events": {e: summary.get(e, 0) for e in events}, "functions": functions}
+    return {"events": {e: summary.get(e, 0) for e in events}, "functions": functions,
+            "edges": {pair: tuple(value) for pair, value in edges.items()}}
 
 
 def kept_functions(profile: dict) -> list:
@@ -268,6 +307,40 @@ def kept_functions(profile: dict) -> list:
     most_entered = sorted((row for row in rows if row[3] > 0),
                           key=lambda row: (-row[3], row[0]))[:MAX_CALLED_FUNCTIONS]
     return kept + [list(row) for row in most_entered if row[0] not in names]
+
+
+# The call edges kept per op, for the call paths of a step (analysing/callpaths.py): for
+# every function whose inclusive instructions (the costs of the calls into it) are at least
+# EDGE_SHARE of the window's total, or that kept_functions keeps, its EDGES_PER_CALLEE
+# heaviest callers; at most MAX_EDGES edges, heaviest first. Enough to walk up from a
+# function that changed to the C function Python code called (its dominant caller each
+# step); a function with many light callers ends its path early, never at a wrong caller.
+EDGE_SHARE = 0.005
+EDGES_PER_CALLEE = 2
+MAX_EDGES = 120
+
+
+def kept_edges(profile: dict, kept: list | None = None) -> list:
+    """[[caller, callee, calls, inclusive instructions]]: the call edges stored per op (the
+    rule above EDGE_SHARE). A recursion's edge from a function into itself is left out: it
+    says nothing of the path, and its inclusive cost counts the same instructions twice."""
+    total = profile["events"].get("Ir", 0)
+    edges = profile.get("edges") or {}
+    if total <= 0 or not edges:
+        return []
+    names = {row[0] for row in (kept if kept is not None else kept_functions(profile))}
+    into = {}
+    for (caller, callee), (calls, inclusive) in edges.items():
+        if caller != callee:
+            into.setdefault(callee, []).append((inclusive, calls, caller))
+    found = []
+    for callee, callers in into.items():
+        if callee in names or sum(c[0] for c in callers) >= EDGE_SHARE * total:
+            callers.sort(key=lambda c: (-c[0], -c[1], c[2]))
+            found += [[caller, callee, calls, inclusive]
+                      for inclusive, calls, caller in callers[:EDGES_PER_CALLEE]]
+    found.sort(key=lambda e: (-e[3], e[0], e[1]))
+    return found[:MAX_EDGES]
 
 
 def entered_bound(functions: list) -> int | None:

@@ -24,7 +24,7 @@ import functools
 import math
 
 from iomatrix import cli, stats
-from iomatrix.analysing import changelog, conditions, counts
+from iomatrix.analysing import callpaths, changelog, conditions, counts
 from iomatrix.measuring import native
 from iomatrix.analysing.analysis import (Lineage, RunData, compare_all, default_baseline, lineage,
                                          ordered_ops, ordered_series, process_means, python_ops,
@@ -193,6 +193,12 @@ class Analysis:
         """The functions the counting pass kept per (series, op) (counts.load_functions),
         read once for every page of the report."""
         return counts.load_functions(self.data.run.path) if self.data.run else {}
+
+    @functools.cached_property
+    def call_graphs(self) -> dict:
+        """The functions and call edges the counting pass kept per (series, op)
+        (callpaths.load_call_graphs), read once for every page of the report."""
+        return callpaths.load_call_graphs(self.data.run.path) if self.data.run else {}
 
     @functools.cached_property
     def why(self) -> changelog.Why:

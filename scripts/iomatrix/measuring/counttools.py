@@ -206,10 +206,12 @@ def callgrind_dumps(attempt_dir: Path) -> list:
 def window_counts(dump: Path) -> dict | None:
     """What the counting pass keeps of one window's dump: {"instructions": Ir, "cache":
     {event: total} (empty without cache simulation), "functions": [[name, file, self Ir,
-    calls]] (callgrind.kept_functions)}; None when the dump cannot be read."""
+    calls]] (callgrind.kept_functions), "call_edges": [[caller, callee, calls, inclusive Ir]]
+    (callgrind.kept_edges)}; None when the dump cannot be read."""
     try:
         profile = callgrind.read_profile(dump)
     except (OSError, callgrind.CallgrindFormatError):
         return None
+    kept = callgrind.kept_functions(profile)
     return {"instructions": profile["events"].get("Ir"), "cache": callgrind.cache_counts(profile),
-            "functions": callgrind.kept_functions(profile)}
+            "functions": kept, "call_edges": callgrind.kept_edges(profile, kept)}

@@ -10,7 +10,7 @@ moved while the time did not decide. Split from pages.py, which re-exports these
 from __future__ import annotations
 
 from iomatrix import callgrind, stats
-from iomatrix.analysing import controls, counts, evidence, status
+from iomatrix.analysing import callpaths, controls, counts, evidence, status
 from iomatrix.analysing.analysis import timed_bytes
 from iomatrix.analysing.comparisons import MAX_FINDINGS, Analysis, Finding
 from iomatrix.reporting import aa_caveat, allocator_section, twin_verdicts
@@ -54,7 +54,37 @@ def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
 USUAL_CLASSES = ("confirmed", "firm")    # said once above a table, not in every row
 
 
-def top_function(functions: dict, counted: list, f: Finding) -> str | None:
+def path_cell(graphs: dict, f: Finding) -> str | None:
+    """The call path the finding's instructions changed on (analysing.callpaths): its
+    functions, their change per call, how often the path was taken per call on each side
+    where that moved, and the build's share on a line of its own where it is at least half
+    the path's; "call paths unavailable" where a side's edges cannot be used; None where they
+    were never kept (a file of before) or no code function moved."""
+    try:
+        found = callpaths.step_paths(graphs, f.op, f.a, f.b)
+    except callpaths.Unavailable as exc:
+        return None if exc.absent else callpaths.UNAVAILABLE
+    if not found.groups:
+        return None
+    top = found.groups[0]
+    # the path may wrap between its functions; the figures never do
+    lines = ["most in " + " → ".join(code(name) for name in top.path),
+             nowrap(f"{fmt_value(top.change, '+,.0f', signed=True)}/call"
+                    + (f" in {len(top.functions)} functions" if len(top.functions) > 1 else ""))]
+    before, after = top.calls
+    if before != after:
+        taken = " → ".join("0" if n is None else fmt_value(n, ",.0f") for n in (before, after))
+        lines.append(nowrap(f"taken {taken}/call"))
+    if len(found.groups) > 1:
+        lines.append(nowrap(f"and {len(found.groups) - 1} more "
+                            f"path{'s' if len(found.groups) > 2 else ''}"))
+    if found.build_change and abs(found.build_change) >= abs(top.change) / 2:
+        lines.append(nowrap(f"build: {fmt_value(found.build_change, '+,.0f', signed=True)}/call"))
+    return "<br>".join(lines)
+
+
+def top_function(functions: dict, counted: list, f: Finding,
+                 graphs: dict | None = None) -> str | None:
     """The function whose own instructions per call changed most in a finding whose
     instructions moved beyond the counts' threshold ("most in `memcpy` +1,234/call"), of the
     release's code: the build's costs (callgrind.build_only) are never the headline, and
@@ -64,6 +94,10 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     if not functions or not move or move["instructions"] is None or \
             abs(move["instructions"]) <= counts.INSTRUCTIONS_MOVE:
         return None
+    # The call path that changed, where the counting pass kept call edges (callpaths).
+    path = path_cell(graphs, f) if graphs else None
+    if path is not None and path != callpaths.UNAVAILABLE:
+        return path
     rows = counts.where_instructions_went(functions, f.op, f.a, f.b, top=None)
     # Never a cost of the build as the headline (callgrind.build_only: __tls_get_addr in a
     # shared libpython, the dynamic linker, PLT stubs): the function of the release's code
@@ -85,7 +119,7 @@ def top_function(functions: dict, counted: list, f: Finding) -> str | None:
     if abs(build) >= abs(top["change"]) / 2:    # where it bears on the headline
         build_line = "<br>" + nowrap(f"build: {fmt_value(build, '+,.0f', signed=True)}/call")
     return f"most in {code(top['name'])}<br>{change}" + (f"<br>{only.strip()}" if only else "") \
-        + build_line
+        + build_line + (f"<br>{callpaths.UNAVAILABLE}" if path else "")
 
 
 def recipe_note(an: Analysis, f: Finding) -> str | None:
@@ -244,7 +278,8 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
                         + ([finding_notes(f, counted if counted else None,
                                           allocator_section.finding_note(
                                               untouched, f.op, f.a, f.b, an.threshold),
-                                          top_function(functions, counted, f),
+                                          top_function(functions, counted, f,
+                                                       an.call_graphs),
                                           bytes_on_2x_note(an, f.op, f.a),
                                           recipe_note(an, f),
                                           control_cell(control_steps[id(f)]),

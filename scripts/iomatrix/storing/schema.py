@@ -457,6 +457,10 @@ class CountedOp(Ours):
         None, description="[name, file, self instructions, calls] above a small share of "
         "the total and the most-entered (iomatrix.callgrind.kept_functions); files of before "
         "calls were kept have [name, file, self instructions]")
+    call_edges: Optional[list[list[str | Count]]] = Field(
+        None, description="[caller, callee, calls, inclusive instructions]: the heaviest "
+        "callers of the heavy and kept functions (iomatrix.callgrind.kept_edges); files of "
+        "before they were kept lack it")
     failed: dict[str, str] = {}
 
 
