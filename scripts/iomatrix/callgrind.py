@@ -212,7 +212,9 @@ def _compressed(value: str, table: dict) -> str:
 
 def read_profile(path: Path) -> dict:
     """{"events": {event: total}, "functions": {name: {"file": str, event: self cost,
-    "calls": times entered}}, "edges": {(caller, callee): (calls, inclusive Ir)}}.
+    "calls": times entered}}, "edges": {(caller, callee): (calls, inclusive Ir)},
+    "complete": whether the file ends with callgrind's ``totals:`` line (a file cut short
+    reads, its header's summary whole, its functions and edges not)}.
 
     Self costs are summed over every object a function name appears in (two libraries
     with a function of one name are one row: names are how functions are matched). A
@@ -228,6 +230,7 @@ def read_profile(path: Path) -> dict:
     edges = {}                   # (caller, callee) -> [calls, inclusive Ir]
     current, current_file, callee, after_calls = None, UNKNOWN_FILE, None, False
     edge = None                  # the edge whose inclusive cost is the next cost line
+    complete = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
@@ -281,6 +284,8 @@ def read_profile(path: Path) -> dict:
                 positions = len(line.split()) - 1
             elif line.startswith(("summary:", "totals:")) and summary is None and events:
                 summary = dict(zip(events, (int(v) for v in line.split()[1:])))
+            if line.startswith("totals:"):
+                complete = True      # callgrind writes it last: the body is whole
     if events is None or summary is None:
         raise CallgrindFormatError(f"{path}: no events or summary line")
     for name, calls in entered.items():
@@ -288,7 +293,27 @@ def read_profile(path: Path) -> dict:
     for name, costs in functions.items():
         costs["calls"] = entered.get(name, 0)
     return {"events": {e: summary.get(e, 0) for e in events}, "functions": functions,
-            "edges": {pair: tuple(value) for pair, value in edges.items()}}
+            "edges": {pair: tuple(value) for pair, value in edges.items()},
+            "complete": complete}
+
+
+def read_summary(path: Path, max_lines: int = 200) -> dict:
+    """{event: total} from the header of a callgrind file alone (``events:`` and
+    ``summary:``, within its first ``max_lines`` lines): the totals callgrind counted, which a
+    damaged or cut body does not change. Raises CallgrindFormatError without them."""
+    events = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f):
+            if number >= max_lines:
+                break
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("summary:") and events:
+                values = line.split()[1:]
+                if len(values) != len(events) or not all(v.isdigit() for v in values):
+                    break
+                return dict(zip(events, (int(v) for v in values)))
+    raise CallgrindFormatError(f"{path}: no events or summary line in its header")
 
 
 def kept_functions(profile: dict) -> list:

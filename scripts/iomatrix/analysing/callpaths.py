@@ -129,9 +129,15 @@ def path_to(name: str, callers: dict) -> list:
     return path
 
 
-def _edge_calls(callers: dict, caller: str, callee: str):
+def _edge_calls(callers: dict, caller: str, callee: str, depth: int = 3):
+    """Calls per call from ``caller`` into ``callee``, directly or through the build's
+    functions (a PLT stub between them: the stub's edge into ``callee``); None if not kept."""
     for name, n, _ in callers.get(callee, ()):
         if name == caller:
+            return n
+    for name, n, _ in callers.get(callee, ()):
+        if depth and callgrind.build_only(name) and \
+                _edge_calls(callers, caller, name, depth - 1) is not None:
             return n
     return None
 
@@ -144,6 +150,8 @@ def explain(a: tuple, b: tuple) -> Explanation:
     for calls, functions, edges in (a, b):
         if edges is None:
             raise Unavailable("no call edges (counted before they were kept)", absent=True)
+        if isinstance(edges, str):      # the counting pass's reason (load_call_graphs)
+            raise Unavailable(edges)
         if not _valid_edges(edges) or not isinstance(calls, int) or calls < 1 \
                 or not isinstance(functions, list) or not functions:
             raise Unavailable("the stored call edges or functions are not what the counting "
@@ -194,7 +202,7 @@ def explain(a: tuple, b: tuple) -> Explanation:
 def load_call_graphs(run_dir) -> dict:
     """{(series, op): (counted calls, kept functions, call edges or None)} of a run's counters
     files, for the ops whose functions were kept; None edges: a file of before they were
-    kept. Files that cannot be read or whose functions are misattributed are left out, as
+    kept; a string instead of edges (and no functions): why callgrind's dump gave none. Files that cannot be read or whose functions are misattributed are left out, as
     countrows.load_functions leaves them (load_counts names the unreadable ones)."""
     found = {}
     for path in store.counters_files(run_dir):
@@ -209,6 +217,10 @@ def load_call_graphs(run_dir) -> dict:
             if entry.get("functions"):
                 found[(series, op)] = (entry.get("calls") or 1, entry["functions"],
                                        entry.get("call_edges"))
+            elif entry.get("call_paths_unavailable"):
+                # callgrind's dump was damaged or cut short: said on the page, never guessed
+                found[(series, op)] = (entry.get("calls") or 1, [],
+                                       str(entry["call_paths_unavailable"]))
     return found
 
 

@@ -125,7 +125,8 @@ def valid_value(counter: str, value) -> bool:
             value["syscalls"]) and _counts_of_names(value["syscall_bytes"])
     if counter == "instructions":
         count = value.get("instructions")
-        return (set(value) <= {"instructions", "cache", "functions", "call_edges"}
+        return (set(value) <= {"instructions", "cache", "functions", "call_edges",
+                                 "call_paths_unavailable"}
                 and type(count) is int and 0 <= count < 2 ** 63
                 and _counts_of_names(value.get("cache", {}))
                 and isinstance(value.get("functions", []), list))

@@ -325,7 +325,8 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             # Counted another way before (an older method, another valgrind): a resumed run
             # counts that counter again for every op rather than mix two methods in one file.
             for entry in document["ops"].values():
-                for key in ((counter, "cache", "functions", "call_edges") if counter == "instructions"
+                for key in ((counter, "cache", "functions", "call_edges",
+                             "call_paths_unavailable") if counter == "instructions"
                             else (counter, "syscall_bytes") if counter == "syscalls"
                             else (counter,)):
                     entry.pop(key, None)

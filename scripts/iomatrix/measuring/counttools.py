@@ -207,11 +207,28 @@ def window_counts(dump: Path) -> dict | None:
     """What the counting pass keeps of one window's dump: {"instructions": Ir, "cache":
     {event: total} (empty without cache simulation), "functions": [[name, file, self Ir,
     calls]] (callgrind.kept_functions), "call_edges": [[caller, callee, calls, inclusive Ir]]
-    (callgrind.kept_edges)}; None when the dump cannot be read."""
+    (callgrind.kept_edges)}; None when the dump cannot be read. A dump whose header reads
+    but whose body is damaged or cut short keeps its header's totals, and instead of the
+    functions and edges says why in "call_paths_unavailable"."""
     try:
         profile = callgrind.read_profile(dump)
-    except (OSError, callgrind.CallgrindFormatError):
+    except OSError:
         return None
+    except callgrind.CallgrindFormatError as exc:
+        # A damaged body: the header's totals stand (callgrind wrote them), the functions and
+        # call paths do not; the op's findings say "call paths unavailable".
+        try:
+            events = callgrind.read_summary(dump)
+        except (OSError, callgrind.CallgrindFormatError):
+            return None
+        profile = {"events": events}
+        return {"instructions": events.get("Ir"), "cache": callgrind.cache_counts(profile),
+                "call_paths_unavailable": procs.tail(str(exc), 1)[:200]}
+    if not profile["complete"]:
+        return {"instructions": profile["events"].get("Ir"),
+                "cache": callgrind.cache_counts(profile),
+                "call_paths_unavailable": "callgrind's dump ends before its totals line "
+                                          "(cut short)"}
     kept = callgrind.kept_functions(profile)
     return {"instructions": profile["events"].get("Ir"), "cache": callgrind.cache_counts(profile),
             "functions": kept, "call_edges": callgrind.kept_edges(profile, kept)}

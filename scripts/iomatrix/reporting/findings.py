@@ -104,7 +104,7 @@ def top_function(functions: dict, counted: list, f: Finding,
     # that changed most, and the build's functions' change on a line of its own.
     code_rows = [row for row in rows if not callgrind.build_only(row["name"])]
     if not code_rows:
-        return None
+        return callpaths.UNAVAILABLE if path else None
     top = code_rows[0]
     build = sum(row["change"] for row in rows if callgrind.build_only(row["name"]))
     # Matched by counts.canonical_function (renames, clones, libc's variants). A function kept on

@@ -461,6 +461,9 @@ class CountedOp(Ours):
         None, description="[caller, callee, calls, inclusive instructions]: the heaviest "
         "callers of the heavy and kept functions (iomatrix.callgrind.kept_edges); files of "
         "before they were kept lack it")
+    call_paths_unavailable: Text = Field(
+        None, description="why callgrind's dump gave no functions or call edges (its body "
+        "damaged or cut short; its header's totals stand)")
     failed: dict[str, str] = {}
 
 
