@@ -257,3 +257,26 @@ def test_a_side_whose_dump_was_damaged_says_call_paths_unavailable_on_the_page(t
     graphs[("3.11", OP)] = sides_with_a_build_cost()[0]
     del functions[("3.12", OP)]
     assert findings.top_function(functions, rows, found, graphs) == callpaths.UNAVAILABLE
+
+
+def test_the_call_machinery_at_the_top_of_a_path_is_dropped_and_kept_inside():
+    """3.6 reaches a C function through call_function and the fast-call trampolines: the
+    path starts at the function called; 3.12's method call inside buffered_iternext stays."""
+    callers = {
+        "ascii_decode": [("PyUnicode_DecodeUTF8Stateful", 7, 900)],
+        "PyUnicode_DecodeUTF8Stateful": [("_codecs_utf_8_decode", 7, 950)],
+        "_codecs_utf_8_decode": [("_PyCFunction_FastCallDict", 7, 960)],
+        "_PyCFunction_FastCallDict": [("_PyCFunction_FastCallKeywords", 7, 970)],
+        "_PyCFunction_FastCallKeywords": [("call_function", 7, 980)],
+        "call_function": [("_PyEval_EvalFrameDefault", 7, 990)],
+        "_PyObject_GetMethod": [("PyObject_VectorcallMethod", 10, 100)],
+        "PyObject_VectorcallMethod": [("buffered_iternext", 10, 200)],
+        "buffered_iternext": [("method_vectorcall_NOARGS", 1, 300)],
+        "method_vectorcall_NOARGS": [("_PyEval_EvalFrameDefault", 1, 400)],
+    }
+    assert callpaths.path_to("ascii_decode", callers) == [
+        "_codecs_utf_8_decode", "PyUnicode_DecodeUTF8Stateful", "ascii_decode"]
+    assert callpaths.path_to("_PyObject_GetMethod", callers) == [
+        "buffered_iternext", "PyObject_VectorcallMethod", "_PyObject_GetMethod"]
+    # a function that is itself machinery keeps its own name
+    assert callpaths.path_to("call_function", callers) == ["call_function"]

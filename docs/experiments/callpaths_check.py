@@ -1,7 +1,7 @@
 """Does a finding's "most in" path hold over the whole op? (docs/experiments/2026-11-27-callpaths.md)
 
     python3 docs/experiments/callpaths_check.py --results-dir RESULTS --run-id RUN \\
-        --out DIR OP:OLD:NEW [OP:OLD:NEW ...] [--page PAGE.md] [--recount]
+        --out DIR OP:OLD:NEW [OP:OLD:NEW ...] [--page PAGE.md] [--recount | --reuse OUT]
 
 For each finding (an op and the two series of its step), two measurements of where the
 step's instructions went, each grouped by call path with the build's functions set apart
@@ -197,6 +197,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--page", type=Path, default=None)
     parser.add_argument("--recount", action="store_true")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="an earlier --out of this script: its recounted copy and its "
+                             "whole-op dumps are read again (the analysis re-run, nothing "
+                             "counted)")
     parser.add_argument("findings", nargs="+", type=finding)
     args = parser.parse_args(argv)
     if args.out.exists() and any(args.out.iterdir()):
@@ -211,18 +215,26 @@ def main(argv=None) -> int:
     if args.recount:
         copy = recount(args.results_dir, args.run_id, args.out, wanted)
         page = regenerate(copy, args.run_id, args.out)
+    elif args.reuse:
+        page = regenerate(args.reuse / "results", args.run_id, args.out)
     page_text = page.read_text(encoding="utf-8") if page else ""
     suites = {}
     for series, op in wanted:
         document = counters.read_document(run.counters_file(series))
         suites[(series, op)] = suite_of(document, op)
     fixtures = args.out / "timed-fixtures"
-    make_timed_fixtures(set(suites.values()), manifest["profile"], fixtures)
+    if not args.reuse:
+        make_timed_fixtures(set(suites.values()), manifest["profile"], fixtures)
 
     def one(key):
         series, op = key
         work = args.out / "whole-op" / f"{series}-{op}"
         try:
+            if args.reuse:
+                dumps = counttools.callgrind_dumps(args.reuse / "whole-op" / f"{series}-{op}")
+                if len(dumps) < 2:
+                    raise callpaths.Unavailable("no window dump")
+                return key, read_window(dumps[1])
             return key, whole_op(manifest["interpreters"][series]["executable"], suites[key], op,
                                  fixtures, work, manifest)
         except (callpaths.Unavailable, subprocess.TimeoutExpired) as exc:

@@ -18,7 +18,8 @@ instructions of each edge), ``explain`` says:
    passing through the build's functions without naming them (a PLT stub between two
    functions of a shared libpython), up to the eval loop (``STOP_AT``: every path of
    Python code runs under it, so it is where a path starts to say something), at most
-   ``PATH_DEPTH`` functions;
+   ``PATH_DEPTH`` functions, less the generic call machinery at its top
+   (``CALL_MACHINERY``: the path starts at the function Python code called);
 3. the groups: the functions whose paths start at one function (the C function the
    Python code called), with their paths' common part as the group's path, the sum of
    their changes, and how often the path's first edge was taken per call on each side;
@@ -37,6 +38,7 @@ then says "call paths unavailable", and the report goes on.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from iomatrix import callgrind
 from iomatrix.analysing import countrows
@@ -46,10 +48,25 @@ from iomatrix.storing.countsfile import read_document
 # Functions are listed until they explain this share of the code functions' net change.
 EXPLAINED = 0.5
 MAX_LISTED = 4
-# At most this many functions on a path (the changed one included).
-PATH_DEPTH = 6
+# At most this many functions on a path (the changed one included), before the call
+# machinery at its top is dropped.
+PATH_DEPTH = 8
 # The eval loop: every path of Python code runs under it, so a path is read from just below.
 STOP_AT = frozenset({"_PyEval_EvalFrameDefault"})
+# The generic call machinery between the eval loop and the C function Python code called
+# (2.7 to 3.10's call_function, the _PyCFunction_FastCall*/_PyMethodDef_RawFastCall* and
+# vectorcall trampolines, METH_* dispatch): the same for every call, it is dropped from the
+# top of a path, which then starts at the function that was called (3.6's call_function →
+# _PyCFunction_FastCallKeywords → _PyCFunction_FastCallDict → _codecs_utf_8_decode → ... is
+# _codecs_utf_8_decode → ...). Inside a path it stays: there it is part of what changed
+# (3.12's buffered_iternext → PyObject_VectorcallMethod → method_vectorcall_FASTCALL).
+CALL_MACHINERY = re.compile(
+    r"^(?:call_function|fast_function|do_call_core|ext_do_call|function_code_fastcall"
+    r"|_PyCFunction_\w*Call\w*|PyCFunction_Call|_PyMethodDef_RawFastCall\w*"
+    r"|_PyObject_FastCall\w*|_?PyObject_Call|PyObject_Vectorcall|_PyObject_VectorcallTstate"
+    r"|PyVectorcall_Call|_PyObject_MakeTpCall|_PyFunction_Vectorcall|_PyFunction_FastCall\w*"
+    r"|_PyEval_Vector|cfunction_call|cfunction_vectorcall_\w+|method_vectorcall_\w+"
+    r"|PyEval_CallObjectWithKeywords)$")
 # What the page says when a side's call edges cannot be used.
 UNAVAILABLE = "call paths unavailable"
 
@@ -107,7 +124,8 @@ def _graph(calls: int, edges: list) -> dict:
 
 def path_to(name: str, callers: dict) -> list:
     """The path from the outermost function below the eval loop down to ``name``, through
-    each function's heaviest caller; the build's functions are passed through, not named."""
+    each function's heaviest caller; the build's functions are passed through, not named,
+    and the call machinery at its top (CALL_MACHINERY) dropped."""
     path, seen, node = [name], {name}, name
     while len(path) < PATH_DEPTH:
         above = callers.get(node)
@@ -126,6 +144,8 @@ def path_to(name: str, callers: dict) -> list:
         seen.add(caller)
         path.insert(0, caller)
         node = caller
+    while len(path) > 1 and CALL_MACHINERY.match(path[0]):
+        del path[0]
     return path
 
 
