@@ -280,3 +280,19 @@ def test_the_call_machinery_at_the_top_of_a_path_is_dropped_and_kept_inside():
         "buffered_iternext", "PyObject_VectorcallMethod", "_PyObject_GetMethod"]
     # a function that is itself machinery keeps its own name
     assert callpaths.path_to("call_function", callers) == ["call_function"]
+
+
+def test_the_suite_page_says_every_path_and_the_build_apart():
+    from iomatrix.reporting.callpath_words import paths_sentence
+    _, graphs, _, _ = finding_rows(sides_with_a_build_cost())
+    said = paths_sentence(graphs, OP, "3.11", "3.12").replace("\u00a0", " ")
+    assert "`buffered_iternext` → `PyObject_VectorcallMethod`: +500,000/call " \
+           "(`_PyObject_GetMethod` +255,000/call, `PyObject_VectorcallMethod` +245,000/call), " \
+           "taken 0 → 8,000/call" in said
+    assert said.endswith("The build's share, apart: +850,000/call in `0x00000000048c73c0`, "
+                         "`__tls_get_addr`.")
+    graphs[("3.12", OP)] = (1, [], "callgrind's dump ends <b>before</b> its totals line")
+    said = paths_sentence(graphs, OP, "3.11", "3.12")
+    assert said.startswith("Call paths unavailable: ") and "<b>" not in said
+    graphs[("3.12", OP)] = (1, graphs[("3.11", OP)][1], None)
+    assert paths_sentence(graphs, OP, "3.11", "3.12") is None

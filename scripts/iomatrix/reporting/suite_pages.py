@@ -22,6 +22,7 @@ from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_
 from iomatrix.reporting import aa_caveat, allocator_section
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 from iomatrix.reporting.why import candidate_lines, later_line
+from iomatrix.reporting.callpath_words import paths_sentence
 
 
 def step_title(a: str, b: str) -> str:
@@ -414,6 +415,9 @@ def section_functions(an: Analysis, ops: list) -> list[str]:
         shared = shared_share_line(an, f.op, f.a, f.b)
         if shared:
             notes.append(shared)
+        paths = paths_sentence(an.call_graphs, f.op, f.a, f.b)    # the paths, in words
+        if paths:
+            notes.append(paths)
         lines += [note for line in notes for note in (line, "")]
     if not lines:
         return []
