@@ -215,7 +215,7 @@ def main(argv=None) -> int:
     if args.recount:
         copy = recount(args.results_dir, args.run_id, args.out, wanted)
         page = regenerate(copy, args.run_id, args.out)
-    elif args.reuse:
+    elif args.reuse and page is None:
         page = regenerate(args.reuse / "results", args.run_id, args.out)
     page_text = page.read_text(encoding="utf-8") if page else ""
     suites = {}
