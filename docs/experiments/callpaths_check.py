@@ -122,7 +122,7 @@ def page_path(page_text: str, op: str, a: str, b: str) -> list | None:
     """The names of the "most in" line of the finding's row (its op's anchor and its step);
     None when the row is not on the page or names nothing."""
     anchor = f"#{row_id(op)})"
-    for line in page_text.splitlines():
+    for line in page_text.replace("\u00a0", " ").splitlines():   # nowrap's spaces
         if anchor in line and f"{a} → {b}" in line:
             found = CELL_PATH.search(line)
             if not found:

@@ -13,7 +13,7 @@ def _taken(calls) -> str:
     before, after = calls
     if before == after:
         return ""
-    said = " → ".join("0" if n is None else fmt_value(n, ",.0f") for n in (before, after))
+    said = " → ".join("–" if n is None else fmt_value(n, ",.0f") for n in (before, after))
     return f", taken {said}/call"
 
 

@@ -57,7 +57,8 @@ USUAL_CLASSES = ("confirmed", "firm")    # said once above a table, not in every
 def path_cell(graphs: dict, f: Finding) -> str | None:
     """The call path the finding's instructions changed on (analysing.callpaths): its
     functions, their change per call, how often the path was taken per call on each side
-    where that moved, and the build's share on a line of its own where it is at least half
+    where that moved (–: not among that side's kept edges, so under their share or not
+    taken), and the build's share on a line of its own where it is at least half
     the path's; "call paths unavailable" where a side's edges cannot be used; None where they
     were never kept (a file of before) or no code function moved."""
     try:
@@ -73,7 +74,7 @@ def path_cell(graphs: dict, f: Finding) -> str | None:
                     + (f" in {len(top.functions)} functions" if len(top.functions) > 1 else ""))]
     before, after = top.calls
     if before != after:
-        taken = " → ".join("0" if n is None else fmt_value(n, ",.0f") for n in (before, after))
+        taken = " → ".join("–" if n is None else fmt_value(n, ",.0f") for n in (before, after))
         lines.append(nowrap(f"taken {taken}/call"))
     if len(found.groups) > 1:
         lines.append(nowrap(f"and {len(found.groups) - 1} more "
