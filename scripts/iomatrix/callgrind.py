@@ -16,12 +16,19 @@ and a fixed cache geometry (``CACHE_OPTIONS``), and keeps per op:
   other (a path one version takes and the other does not) is seen even when its self cost
   is small.
 
-No library reads callgrind's format (``callgrind_annotate`` is a Perl script
-that prints text for people), so this module parses the part we need: name
-compression (``fn=(12) name`` defines id 12, ``fn=(12)`` reuses it), the
-position columns, and the call edges: ``cfn=`` names the callee, ``calls=N target``
-says it was called N times from there, and the cost line after it is the inclusive cost
-of those calls, which belongs to the callee, not to the caller's self cost.
+Hand-written, on purpose: ``callgrind_annotate`` is a Perl script that prints text for
+people, and the one parser on PyPI, gprof2dot's ``CallgrindParser`` (2025.4.14), is the
+inside of a graph-drawing script, not a documented API: it reads into its own graph model,
+merges and prunes for drawing, and would be one more package in the counting pass's host
+environment (any Python 3.9+, nothing installed) for what is about 30 lines here. This
+module parses the part we need: name compression (``fn=(12) name`` defines id 12,
+``fn=(12)`` reuses it), the position columns, and the call edges: ``cfn=`` names the callee,
+``calls=N target`` says it was called N times from there, and the cost line after it is the
+inclusive cost of those calls, which belongs to the callee, not to the caller's self cost;
+``read_profile`` keeps each caller → callee edge (calls, inclusive instructions) and
+``kept_edges`` the ones stored per op, for the call paths of a step
+(analysing/callpaths.py). The file ends with callgrind's ``totals:`` line: a file without
+it was cut short (``complete``).
 
 Estimated cycles: ``L1 hits + 5 x LL hits + 35 x RAM hits``, the weights of
 cachegrind's documentation (its "rough estimate" of cycles, which iai-callgrind
