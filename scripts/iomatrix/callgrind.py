@@ -18,9 +18,9 @@ and a fixed cache geometry (``CACHE_OPTIONS``), and keeps per op:
 
 Hand-written, on purpose: ``callgrind_annotate`` is a Perl script that prints text for
 people, and the one parser on PyPI, gprof2dot's ``CallgrindParser`` (2025.4.14), is the
-inside of a graph-drawing script, not a documented API: it reads into its own graph model,
-merges and prunes for drawing, and would be one more package in the counting pass's host
-environment (any Python 3.9+, nothing installed) for what is about 30 lines here. This
+inside of a graph-drawing script, not a documented API: it reads into its own graph model
+made for drawing, and would be one more dependency of the counting pass for what is
+about 30 lines here. This
 module parses the part we need: name compression (``fn=(12) name`` defines id 12,
 ``fn=(12)`` reuses it), the position columns, and the call edges: ``cfn=`` names the callee,
 ``calls=N target`` says it was called N times from there, and the cost line after it is the
