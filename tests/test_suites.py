@@ -15,6 +15,9 @@ import sys
 
 import pytest
 
+from conftest import need
+from iomatrix.interpreters import environments
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITES_DIR = os.path.join(ROOT, "suites")
 HARNESS = os.path.join(SUITES_DIR, "harness.py")
@@ -26,7 +29,6 @@ import pyperf  # noqa: E402
 
 SUITES = _api.available_suites()
 OUR_SUITES = ("iobench", "chunks", "mmapio", "copies", "manyfiles", "textio")
-PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
 MIN_TOTAL_OPS = 100
 
 
@@ -120,12 +122,14 @@ def test_every_module_has_a_docstring_and_sizes():
             module.fixtures(profile)  # builds the list without making anything
 
 
-needs_py27 = pytest.mark.skipif(not os.path.exists(PY27), reason="no Python 2.7 at " + PY27)
+@pytest.fixture(scope="session")
+def py27(machine_interpreters):
+    """The 2.7 interpreter discovery finds here (a fresh machine of this kind has one)."""
+    return need(machine_interpreters, "2.7")
 
 
-@needs_py27
-def test_suites_list_under_python27():
-    proc = run_worker([PY27, HARNESS, "--list-ops", ",".join(OUR_SUITES)])
+def test_suites_list_under_python27(py27):
+    proc = run_worker([py27.executable, HARNESS, "--list-ops", ",".join(OUR_SUITES)])
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["ops"]
     host = harness.list_ops(list(OUR_SUITES))
@@ -138,13 +142,12 @@ def test_suites_list_under_python27():
     assert all(isinstance(reason, str) and reason for reason in unavailable.values())
 
 
-@needs_py27
-def test_fixtures_are_identical_when_made_by_python27(smoke_fixtures, tmp_path):
+def test_fixtures_are_identical_when_made_by_python27(py27, smoke_fixtures, tmp_path):
     """Fixtures must not depend on the interpreter that makes them."""
     directory = str(tmp_path / "fx27")
     code = ("import sys; sys.path.insert(0, %r); import _fixtures; "
             "_fixtures.make_fixtures(%r, 'smoke', %r)" % (SUITES_DIR, list(OUR_SUITES), directory))
-    proc = run_worker([PY27, "-c", code])
+    proc = run_worker([py27.executable, "-c", code])
     assert proc.returncode == 0, proc.stderr
     with open(os.path.join(directory, _api.FIXTURES_MANIFEST)) as f:
         made_by_27 = json.load(f)["files"]
@@ -153,15 +156,10 @@ def test_fixtures_are_identical_when_made_by_python27(smoke_fixtures, tmp_path):
     assert made_by_27 == dict((name, made_here[name]) for name in made_by_27)
 
 
-def _py27_has_pyperf(env):
-    return run_worker([PY27, "-c", "import pyperf"], env=env).returncode == 0
-
-
-@needs_py27
-def test_one_op_per_suite_runs_under_python27(smoke_fixtures, tmp_path):
-    env = dict(os.environ, PYTHONPATH="/tmp/t27")
-    if not _py27_has_pyperf(env):
-        pytest.skip("pyperf is not importable under 2.7 (PYTHONPATH=/tmp/t27)")
+def test_one_op_per_suite_runs_under_python27(py27, smoke_fixtures, tmp_path):
+    # pyperf under 2.7 as the matrix gets it: the environment of 2.7 the matrix makes and
+    # reuses (pip install --target), never what some PYTHONPATH of the machine holds
+    env = environments.ensure_environment(py27, log=lambda *a: None).command_env()
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     picks = [("iobench", "iobench_readmodify_binary_400KiB_20units"),
@@ -170,7 +168,8 @@ def test_one_op_per_suite_runs_under_python27(smoke_fixtures, tmp_path):
              ("textio", "textio_print_lines_utf8")]
     for suite, op in picks:
         output = str(tmp_path / (op + ".json"))
-        proc = run_worker(worker_cmd(suite, op, smoke_fixtures, str(scratch), output, python=PY27),
+        proc = run_worker(worker_cmd(suite, op, smoke_fixtures, str(scratch), output,
+                                     python=py27.executable),
                           env=env)
         check_result(proc, output, op)
     assert os.listdir(str(scratch)) == []
