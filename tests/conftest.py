@@ -128,25 +128,56 @@ def copy_of_smoke(shared: Path, tmp_path: Path) -> Path:
 # ("No module named pip.__main__"): the venvs are made once, under a lock, before any test's
 # nox call may need them.
 TOOL_SESSIONS = ("report", "changelog")
+_tool_venvs_ready = False   # this process has seen them made (their check imports pandas: 1 s)
+
+
+def _tool_venv_ready(name: str) -> bool:
+    python = ROOT / ".nox" / name / "bin" / "python"
+    return python.exists() and subprocess.run(
+        [str(python), "-c", "import pandas, pydantic, statsmodels, tabulate"],
+        capture_output=True).returncode == 0
 
 
 def ensure_tool_venvs(env=None) -> None:
+    global _tool_venvs_ready
+    if _tool_venvs_ready:
+        return
     lock_path = ROOT / ".nox" / ".tool-venvs.lock"
     lock_path.parent.mkdir(exist_ok=True)
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        ready = all(subprocess.run([str(ROOT / ".nox" / name / "bin" / "python"), "-c",
-                                    "import pandas, pydantic, statsmodels, tabulate"],
-                                   capture_output=True).returncode == 0
-                    if (ROOT / ".nox" / name / "bin" / "python").exists() else False
-                    for name in TOOL_SESSIONS)
-        for name in TOOL_SESSIONS if not ready else ():
-            # `-- --help`: the session makes its venv, then its tool prints its help and
-            # writes nothing (--install-only would still run the tool: run_tool calls it
-            # itself, not through session.run)
-            subprocess.run([sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"),
-                            "-s", name, "--", "--help"], capture_output=True, cwd=ROOT,
-                           env=env, timeout=900)
+        # `-- --help`: the session makes its venv, then its tool prints its help and writes
+        # nothing (--install-only would still run the tool: run_tool calls it itself, not
+        # through session.run). Two different venvs: made side by side, not one after the other.
+        making = [subprocess.Popen([sys.executable, "-m", "nox", "--noxfile",
+                                    str(ROOT / "noxfile.py"), "-s", name, "--", "--help"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   cwd=ROOT, env=env)
+                  for name in TOOL_SESSIONS if not _tool_venv_ready(name)]
+        for process in making:
+            process.wait(timeout=900)
+    _tool_venvs_ready = True
+
+
+def pytest_configure(config):
+    """The xdist controller starts making the tool venvs at once, in a process of its own
+    that holds their lock (ensure_tool_venvs): the workers' first tests need no nox, and
+    their first nox call waits for the lock instead of making the venvs then. Without
+    xdist, the first run_nox makes them."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist") \
+            or not getattr(config.option, "numprocesses", None):
+        return
+    config._tool_venvs_maker = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.path[:0] = sys.argv[1:]; "
+         "import conftest; conftest.ensure_tool_venvs()", str(ROOT / "tests"),
+         *map(str, (ROOT / "scripts", ROOT / "suites"))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+
+
+def pytest_unconfigure(config):
+    maker = getattr(config, "_tool_venvs_maker", None)
+    if maker is not None:
+        maker.wait()
 
 
 def run_nox(*args, cwd=ROOT, env=None, timeout=600):
