@@ -139,6 +139,12 @@ def test_compare_json_of_1_ns_against_1_hour(tmp_path, capsys, a_seconds, b_seco
 
 # -- the untouched allocator as the run's own condition (issue 34, item 7) ------------
 
+# Slow (a whole smoke matrix of lutz2009 under 3.12 through nox, about 13 s of CPU): the
+# default run checks the same planning of one op per worker under the untouched allocator in
+# tests/test_allocator.py (test_the_matrix_times_the_study_again_under_default_one_op_per_process,
+# the matrix with the untouched allocator's twins; test_one_op_under_default_runs_alone_and_\
+# records_what_it_saw, the worker).
+@pytest.mark.slow
 def test_allocator_default_alone_times_one_op_per_worker(tmp_path, machine_interpreters):
     # One interpreter: 2.7 and 3.13 as the steady run's twins are checked the same way in
     # tests/test_allocator.py; here the untouched allocator is the run's own condition.
