@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import harness
 
+from iomatrix.interpreters import discovery
 from iomatrix.measuring import machine
 from iomatrix.storing import contract, store
 from iomatrix.reporting.allocator_section import (allocator_section, condition_of, condition_series_name,
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "suites" / "harness.py"
 PLAIN_TIMER = ROOT / "suites" / "_plain_timer.py"
 REPRODUCER = ROOT / "docs" / "allocator_faults.py"
-PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
+PY27 = str((discovery.pyenv_root() or Path("/nonexistent")) / "versions" / "2.7.18" / "bin" / "python")
 OP = "read_allAtOnce_textMode"
 
 
@@ -146,7 +147,7 @@ def test_plain_timer_refuses_allocator_variables_under_default(tmp_path, lutz_fi
 def test_allocator_variables_are_found_by_name():
     found = contract.allocator_variables({
         "MALLOC_ARENA_MAX": "2", "MIMALLOC_PURGE_DELAY": "0", "PYTHONMALLOC": "malloc",
-        "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1", "HOME": "/root"})
+        "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1", "HOME": "/home/someone"})
     assert sorted(found) == ["GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MIMALLOC_PURGE_DELAY",
                              "PYTHONMALLOC"]
     assert contract.allocator_variables({"GLIBC_TUNABLES": "glibc.rtld.nns=2"}) == {}

@@ -3,6 +3,7 @@ payload over data in memory, timed in the same rounds; a release step its contro
 is the code around the I/O, not an I/O finding."""
 from __future__ import annotations
 
+from pathlib import Path
 import ast
 import csv
 import io
@@ -13,6 +14,7 @@ import sys
 
 import pytest
 
+from iomatrix.interpreters import discovery
 from iomatrix import stats
 from iomatrix.analysing import analysis, comparisons, controls, study
 from iomatrix.measuring import runner, selection
@@ -213,7 +215,7 @@ def test_the_rule_of_a_finding_is_the_analysis_own():
 
 # -- like with like: the API each op's 2.7 side really uses ------------------------------------
 
-PY27 = "/root/.pyenv/versions/2.7.18/bin/python"
+PY27 = str((discovery.pyenv_root() or Path("/nonexistent")) / "versions" / "2.7.18" / "bin" / "python")
 PROBE = ROOT / "tests" / "data" / "probe_text_api.py"
 
 
