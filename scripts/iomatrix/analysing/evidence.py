@@ -189,7 +189,7 @@ class Moved:
 
 
 def fmt_count(value) -> str:
-    return "under the kept share" if value is None else f"{value:,.0f}"
+    return "below what the counts keep" if value is None else f"{value:,.0f}"
 
 
 def moved_functions(functions: dict, counted: list, op: str, a: str, b: str,
