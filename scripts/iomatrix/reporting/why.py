@@ -86,6 +86,13 @@ def _render(shown: str, is_code: bool) -> str:
     return lead + md(core) + trail if core else shown
 
 
+def detail_text(detail: str) -> str:
+    """A verdict's detail as the page shows it: the words it quotes from an entry (a role such
+    as ``:mod:`io```) as docs.python.org renders them, the rest escaped (excerpt, uncut)."""
+    detail = str(detail)
+    return excerpt(detail, len(detail), read=len(detail))
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS, read: int = EXCERPT_INPUT_CHARS) -> str:
     """The entry's first words as docs.python.org shows them (roles and literals as code,
     reST markup gone), at most ``limit`` characters shown, cut at a word; escaped. Only the
@@ -158,11 +165,11 @@ def verdict_line(verdict: Verdict) -> str:
     matches and what the data shows; the ablation's result after it when one ran."""
     if verdict.cause is not None:
         said = (f"named: {cause_link(verdict.cause)} (*{md(verdict.evidence)}*): "
-                f"{md(verdict.detail)}")
+                f"{detail_text(verdict.detail)}")
     elif verdict.candidate is not None:
         c = verdict.candidate
         said = (f"named: {link(c)} ({release_of(c)}; *{md(verdict.evidence)}*): "
-                f"{md(verdict.detail)}")
+                f"{detail_text(verdict.detail)}")
     else:
         said = f"{NO_MATCH}: {md(verdict.shows)}"
     if verdict.ablation and verdict.evidence != "changelog + ablation":
@@ -282,7 +289,7 @@ def named_causes(tops: list) -> list[str]:
         lines.append(f"- {link(top)} ({release_of(top)}): {label} {numbers}: "
                      f"{excerpt(top.entry.text)}")
         for row, verdict in rows:
-            said = f"  - #{row} *{md(verdict.evidence)}*: {md(verdict.detail)}"
+            said = f"  - #{row} *{md(verdict.evidence)}*: {detail_text(verdict.detail)}"
             if verdict.ablation and verdict.evidence != "changelog + ablation":
                 said += f"; {md(verdict.ablation)}"
             lines.append(said)
