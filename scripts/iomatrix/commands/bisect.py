@@ -200,7 +200,10 @@ def the_step(steps: list[Step], direction: float) -> tuple:
 # -- the answer ---------------------------------------------------------------------------
 
 def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: None) -> list[str]:
-    """The changelog's candidate entries for the change, as markdown list lines."""
+    """The changelog's candidate entries for the change, as markdown list lines, as a reader
+    reads them on docs.python.org: the entry and the words it matched (roles included)
+    rendered by reporting.rst, never as escaped reST source (the bisect answer's and the
+    upstream issue's list)."""
     try:
         from iomatrix.analysing import changelog
     except ImportError:

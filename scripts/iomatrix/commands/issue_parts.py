@@ -148,25 +148,3 @@ def repro_rounds(an, f, default: int) -> int:
     return max(default, min(t.rounds_needed, MAX_REPRO_ROUNDS))
 
 
-def candidate_lines(op: str, suite: str, old: str, new: str, say=lambda text: None) -> list[str]:
-    """The changelog's candidate entries for the step, as markdown list lines, as a reader
-    reads them on docs.python.org: the entry and the words it matched (which are its own
-    words, roles included) rendered by reporting.rst, never as escaped reST source. The
-    bisect answer's list (commands.bisect.candidate_lines) with the matched words rendered."""
-    from iomatrix.analysing import changelog
-    from iomatrix.reporting import rst
-    log = changelog.changelog_for(new, say)
-    if log is None:
-        return [f"candidates: no changelog of {md(new)} at hand"]
-    found = changelog.candidates(log, op, suite, old, new, limit=5)
-    if not found:
-        return [f"candidates: no changelog entry between {md(old)} and {md(new)} matches "
-                f"{code(op)}'s machinery"]
-    lines = []
-    for candidate in found:
-        entry = candidate.entry
-        link = f"[{md(entry.number)}]({md(entry.url)})" if entry.url else md(entry.number)
-        matched = rst.render(", ".join(map(str, candidate.matched)))
-        lines.append(f"- {link} ({md(entry.release)}, {md(entry.section)}; score "
-                     f"{candidate.score:g}, matched {matched}): {rst.render(entry.text, 400)}")
-    return lines

@@ -367,7 +367,7 @@ def main(argv, log=None) -> int:
         except ReproducerError as exc:
             print(f"error: {cli.one_line(exc)}", file=sys.stderr)
             return cli.EXIT_INTERNAL_ERROR
-    cands = issue_parts.candidate_lines(args.op, suite, old, new, log)
+    cands = bisect.candidate_lines(args.op, suite, old, new, log)
     text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
     # all files or none; a disk error is exit 2 with the directories made removed again
     files = {out_dir / "ISSUE.md": text}
