@@ -42,8 +42,6 @@ import re
 
 from iomatrix import callgrind
 from iomatrix.analysing import countrows
-from iomatrix.storing import store
-from iomatrix.storing.countsfile import read_document
 
 # Functions are listed until they explain this share of the code functions' net change.
 EXPLAINED = 0.5
@@ -222,17 +220,10 @@ def explain(a: tuple, b: tuple) -> Explanation:
 def load_call_graphs(run_dir) -> dict:
     """{(series, op): (counted calls, kept functions, call edges or None)} of a run's counters
     files, for the ops whose functions were kept; None edges: a file of before they were
-    kept; a string instead of edges (and no functions): why callgrind's dump gave none. Files that cannot be read or whose functions are misattributed are left out, as
-    countrows.load_functions leaves them (load_counts names the unreadable ones)."""
+    kept; a string instead of edges (and no functions): why callgrind's dump gave none. Files that cannot be read or whose functions are misattributed are left out
+    (countrows.usable_counters_documents)."""
     found = {}
-    for path in store.counters_files(run_dir):
-        try:
-            document = read_document(path)
-        except store.ResultFileError:
-            continue
-        if not document or countrows.misattributed_functions(document):
-            continue
-        series = document.get("series") or store.plain_name(path)[:-len(store.COUNTERS_SUFFIX)]
+    for series, document in countrows.usable_counters_documents(run_dir):
         for op, entry in document["ops"].items():
             if entry.get("functions"):
                 found[(series, op)] = (entry.get("calls") or 1, entry["functions"],

@@ -210,6 +210,17 @@ def load_functions(run_dir) -> dict:
     files whose functions are misattributed (``misattributed_functions``) are left out here
     (load_counts names the unreadable ones)."""
     found = {}
+    for series, document in usable_counters_documents(run_dir):
+        for op, entry in document["ops"].items():
+            if entry.get("functions"):
+                found[(series, op)] = (entry.get("calls") or 1, entry["functions"])
+    return found
+
+
+def usable_counters_documents(run_dir):
+    """(series, document) of each counters file of a run whose functions can be used:
+    unreadable files and files whose functions are misattributed are left out (load_counts
+    names the unreadable ones). load_functions and callpaths.load_call_graphs read these."""
     for path in store.counters_files(run_dir):
         try:
             document = read_document(path)
@@ -217,8 +228,5 @@ def load_functions(run_dir) -> dict:
             continue
         if not document or misattributed_functions(document):
             continue
-        series = document.get("series") or store.plain_name(path)[:-len(store.COUNTERS_SUFFIX)]
-        for op, entry in document["ops"].items():
-            if entry.get("functions"):
-                found[(series, op)] = (entry.get("calls") or 1, entry["functions"])
-    return found
+        yield (document.get("series")
+               or store.plain_name(path)[:-len(store.COUNTERS_SUFFIX)]), document
