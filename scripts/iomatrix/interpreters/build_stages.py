@@ -22,7 +22,7 @@ from typing import Callable
 
 from iomatrix import procs
 from iomatrix.interpreters import probing
-from iomatrix.interpreters.cache import Recipe
+from iomatrix.interpreters.cache import BUILD_INFO, Recipe
 from iomatrix.interpreters.sources import ProvisionError, Say, Version, brief
 
 PROBE_TIMEOUT = 120
@@ -197,6 +197,24 @@ def check_in_place(builder: Builder, final: Path, recipe: Recipe) -> None:
         raise ProvisionError(f"the new interpreter loads {foreign[0]}, not its own libpython "
                              f"in {final / 'lib'} (rpath?)")
     check_recipe(found, final, recipe)
+
+
+def install_in_place(builder: Builder, staged: Path, final: Path, recipe: Recipe, info: dict,
+                     who: str) -> None:
+    """The staged tree's last steps, shared by a release's build and a commit's: write its
+    build record, rename it to its final place (one rename: a reader sees it whole or not at
+    all), check it starts from there; a failing check renames it out again, so that no
+    half-installed build is left where a later run would take it. ``who`` names the kind of
+    run that could have made ``final`` meanwhile ("another provision run?")."""
+    (staged / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    if final.exists():
+        raise ProvisionError(f"{final} appeared while building ({who})")
+    os.rename(staged, final)
+    try:
+        builder.stage("check in place", lambda: check_in_place(builder, final, recipe))
+    except BaseException:
+        os.rename(final, staged)
+        raise
 
 
 def recipe_read(found: dict) -> str | None:

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from iomatrix import cli, procs
-from iomatrix.interpreters.build_stages import (Builder, StageError, check_in_place, clean_env,
+from iomatrix.interpreters.build_stages import (Builder, StageError, clean_env, install_in_place,
                                                 elapsed, missing_modules, new_log,
                                                 probe_interpreter, remove_stale_partials)
 from iomatrix.interpreters.cache import BUILD_INFO, Recipe, cache_root
@@ -374,15 +374,7 @@ def build_commit(repo: Repo, sha: str, recipe: Recipe, *, jobs: int = 2, say: Sa
             "sys_version": probe["sys_version"],
             "missing_modules": missing_modules(log.read_text(errors="replace")),
         }
-        (staged / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
-        if final.exists():
-            raise ProvisionError(f"{final} appeared while building (another bisect?)")
-        os.rename(staged, final)
-        try:
-            builder.stage("check in place", lambda: check_in_place(builder, final, recipe))
-        except BaseException:
-            os.rename(final, staged)   # not half-installed: out again, removed below
-            raise
+        install_in_place(builder, staged, final, recipe, info, "another bisect?")
     except BaseException as exc:
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(exc, KeyboardInterrupt):

@@ -71,7 +71,7 @@ from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Vers
 # public names (the stage error, the module lists, the timeouts) stay importable from here.
 from iomatrix.interpreters.build_stages import (  # noqa: F401
     HEARTBEAT_SECONDS, MODULE_LIST_HEADINGS, PROBE, PROBE_TIMEOUT, STOP_GRACE_SECONDS, Builder,
-    StageError, check_existing, check_in_place, check_recipe, clean_env, elapsed,
+    StageError, check_existing, check_in_place, check_recipe, clean_env, elapsed, install_in_place,
     missing_modules, new_log, probe_interpreter, remove_stale_partials)
 
 UV_TIMEOUT = 15  # uv's own HTTP timeout; an offline uv fails within it
@@ -195,15 +195,7 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
             "sys_version": probe["sys_version"],
             "missing_modules": missing,
         }
-        (staged / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
-        if final.exists():
-            raise ProvisionError(f"{final} appeared while building (another provision run?)")
-        os.rename(staged, final)
-        try:
-            builder.stage("check in place", lambda: check_in_place(builder, final, chosen))
-        except BaseException:
-            os.rename(final, staged)  # not half-installed: out again, removed below
-            raise
+        install_in_place(builder, staged, final, chosen, info, "another provision run?")
     except BaseException as exc:
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(exc, KeyboardInterrupt):
