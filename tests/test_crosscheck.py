@@ -8,11 +8,13 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, need, run_nox, shared_between_workers, write_pyperf_file
 from iomatrix.commands import crosscheck
+from iomatrix.storing import crosschecks
 
 SUITES = ROOT / "suites"
 
@@ -44,6 +46,10 @@ def test_every_lutz2009_op_gets_both_ratios(smoke_run):
     assert len(result["rows"]) == 14
     for row in result["rows"]:
         assert row["plain_ratio"] > 0 and row["harness_ratio"] > 0, row
+        assert row["plain_mean_ratio"] > 0 and row["best_over_harness"] > 0, row
+        # judged like for like: the plain loop's mean of settled calls against the harness
+        assert row["plain_over_harness"] == pytest.approx(
+            row["plain_mean_ratio"] / row["harness_ratio"])
     assert sorted(result["differ"]) == sorted(
         r["op"] for r in result["rows"]
         if abs(math.log(r["plain_over_harness"])) > math.log(1.25))
@@ -59,7 +65,8 @@ def test_plain_timer_runs_under_the_runs_conditions(smoke_run):
     assert {p["python"][:3] for p in processes} == {"2.7", "3.1"}
     for p in processes:
         assert p["allocator"] == "steady"
-        assert len(p["wall"]) == len(p["cpu"]) == 2
+        assert len(p["wall"]) == len(p["cpu"]) == len(p["minflt"]) == len(p["nivcsw"]) == 2
+        assert p["warmups"] == 2     # two calls: both are warm-ups by the harness's rule
         assert p["output"] == ("new" if p["op"].startswith("write") else None)
 
 
@@ -68,7 +75,17 @@ def test_an_existing_run_is_reused(smoke_run, pair, tmp_path, capsys):
     status = crosscheck.main(["--pythons", pair, "--run-dir", result["run_dir"], "--calls", "1",
                               "--processes", "1"])
     assert status in (0, 1)
-    assert "plain/harness" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "plain/harness" in out and "best/harness" in out
+    assert "geometric mean (mean)" in out and "geometric mean (best)" in out
+    assert "judged like for like (mean against mean)" in out
+    # stored with every call of every process, the statistic of the page beside the best
+    stored = crosschecks.read_all(Path(result["run_dir"]))[0][-1]
+    assert stored["iomatrix_crosscheck_version"] == 2
+    condition = stored["conditions"][0]
+    assert len(condition["plain_processes"]) == 28
+    assert {len(p["cpu"]) for p in condition["plain_processes"]} == {stored["calls"]}
+    assert all(row["plain_mean_seconds"] for row in condition["rows"])
 
 
 def exit_status(argv) -> int:
@@ -84,6 +101,7 @@ def exit_status(argv) -> int:
     (["--pythons", "2.7"], "takes two different labels"),
     (["--pythons", "2.7,2.7"], "takes two different labels"),
     (["--calls", "0"], "must be at least 1"),
+    (["--calls", "500", "--processes", "3"], "at most 1000 per op and interpreter"),
     (["--threshold", "-1"], "a threshold is a fraction"),
     (["--profile", "full"], "unknown profile 'full'; valid: smoke, quick"),
     (["--bogus"], "unknown option(s) --bogus; valid options: "),
@@ -140,3 +158,41 @@ def test_a_run_whose_writes_did_not_record_the_output_state_is_refused(pair, tmp
                           {"write_byLines_textMode": [[0.2, 0.2], [0.2, 0.2]]})
     assert crosscheck.main(["--pythons", pair, "--run-dir", str(run_dir)]) == 2
     assert "not made in the stated output state 'new' (recorded: None)" in capsys.readouterr().err
+
+
+def test_the_plain_loops_warm_ups_are_the_harness_rule():
+    """The calls the plain statistic leaves out are the ones the harness would have taken as
+    warm-ups under glibc untouched (harness.warm_until_settled), same constants."""
+    sys.path.insert(0, str(SUITES))
+    import harness
+    assert (crosscheck.MIN_WARMUPS, crosscheck.MAX_WARMUPS, crosscheck.SETTLED_WITHIN) == (
+        harness.MIN_WARMUPS_DEFAULT_ALLOCATOR, harness.MAX_WARMUPS_DEFAULT_ALLOCATOR,
+        harness.SETTLED_WITHIN)
+    sequences = [
+        [2.1, 1.3, 0.65, 0.46, 0.21, 0.16, 0.14, 0.14, 0.15, 0.14],  # 2.7's text read
+        [4.4, 4.0, 4.3, 4.6, 3.9, 4.8],                                # 3.12's: flat, varying
+        [1.0] * 20,
+        [2.0 ** -i for i in range(20)],                                # never settles: 12
+    ]
+    for times in sequences:
+        calls = iter(times)
+        warmups = harness.warm_until_settled([], lambda: next(calls))
+        assert crosscheck.settled_from(times) == len(warmups), times
+    assert crosscheck.settled_from([1.0]) == 1
+
+
+def test_the_mean_of_settled_calls_against_the_best_call():
+    """On calls that vary (3.12's faulting read) the best call is the lucky one; the mean of
+    the settled, unpreempted calls is the typical one, the harness's statistic."""
+    clock = {"clock": "cpu"}
+    varying = {"cpu": [4.4, 4.0, 4.3, 4.6, 3.9, 4.8, 1.0], "nivcsw": [0, 0, 0, 0, 0, 0, 1]}
+    assert crosscheck.best_call(varying, clock) == 3.9
+    assert crosscheck.settled_mean(varying, clock) == pytest.approx((4.3 + 4.6 + 3.9 + 4.8) / 4)
+    # every settled call preempted: all of them; none settled: the last call
+    preempted = {"cpu": [3.0, 3.0, 2.0, 4.0], "nivcsw": [0, 0, 1, 1]}
+    assert crosscheck.settled_mean(preempted, clock) == 3.0
+    assert crosscheck.settled_mean({"cpu": [5.0, 2.0], "nivcsw": [0, 0]}, clock) == 2.0
+    row = crosscheck.Row("op", plain={"a": 1.0, "b": 3.9}, harness={"a": 1.0, "b": 4.4},
+                         plain_mean={"a": 1.0, "b": 4.4})
+    assert row.disagreement("a", "b") == pytest.approx(1.0)
+    assert row.best_disagreement("a", "b") == pytest.approx(3.9 / 4.4)

@@ -10,8 +10,11 @@ crosscheck of the same run is a second file, and the report quotes the newest.
 
 The document (schema ``crosscheck``): when it was made (UTC), the two labels A and B,
 the plain side's settings, and per allocator condition the conditions both sides ran
-under and, per op, the plain loop's seconds (median over fresh processes of the best
-call) and the harness's (median of per-process means) for each label. Ratios are made
+under and, per op, the plain loop's seconds and the harness's (median of per-process
+means) for each label. The plain loop's seconds are the median over fresh processes of
+each one's best call (``plain_seconds``) and, from version 2, of the mean of its settled
+calls (``plain_mean_seconds``: the harness's statistic, which the gap is taken on), and
+version 2 keeps every call of every plain process (``plain_processes``). Ratios are made
 by the reader from those. Nothing in it is a path of the machine that made it.
 
 A run directory is untrusted input: every file is read through the schema; one that is
@@ -28,12 +31,17 @@ from pathlib import Path
 from iomatrix.storing import contract, store
 
 DIRECTORY = "crosscheck"
-VERSION = 1
+# 2: the plain loop's mean of settled calls beside its best call, and every call kept.
+VERSION = 2
 KIND = "crosscheck"
 # "2026-11-27T17:30:05Z": the form ``made`` takes; a page prints its date.
 MADE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 MAX_FILES = 1000       # a run is crosschecked a few times; more is not a run iomatrix wrote
 MAX_BYTES = 4 * 1024 * 1024
+# Plain calls per op and interpreter (--calls x --processes) a stored crosscheck takes: at
+# most 3 conditions x 14 ops x 2 labels of them, written compactly (about 40 bytes a call
+# for its four figures), stay well inside MAX_BYTES.
+MAX_CALLS_PER_OP = 1000
 
 
 def made_now() -> str:
@@ -67,7 +75,8 @@ def write(run_dir: Path, document: dict) -> Path:
     place.mkdir(exist_ok=True)
     a, b = document["labels"]
     stem = f"{document['made'].replace('-', '').replace(':', '')}-{a}-{b}"
-    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    # Compact: the per-call lists of version 2 would take a line per number indented.
+    text = json.dumps(document, sort_keys=True, separators=(",", ":")) + "\n"
     for number in range(1, MAX_FILES + 1):
         path = place / (f"{stem}.json" if number == 1 else f"{stem}-{number}.json")
         try:
@@ -118,15 +127,28 @@ def newest_untouched(run_dir: Path) -> tuple[dict | None, dict | None, list]:
 
 
 def ratio(row: dict, side: str, labels: list) -> float | None:
-    """B/A of one op on one side (``plain`` or ``harness``), None where one is missing."""
-    seconds = row[f"{side}_seconds"]
+    """B/A of one op on one side (``plain``: the best call, ``plain_mean``: the mean of
+    settled calls, or ``harness``), None where one is missing."""
+    seconds = row.get(f"{side}_seconds") or {}
     a, b = (seconds.get(label) for label in labels)
     return b / a if a and b else None
 
 
-def gap(row: dict, labels: list) -> float | None:
-    """The plain loop's ratio over the harness's: 1 where the harness is a plain program."""
-    plain, harness = ratio(row, "plain", labels), ratio(row, "harness", labels)
+def like_for_like(document: dict) -> str:
+    """The plain side the gap is taken on: ``plain_mean`` (the mean of the settled calls,
+    the statistic of the harness's values) where the document has it (version 2), else
+    ``plain`` (the best call: all a version 1 crosscheck stored)."""
+    rows = [row for condition in document["conditions"] for row in condition["rows"]]
+    return "plain_mean" if rows and all(row.get("plain_mean_seconds") is not None
+                                        for row in rows) else "plain"
+
+
+def gap(row: dict, labels: list, side: str = "plain_mean") -> float | None:
+    """The plain loop's ratio (by ``side``'s statistic; the best call where the row has no
+    mean) over the harness's: 1 where the harness is a plain program."""
+    if row.get(f"{side}_seconds") is None:
+        side = "plain"
+    plain, harness = ratio(row, side, labels), ratio(row, "harness", labels)
     return plain / harness if plain and harness else None
 
 

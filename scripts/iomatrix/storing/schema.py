@@ -553,8 +553,30 @@ class CrosscheckRow(Ours):
     op: OpName
     plain_seconds: dict[Label, Optional[Seconds]] = Field(
         description="per label: the plain loop's median over fresh processes of the best call")
+    plain_mean_seconds: Optional[dict[Label, Optional[Seconds]]] = Field(
+        None, description="per label: the plain loop's median over fresh processes of the "
+                          "mean of the settled calls, the harness's statistic (version 2)")
     harness_seconds: dict[Label, Optional[Seconds]] = Field(
         description="per label: the harness's median of per-process means")
+
+
+# One call's time as a plain process measured it: getrusage's CPU time can be 0 for a call
+# shorter than its resolution, which a call of the harness (Seconds) never is.
+CallSeconds = Annotated[float, Field(ge=0.0, le=MAX_SECONDS)]
+MAX_PLAIN_CALLS = 10 ** 4
+
+
+class CrosscheckProcess(Ours):
+    """One fresh process of the plain loop: every call, in order (None where the platform
+    has no getrusage)."""
+    op: OpName
+    label: Label
+    process: Count
+    warmups: Count = Field(description="the calls the harness's warm-up rule counts")
+    wall: Annotated[list[CallSeconds], Field(min_length=1, max_length=MAX_PLAIN_CALLS)]
+    cpu: Annotated[list[Optional[CallSeconds]], Field(min_length=1, max_length=MAX_PLAIN_CALLS)]
+    minflt: Annotated[list[Optional[Count]], Field(min_length=1, max_length=MAX_PLAIN_CALLS)]
+    nivcsw: Annotated[list[Optional[Count]], Field(min_length=1, max_length=MAX_PLAIN_CALLS)]
 
 
 class CrosscheckCondition(Ours):
@@ -566,12 +588,14 @@ class CrosscheckCondition(Ours):
     series: dict[Label, SeriesName] = Field(description="the harness series of each label")
     rows: list[CrosscheckRow] = Field(max_length=1000)
     differ: list[OpName] = Field(max_length=1000)
+    plain_processes: Optional[list[CrosscheckProcess]] = Field(
+        None, max_length=10 ** 5, description="every plain process's calls (version 2)")
 
 
 class Crosscheck(Ours):
     """``RUN/crosscheck/*.json``: what ``nox -s crosscheck`` found for the run (B/A by a
     plain loop in fresh processes against the harness's)."""
-    iomatrix_crosscheck_version: Literal[1]
+    iomatrix_crosscheck_version: Literal[1, 2]
     made: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")]
     labels: Annotated[list[Label], Field(min_length=2, max_length=2)]
     calls: Annotated[int, Field(ge=1, le=10 ** 9)]
