@@ -233,6 +233,23 @@ def test_the_probe_reads_the_executables_libc(tmp_path):
     assert machine.usable_allocators("default", [str(script)]) == (["default"], None)
 
 
+def test_a_glibc_too_old_for_the_knobs_gets_the_untouched_condition_only(tmp_path):
+    """An executable that needs nothing newer than glibc 2.3 (before the rising mmap
+    threshold that pinning stops): a real file that names that glibc, read as
+    platform.libc_ver reads one."""
+    old = tmp_path / "python-old-glibc"
+    old.write_bytes(b"\x7fELF\0\0GLIBC_2.2.5\0GLIBC_2.3\0\0")
+    old.chmod(0o755)
+    assert machine.libc_of(str(old)) == ("glibc", "2.3")
+    assert "links glibc 2.3, older than the 2.5" in machine.pinning_problem([str(old)])
+    chosen, line = machine.usable_allocators("steady,default", [sys.executable, str(old)])
+    assert chosen == ["default"] and "\n" not in line
+    assert line.startswith("the pinned allocator condition (steady) is unavailable: ")
+    assert line.endswith("timing glibc's or the platform's allocator untouched (default) only")
+    # the untouched condition asked for alone needs no knob: nothing to say
+    assert machine.usable_allocators("default", [str(old)]) == (["default"], None)
+
+
 def test_a_machine_without_glibcs_knobs_times_the_untouched_condition_only(
         machine_interpreters, tmp_path):
     python = need(machine_interpreters, "3.13").executable
