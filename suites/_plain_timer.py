@@ -6,8 +6,8 @@
 No pyperf, no warm-up, no batch, no other op before it: the process is started
 for this op alone, calls it ``--calls`` times and prints one JSON line with the
 wall time and the CPU time of every call (and the page faults and context
-switches of each), so the host can take the best and the median by the clock
-the harness run used. It runs under every interpreter from
+switches of each), so the host can take each process's best call and the mean of
+its settled calls (iomatrix.commands.crosscheck) by the clock the harness run used. It runs under every interpreter from
 2.7 on, so it is written in the common subset of 2.7 and 3.x.
 
 Why it reuses the suite's ops instead of spelling the loops out again: the
