@@ -269,3 +269,29 @@ def test_a_machine_without_glibcs_knobs_times_the_untouched_condition_only(
     assert manifest["allocator"] == "default" and manifest.get("allocator_twins", []) == []
     rows = store.load_series(results / "M" / "wrapped.json")
     assert rows and {r["allocator"] for r in rows} == {"default"}
+
+
+def test_the_most_calls_a_stored_crosscheck_takes_fit_in_what_a_reader_reads(tmp_path):
+    """--calls x --processes up to MAX_CALLS_PER_OP, three conditions of the 14 ops: the file
+    written stays under the reader's MAX_BYTES (a larger one is refused before any timing)."""
+    import random
+    rng = random.Random(1)
+    ops = [f"read_op{i}" for i in range(14)]
+
+    def process(op, label):
+        raw = {"op": op, "label": label, "process": 0, "warmups": 2,
+               "wall": [rng.uniform(1e-4, 0.2) for _ in range(crosschecks.MAX_CALLS_PER_OP)],
+               "cpu": [rng.uniform(1e-4, 0.2) for _ in range(crosschecks.MAX_CALLS_PER_OP)],
+               "minflt": [rng.randrange(3000) for _ in range(crosschecks.MAX_CALLS_PER_OP)],
+               "nivcsw": [rng.randrange(3) for _ in range(crosschecks.MAX_CALLS_PER_OP)]}
+        return crosscheck.stored_process(raw)
+    big = document()
+    template = big["conditions"][0]
+    big["conditions"] = [
+        {**template, "allocator": allocator,
+         "plain_processes": [process(op, label) for op in ops for label in ("2.7", "3.12")]}
+        for allocator in ("steady", "default", "fresh")]
+    path = crosschecks.write(run_dir(tmp_path), big)
+    assert path.stat().st_size < crosschecks.MAX_BYTES
+    found, problems = crosschecks.read_all(path.parent.parent)
+    assert problems == [] and len(found) == 1

@@ -394,7 +394,8 @@ def format_table(result: dict) -> str:
              "processes; mean = the mean of each process's settled calls (after the "
              "harness's warm-up rule), best = each process's best call; the median over "
              "processes",
-             f"  harness: median of per-process means (each the mean of its settled calls), "
+             f"  harness: median of per-process means (each the mean of the calls it timed "
+             f"after its warm-ups), "
              f"{result['run_dir']}",
              "  plain/harness is judged like for like (mean against mean); best/harness is "
              "shown: the best call is a lower bound that picks a lucky call where calls vary",
@@ -456,6 +457,15 @@ def as_json(result: dict) -> dict:
 PROCESS_KEYS = ("op", "label", "process", "warmups", "wall", "cpu", "minflt", "nivcsw")
 
 
+def stored_process(result: dict) -> dict:
+    """One plain process as the stored crosscheck keeps it: its times to the nanosecond
+    (the clocks' resolution at best; it keeps the file small: crosschecks.MAX_CALLS_PER_OP)."""
+    kept = {key: result[key] for key in PROCESS_KEYS}
+    for clock in ("wall", "cpu"):
+        kept[clock] = [None if t is None else round(t, 9) for t in kept[clock]]
+    return kept
+
+
 def stored_document(results: list[dict]) -> dict:
     """What ``RUN/crosscheck/`` keeps of one crosscheck (storing.crosschecks): the figures
     per condition and op, and every call of every plain process (its times, faults and
@@ -473,8 +483,7 @@ def stored_document(results: list[dict]) -> dict:
                       "plain_mean_seconds": dict(r.plain_mean),
                       "harness_seconds": dict(r.harness)} for r in result["rows"]],
             "differ": flagged(result),
-            "plain_processes": [{key: p[key] for key in PROCESS_KEYS}
-                                for p in result["raw"]]})
+            "plain_processes": [stored_process(p) for p in result["raw"]]})
     return {"iomatrix_crosscheck_version": crosschecks.VERSION, "made": crosschecks.made_now(),
             "labels": list(first["labels"]), "calls": first["calls"],
             "processes": first["processes"], "threshold": first["threshold"],

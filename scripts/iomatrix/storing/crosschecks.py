@@ -39,8 +39,8 @@ MADE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 MAX_FILES = 1000       # a run is crosschecked a few times; more is not a run iomatrix wrote
 MAX_BYTES = 4 * 1024 * 1024
 # Plain calls per op and interpreter (--calls x --processes) a stored crosscheck takes: at
-# most 3 conditions x 14 ops x 2 labels of them, written compactly (about 40 bytes a call
-# for its four figures), stay well inside MAX_BYTES.
+# most 3 conditions x 14 ops x 2 labels of them, written compactly, the times to the
+# nanosecond (about 30 bytes a call for its four figures: 2.5 MB), stay inside MAX_BYTES.
 MAX_CALLS_PER_OP = 1000
 
 
