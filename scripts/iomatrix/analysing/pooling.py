@@ -6,8 +6,10 @@ arithmetic). ``pool_cells`` combines the runs' log ratios by a two-level random-
 meta-analysis (statsmodels' ``combine_effects``, Paule-Mandel's tau²; runs within boots,
 then boots): the between-run and between-boot variances are estimated from how far the
 runs differ beyond their own intervals (the between-boot one at least a floor learned over
-all the pool's cells, ``boot_floor``), and every interval printed includes them. For each cell it keeps each run's ratio, the pooled estimate, the
-interval a further run's estimate is expected in, how many runs and boots it rests on,
+all the pool's cells, ``boot_floor``), and every interval printed includes them. For each
+cell it keeps each run's ratio, the pooled estimate, the interval a reader's rerun on another
+boot is expected in (``rerun_interval``, a prediction interval) apart from the pooled mean's
+own confidence interval, how many runs and boots it rests on,
 how many runs agree with the pooled verdict ("held in k of n runs"), and whether the host
 moves the cell more than the runs' own noise ("depends on the host"). Method and
 thresholds: docs/methodology.md, "Pooled numbers".
@@ -57,6 +59,23 @@ class RunCells:
     boot: str                 # the manifest's boot_id, else "date YYYY-MM-DD" (see boot_of)
     cells: dict               # key -> stats.Comparison
     verdicts: dict            # key -> "slower" | "faster" | "same" (the report's findings)
+    # op -> [(twin series, its original, Comparison)]: the ops this run's A/A twin flags
+    # (aa_flags); a pooled figure of such an op carries the caveat (reporting.aa_caveat)
+    aa_flagged: dict = dataclasses.field(default_factory=dict)
+
+
+def aa_flags(an) -> dict:
+    """op -> [(twin series, its original, Comparison)] of every A/A twin of the analysis
+    (``comparisons.Analysis``) that flags the op (its interval against its original excludes
+    1); empty in a run without an A/A twin."""
+    out: dict = {}
+    for v in an.lin.variants:
+        if v.kind != "aa" or v.twin is None:
+            continue
+        for (op, series), c in an.twin_cmp.items():
+            if series == v.series and c.significant:
+                out.setdefault(op, []).append((v.series, v.twin, c))
+    return out
 
 
 def boot_of(manifest: dict, name: str) -> str:
@@ -87,10 +106,10 @@ class PooledCell:
     runs: dict                # run name -> stats.Comparison, the runs pooled
     boots: int
     estimate: float           # the pooled ratio (exp of the random-effects mean over boots)
-    low: float                # 95% interval of a further run's estimate (prediction), for a
-    high: float               # run as noisy as the pool's median run
-    mean_low: float           # 95% interval of the pooled mean itself
-    mean_high: float
+    low: float                # 95% prediction interval of a reader's rerun on another boot
+    high: float               # (rerun_interval): what the page prints beside the estimate
+    mean_low: float           # 95% confidence interval of the pooled mean itself (how well
+    mean_high: float          # the pool knows the mean; not where a rerun lands)
     tau: float                # between-run SD of the log ratio across boots: √(τ_boot² + τ_run²)
     within_se: float          # median of the runs' own SEs of the log ratio
     i2: float                 # share of a typical run's spread beyond its own noise
@@ -118,12 +137,13 @@ class PooledCell:
         return min(ratios), max(ratios)
 
     def holds(self, ratio: float) -> bool:
-        """Whether the printed interval (for a run as noisy as the pool's median) holds it."""
+        """Whether the printed interval (a rerun's, its noise that of one of the pool's runs
+        drawn at random: rerun_interval) holds it."""
         return self.low <= ratio <= self.high
 
     def predicts(self, comparison) -> bool:
         """Whether a further run's estimate is where the pool expects a run *with that run's
-        own noise* (its interval's SE in place of the pool's median SE): a run sampled less
+        own noise* (its interval's SE in place of the pool's runs' SEs): a run sampled less
         than the pool's runs lands farther from the pooled mean by its own noise alone."""
         own = se_of_interval(comparison.low, comparison.high)
         spread = math.sqrt(self.se_mean ** 2 + self.tau ** 2 + own ** 2)
@@ -182,20 +202,18 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
             weights = [1 / (s ** 2 + tau_boot2) for s in mean_ses]
             mean = sum(w * m for w, m in zip(weights, means)) / sum(weights)
             se_mean = math.sqrt(1 / sum(weights))
+        ses = [se_of_interval(runs[n].low, runs[n].high) for n in names]
+        tau2 = tau_boot2 + tau_run2
+        # Where a reader's rerun of the command, on another boot, is expected
+        # (rerun_interval): the pooled mean's own uncertainty, the between-boot and
+        # within-boot variances, and the rerun's own noise, drawn from the pooled runs' SEs.
+        low, high = rerun_interval(mean, se_mean ** 2 + tau2, ses)
     except ValueError as exc:
         raise ValueError(f"the random-effects pool of {key!r}: {exc}") from None
-    within = median(se_of_interval(runs[n].low, runs[n].high) for n in names)
-    tau2 = tau_boot2 + tau_run2
-    # Where a further run of the command, on another boot, is expected: the pooled mean's own
-    # uncertainty, the between-boot and within-boot variances and a typical run's own noise (a
-    # prediction interval for a new run's estimate, Higgins, Thompson and Spiegelhalter 2009,
-    # with z rather than t: agree's leave-one-out and leave-one-boot-out checks say how well
-    # it holds; t with the boots' 1 or 2 degrees of freedom would make it 2-6 times wider).
-    spread = math.sqrt(se_mean ** 2 + tau2 + within ** 2)
-    # The pooled verdict is the report's findings rule on the interval for a further run:
-    # a change a reader's own run is expected to show, not only one the pooled mean resolves.
+    within = median(ses)
+    # The pooled verdict is the report's findings rule on the interval for a rerun: a change
+    # a reader's own run is expected to show, not only one the pooled mean resolves.
     margin = math.log1p(threshold)
-    low, high = mean - Z95 * spread, mean + Z95 * spread
     if (low > 0 or high < 0) and abs(mean) > margin:
         verdict = "slower" if mean > 0 else "faster"
     else:
@@ -206,6 +224,43 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
                       math.exp(mean + Z95 * se_mean), math.sqrt(tau2), within, i2,
                       verdict, sum(verdicts[n] == verdict for n in names),
                       math.sqrt(tau_boot2), math.sqrt(tau_run2), se_mean, math.sqrt(seen2))
+
+
+def rerun_interval(mean: float, shared_var: float, ses, level: float = 0.95) -> tuple:
+    """(low, high) on the log scale: the ``level`` prediction interval of a reader's rerun's
+    log ratio, on a boot the pool has not seen.
+
+    A rerun's estimate is the pooled mean μ plus the error of μ (SE(μ)²), its boot's and its
+    own offset (τ²_boot + τ²_run: ``shared_var`` is the sum of the three) and its own
+    sampling noise, whose SE no one knows before the run: the pooled runs' own SEs of the
+    cell, s_i, are the sample of what a run of this command gets. So the rerun's predictive
+    distribution is the mixture, with equal weights over the pooled runs, of
+    N(μ, shared_var + s_i²), and the interval is its (1 ∓ level)/2 quantiles (the
+    components share μ: the mixture is symmetric about it). This is what the median SE
+    plugged into one normal (until 2026-11-27) understated: a mixture of normals of unequal
+    variances has heavier tails than the normal of its median variance, and the noisier runs
+    set the tails (docs/methodology.md, "Pooled numbers", the candidates compared).
+
+    z, not a t of the boots' degrees of freedom (Hartung-Knapp-like): the between-boot
+    variance of a cell where the boots show less is the floor learned over all the pool's
+    cells (``boot_floor``: hundreds of cross-boot values), not a 1-2 degree-of-freedom
+    estimate, and t₁ or t₂ (12.7 or 4.3 for 1.96) would treat it as one."""
+    import numpy as np
+    from scipy import optimize
+    from scipy.stats import norm
+    scales = np.sqrt(shared_var + np.square(np.asarray(ses, dtype=float)))
+    if not (np.all(np.isfinite(scales)) and len(scales) and scales.min() > 0):
+        raise ValueError("a rerun interval needs finite, positive spreads")
+    p = 0.5 + level / 2
+    z = norm.ppf(p)
+    smallest, largest = float(scales.min()), float(scales.max())
+    if largest - smallest <= 1e-12 * largest:
+        reach = z * largest                 # one variance: the mixture is that normal
+    else:
+        # the mixture's quantile lies between its narrowest and its widest component's
+        reach = optimize.brentq(lambda x: float(np.mean(norm.cdf(x / scales))) - p,
+                                z * smallest, z * largest, xtol=1e-12)
+    return mean - reach, mean + reach
 
 
 # The floor's coverage: the share of the pool's own pairs of runs on different boots whose
@@ -269,8 +324,8 @@ class Prediction:
     held: int                 # ... where the left-out run's estimate is where the pool expects
                               # a run with that run's own noise (PooledCell.predicts)
     missed: list              # (key, the left-out run's ratio, PooledCell) of those not held
-    held_printed: int = 0     # ... held by the printed interval (a run as noisy as the pool's
-                              # median run: PooledCell.holds)
+    held_printed: int = 0     # ... held by the printed interval (a rerun's prediction
+                              # interval: PooledCell.holds)
 
     @property
     def share(self) -> float:
@@ -327,7 +382,7 @@ def totals(found: list[Prediction], printed: bool = False) -> tuple[int, int]:
 
 def median_width(cells) -> float:
     """The median over pooled cells of the printed interval's width, high / low: how much a
-    pooled figure says (1.29: a further run within ±13% or so of the estimate)."""
+    pooled figure says (1.40: a rerun within ±18% or so of the estimate)."""
     widths = [cell.high / cell.low for cell in cells if cell.n >= 2]
     return median(widths) if widths else float("nan")
 
@@ -348,6 +403,11 @@ class Pool:
 
     def get(self, op: str, a: str, b: str):
         return self.cells.get((op, a, b))
+
+    def aa_flagged(self, op: str) -> list:
+        """[(run name, twin series, its original, Comparison)]: every pooled run whose A/A
+        twin flags ``op``, in the pool's order (the main run first)."""
+        return [(run.name, *found) for run in self.runs for found in run.aa_flagged.get(op, [])]
 
 
 # Ops whose timed code changed, with the run-id stamp from which runs time the new code: a
@@ -372,7 +432,8 @@ def run_cells(data: analysis.RunData, name: str, threshold: float,
     for finding in an.findings():
         verdicts[(finding.op, finding.a, finding.b)] = \
             "slower" if finding.comparison.ratio > 1 else "faster"
-    return RunCells(name, boot_of(data.manifest, name), dict(an.step_cmp), verdicts)
+    return RunCells(name, boot_of(data.manifest, name), dict(an.step_cmp), verdicts,
+                    aa_flags(an))
 
 
 def selection_of(manifest: dict):

@@ -110,9 +110,9 @@ def prediction_lines(result: Agreement) -> list[str]:
     """Leave-one-out: how often the other runs' pool (the report's --pool, pooling.combine)
     expects the estimate of the run left out, over the shared cells; then the same with every
     run of one boot left out (a machine the pool has not seen). "Expects": within the pooled
-    mean ± 1.96 √(SE² + τ² + the left-out run's own SE²); the printed interval, made for a run
-    as noisy as the pool's median run, is counted beside it. The target is 90% both ways
-    (docs/methodology.md, "Pooled numbers")."""
+    mean ± 1.96 √(SE² + τ² + the left-out run's own SE²); the printed interval, a rerun's
+    prediction interval whose noise is one of the pooled runs' (pooling.rerun_interval), is
+    counted beside it. The target is 90% both ways (docs/methodology.md, "Pooled numbers")."""
     if not result.one_out:
         return []
     lines = ["#### Does the pool predict a run it has not seen?", "",
@@ -120,8 +120,9 @@ def prediction_lines(result: Agreement) -> list[str]:
              "within boots, docs/methodology.md \"Pooled numbers\"), and whether the pool "
              "expects the left-out run's estimate given that run's own interval (the pooled "
              "mean ± 1.96 √(its SE² + τ² + the run's own SE²)); beside it, whether the printed "
-             "interval (made for a run as noisy as the pool's median run) holds it. Over the "
-             "shared cells with an interval. Target: at least 90%.", ""]
+             "interval holds it (a rerun's 95% prediction interval, its noise one of the pooled "
+             "runs' own: the mixture over their SEs). Over the shared cells with an interval. "
+             "Target: at least 90%.", ""]
 
     def share(held, cells):
         return f"{held / cells:.0%}" if cells else "—"

@@ -6,25 +6,37 @@ more than its interval allows between two identical interpreters (docs/methodolo
 A/A twin": path lengths that move buffers, an op whose values split into modes), and any
 release step of that op can carry the same bias. Each finding on such an op says so in its
 row: on the main page (``note``, in the findings table's last column) and in data.csv
-(``csv_value``, the ``aa_caveat`` column of the finding's row).
+(``csv_value``, the ``aa_caveat`` column of the finding's row). A pooled report's figures rest
+on every pooled run, so a pooled figure of an op the A/A twin of *any* pooled run flags says
+in how many (``pool_note``, below the pooled figure; data.csv's ``pooled_aa_flagged_runs``).
 """
 from __future__ import annotations
 
+from iomatrix.analysing import pooling
 from iomatrix.analysing.comparisons import Analysis
 from iomatrix.reporting.markdown import code, nowrap
 
 
 def flagged(an: Analysis) -> dict:
     """op -> [(twin series, its original, Comparison)] of every A/A twin that flags the op
-    (its interval against its original excludes 1); empty in a run without an A/A twin."""
-    out: dict = {}
-    for v in an.lin.variants:
-        if v.kind != "aa" or v.twin is None:
-            continue
-        for (op, series), c in an.twin_cmp.items():
-            if series == v.series and c.significant:
-                out.setdefault(op, []).append((v.series, v.twin, c))
-    return out
+    (its interval against its original excludes 1); empty in a run without an A/A twin.
+    The pool records the same of each pooled run (pooling.aa_flags)."""
+    return pooling.aa_flags(an)
+
+
+def pool_runs(pool: pooling.Pool, op: str) -> list:
+    """The names of the pooled runs whose A/A twin flags ``op``, each once."""
+    return list(dict.fromkeys(name for name, *_ in pool.aa_flagged(op)))
+
+
+def pool_note(pool: pooling.Pool, op: str) -> str:
+    """Below a pooled figure: "A/A flags this op in k of n runs", or '' where no pooled run's
+    twin flags it (lines as narrow as the findings table's "[95% interval]")."""
+    runs = pool_runs(pool, op)
+    if not runs:
+        return ""
+    return "<br>" + nowrap("*A/A flags it*") + "<br>" + \
+        nowrap(f"*in {len(runs)} of {len(pool.runs)} runs*")
 
 
 def note(an: Analysis, op: str) -> str | None:

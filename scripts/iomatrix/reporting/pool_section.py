@@ -15,6 +15,7 @@ import math
 
 from iomatrix.analysing import counts, pooling
 from iomatrix.analysing.comparisons import Analysis
+from iomatrix.reporting import aa_caveat
 from iomatrix.reporting.markdown import code, md, nowrap, table
 from iomatrix.reporting.suite_pages import CSV_FIELDS, TextGuardedWriter
 
@@ -30,8 +31,12 @@ def one_run_line(data) -> str:
             "`nox -s report -- --pool` pools the stored runs of this command and says how far.")
 
 
-def interval(cell: pooling.PooledCell) -> str:
-    return f"{cell.estimate:.2f} [{cell.low:.2f}, {cell.high:.2f}]"
+def both_intervals(cell: pooling.PooledCell) -> str:
+    """The pooled ratio, a rerun's 95% interval and the pooled mean's, each named: the one is
+    where a reader's own run lands, the other how well the pool knows the mean."""
+    return "<br>".join([nowrap(f"{cell.estimate:.2f}"),
+                        nowrap(f"rerun [{cell.low:.2f}, {cell.high:.2f}]"),
+                        nowrap(f"mean [{cell.mean_low:.2f}, {cell.mean_high:.2f}]")])
 
 
 def spread_text(cell: pooling.PooledCell) -> str:
@@ -88,8 +93,10 @@ def summary_sentence(pool: pooling.Pool) -> str:
     study = pool.cells.get(STUDY_CELL)
     if study is not None:
         op, a, b = STUDY_CELL
-        text += (f"; the 2009 study's own comparison, {op} {a} → {b}, is {interval(study)} "
-                 f"({spread_text(study)})")
+        text += (f"; the 2009 study's own comparison, {op} {a} → {b}, is {study.estimate:.2f} "
+                 f"(a rerun on another boot: 95% within [{study.low:.2f}, {study.high:.2f}]; "
+                 f"the pooled mean [{study.mean_low:.2f}, {study.mean_high:.2f}]; "
+                 f"{spread_text(study)})")
     return text + "."
 
 
@@ -102,20 +109,23 @@ def finding_note(pool: pooling.Pool):
         # Lines no wider than the column's "[95% interval]": the findings table stays within
         # GitHub's 1,012 px column (nox -s preview -- --screenshot).
         return "<br>" + nowrap(f"pooled {cell.estimate:.2f}") + "<br>" + \
+            nowrap("a rerun's 95%:") + "<br>" + \
             nowrap(f"[{cell.low:.2f}, {cell.high:.2f}]") + "<br>" + \
             nowrap(f"held {cell.held} of {cell.n}") + \
-            ("<br>depends on<br>" + nowrap("the host") if cell.host_dependent else "")
+            ("<br>depends on<br>" + nowrap("the host") if cell.host_dependent else "") + \
+            aa_caveat.pool_note(pool, op)
     return note
 
 
-def pooled_row(cell: pooling.PooledCell, counted, link: str | None = None) -> list:
+def pooled_row(cell: pooling.PooledCell, counted, pool: pooling.Pool) -> list:
     op, a, b = cell.key
-    return [code(op), nowrap(f"{md(a)} → {md(b)}"), interval(cell),
+    return [code(op), nowrap(f"{md(a)} → {md(b)}"),
+            both_intervals(cell) + aa_caveat.pool_note(pool, op),
             f"{cell.seen[0]:.2f} to {cell.seen[1]:.2f}", f"{cell.held} of {cell.n}",
             host_text(cell, counted) or "no"]
 
 
-HEADERS = ["op", "step", "pooled [95% for a run]", "runs' ratios", "held in",
+HEADERS = ["op", "step", "pooled<br>95% intervals", "runs' ratios", "held in",
            "depends on the host"]
 ALIGN = ["left", "left", "right", "right", "right", "left"]
 
@@ -130,16 +140,21 @@ def section_pool(pool: pooling.Pool, an: Analysis, link: str) -> list[str]:
     lines = [f"## Over {len(pool.runs)} runs on {pool.boots} boot{'s' * (pool.boots > 1)}", "",
              "Each cell's ratio pooled over the runs of this command (random effects, runs "
              "within boots, then boots: the spread beyond the runs' own intervals widens the "
-             "interval), with the 95% interval a further run's ratio, on another boot and as "
-             "noisy as the pool's median run, is expected in; \"held in\" counts the runs whose "
-             "own verdict is the pooled one. A cell whose spread between runs is larger than "
-             "a run's own noise depends on the host; its counts, which do not, are beside it. "
+             "intervals). Under it, *rerun*: the 95% interval your own run of the command, on "
+             "another boot, is expected in (a prediction interval; its noise one of the pooled "
+             "runs'), and *mean*: the 95% interval of the pooled mean, how well the runs "
+             "know it, which a single run does not keep to; \"held in\" counts the runs whose "
+             "own verdict is the pooled one, a verdict read on the rerun interval. A cell whose "
+             "spread between runs is larger than a run's own noise depends on the host; its "
+             "counts, which do not, are beside it; \"A/A flags it\": the A/A twin of that many "
+             "pooled runs flags the op, and a bias of its size may be in the step. "
              "Method: docs/methodology.md, \"Pooled numbers\"; every cell and run: "
              f"[the pool page]({link}/pool.md).", ""]
     if pool.left_out:
         lines += ["Left out: " + "; ".join(md(text) for text in pool.left_out) + ".", ""]
     if shown:
-        lines += [table([pooled_row(cell, counted) for cell in shown], HEADERS, ALIGN), ""]
+        lines += [table([pooled_row(cell, counted, pool) for cell in shown], HEADERS, ALIGN),
+                  ""]
     return lines
 
 
@@ -153,8 +168,11 @@ def page_pool(pool: pooling.Pool, an: Analysis, main_name: str) -> str:
     if pool.left_out:
         lines += ["Left out: " + "; ".join(md(text) for text in pool.left_out) + ".", ""]
     cells = sorted(pool.cells.values(), key=lambda cell: cell.key)
-    lines += ["## Every cell", "", table([pooled_row(cell, counted) for cell in cells],
-                                         HEADERS, ALIGN), ""]
+    lines += ["## Every cell", "",
+              "Per cell: the pooled ratio, the 95% interval of a rerun on another boot "
+              "(*rerun*) and of the pooled mean (*mean*); docs/methodology.md, \"Pooled "
+              "numbers\".", "",
+              table([pooled_row(cell, counted, pool) for cell in cells], HEADERS, ALIGN), ""]
     lines += ["## Each run's ratio", "",
               "Per run and cell: the ratio and its 95% interval as that run's report has it "
               "(data.csv: ratio_to_previous_release rows of each run id).", ""]
@@ -169,11 +187,14 @@ def page_pool(pool: pooling.Pool, an: Analysis, main_name: str) -> str:
 def csv_rows(pool: pooling.Pool, an: Analysis) -> str:
     """data.csv's rows of the pool (no header; appended to the report's own): every other
     run's release-step ratio under its own run id, then per cell the pooled ratio with the
-    interval for a further run (statistic pooled_ratio_to_previous_release, processes: runs
-    pooled), the pooled mean's interval (pooled_mean_to_previous_release), the runs that
-    hold its verdict (pooled_held_runs), its boots (pooled_boots), the between-run SD and a
-    run's own SE of the log ratio (pooled_tau, pooled_within_se) and whether it depends
-    on the host (pooled_depends_on_host: 1 or 0). Their run_id is "pool"."""
+    95% prediction interval of a reader's rerun on another boot (statistic
+    pooled_rerun_to_previous_release, significant: the pooled verdict is a finding,
+    processes: runs pooled), the same ratio with the 95% confidence interval of the pooled
+    mean (pooled_mean_to_previous_release), the runs that hold its verdict
+    (pooled_held_runs), its boots (pooled_boots), the between-run SD and the median of the
+    runs' own SEs of the log ratio (pooled_tau, pooled_within_se), whether it depends on the
+    host (pooled_depends_on_host: 1 or 0) and how many pooled runs' A/A twins flag its op
+    (pooled_aa_flagged_runs). Their run_id is "pool"."""
     out = io.StringIO()
     writer = TextGuardedWriter(out)
     blank = [""] * (len(CSV_FIELDS) - 12)
@@ -188,13 +209,15 @@ def csv_rows(pool: pooling.Pool, an: Analysis) -> str:
                     "" if c.low is None else repr(c.low), "" if c.high is None else repr(c.high),
                     "" if c.significant is None else str(c.significant).lower(), c.n_b)
     for (op, a, b), cell in sorted(pool.cells.items()):
-        row("pool", op, b, "pooled_ratio_to_previous_release", a, repr(cell.estimate),
+        row("pool", op, b, "pooled_rerun_to_previous_release", a, repr(cell.estimate),
             repr(cell.low), repr(cell.high), str(cell.verdict != "same").lower(), cell.n)
         row("pool", op, b, "pooled_mean_to_previous_release", a, repr(cell.estimate),
             repr(cell.mean_low), repr(cell.mean_high), "", cell.n)
         for statistic, value in (("pooled_held_runs", cell.held), ("pooled_boots", cell.boots),
                                  ("pooled_tau", repr(cell.tau)),
                                  ("pooled_within_se", repr(cell.within_se)),
-                                 ("pooled_depends_on_host", int(cell.host_dependent))):
+                                 ("pooled_depends_on_host", int(cell.host_dependent)),
+                                 ("pooled_aa_flagged_runs",
+                                  len(aa_caveat.pool_runs(pool, op)))):
             row("pool", op, b, statistic, a, value, n=cell.n)
     return out.getvalue()
