@@ -126,8 +126,8 @@ def test_the_floor_is_what_the_pools_cross_boot_pairs_need():
 
 def test_the_pool_expects_a_noisier_run_by_its_own_noise():
     # three precise runs (SE 0.01) pooled; a further run sampled less (SE 0.1) lands 0.15 off:
-    # beyond the printed interval (made for a run as noisy as the pool's), where a run with
-    # its own noise is expected
+    # beyond the printed interval (a rerun as noisy as the pool's runs), where a run with its
+    # own noise is expected
     pooled = pooling.pool_cells(runs_of([1.5, 1.5, 1.5], half_width=0.0196), 0.05)["cell"]
     noisy = comparison(1.5 * math.exp(0.15), 0.196)
     assert not pooled.holds(noisy.ratio) and pooled.predicts(noisy)
@@ -136,6 +136,115 @@ def test_the_pool_expects_a_noisier_run_by_its_own_noise():
     left = pooling.RunCells("new", "z", {"cell": noisy}, {})
     found = pooling.predict(left, runs_of([1.5, 1.5, 1.5], half_width=0.0196), 0.05, ["cell"])
     assert (found.held, found.held_printed, found.cells) == (1, 0, 1)
+
+
+# -- the rerun's prediction interval --------------------------------------------------------
+
+def test_a_rerun_interval_of_equal_ses_is_the_normal_one_by_hand():
+    # one variance: the mixture is N(mu, 0.01 + 0.03^2); its 97.5% point is 1.959964 SDs
+    low, high = pooling.rerun_interval(0.5, 0.01, [0.03, 0.03, 0.03])
+    reach = 1.959963985 * math.sqrt(0.01 + 0.03 ** 2)
+    assert (low, high) == (pytest.approx(0.5 - reach), pytest.approx(0.5 + reach))
+    low, high = pooling.rerun_interval(0.0, 0.0, [0.1], level=0.90)
+    assert high == pytest.approx(1.644853627 * 0.1) and low == pytest.approx(-high)
+
+
+def test_a_rerun_interval_is_the_mixtures_quantiles_as_scipy_has_them():
+    # an equal-weights mixture of N(0, 1) and N(0, 3^2): its 97.5% point, solved by hand
+    # (0.5 Φ(x) + 0.5 Φ(x / 3) = 0.975), is 4.9346; scipy's own Mixture (scipy >= 1.15)
+    # gives the same for unequal SEs
+    low, high = pooling.rerun_interval(0.0, 0.0, [1.0, 3.0])
+    assert high == pytest.approx(4.934572563, rel=1e-8) and low == pytest.approx(-high)
+    from scipy import stats as sps
+    if not hasattr(sps, "Mixture"):
+        pytest.skip("scipy before 1.15 has no Mixture")
+    shared, ses, mu = 0.0004, [0.01, 0.02, 0.05, 0.09], math.log(2.47)
+    mixture = sps.Mixture([sps.Normal(mu=mu, sigma=math.sqrt(shared + s * s)) for s in ses],
+                          weights=[0.25] * 4)
+    low, high = pooling.rerun_interval(mu, shared, ses)
+    assert low == pytest.approx(float(mixture.icdf(0.025)), abs=1e-9)
+    assert high == pytest.approx(float(mixture.icdf(0.975)), abs=1e-9)
+
+
+def test_a_noisy_run_in_the_pool_widens_the_rerun_interval_beyond_the_median_se():
+    # four runs at SE 0.01 and one at SE 0.1 (sampled less): the median SE says nothing of
+    # the noisy run, the mixture gives it its 1 in 5 share of the tails
+    ses = [0.01, 0.01, 0.01, 0.01, 0.1]
+    low, high = pooling.rerun_interval(0.0, 0.0001, ses)
+    median_only = 1.959964 * math.sqrt(0.0001 + 0.01 ** 2)
+    assert high > 2 * median_only and high < 1.959964 * math.sqrt(0.0001 + 0.1 ** 2)
+
+
+def test_a_pooled_cells_interval_is_the_rerun_interval_and_the_mean_interval_inside_it():
+    half = [0.02, 0.02, 0.2]                   # the third run's interval ten times as wide
+    runs = [pooling.RunCells(f"r{i}", "ab"[i % 2], {"cell": comparison(r, h)}, {})
+            for i, (r, h) in enumerate(zip([1.5, 1.52, 1.45], half))]
+    cell = pooling.pool_cells(runs, 0.05)["cell"]
+    ses = [h / 1.959964 for h in half]
+    low, high = pooling.rerun_interval(math.log(cell.estimate), cell.se_mean ** 2 + cell.tau ** 2,
+                                       ses)
+    assert (math.log(cell.low), math.log(cell.high)) == (pytest.approx(low), pytest.approx(high))
+    assert cell.low < cell.mean_low < cell.estimate < cell.mean_high < cell.high
+    assert cell.mean_high / cell.mean_low == pytest.approx(math.exp(2 * 1.959964 * cell.se_mean),
+                                                           rel=1e-5)
+
+
+@pytest.mark.parametrize("shared, ses", [(float("nan"), [0.1]), (0.0, []), (0.0, [0.0]),
+                                         (0.0, [float("inf")]), (-1.0, [0.1])])
+def test_a_rerun_interval_of_no_spread_or_a_broken_one_is_refused(shared, ses):
+    with pytest.raises(ValueError, match="a rerun interval needs finite, positive spreads"):
+        pooling.rerun_interval(0.0, shared, ses)
+
+
+def test_the_stored_runs_pool_to_rerun_intervals_scipy_agrees_with():
+    """Three stored main commands of two boots (results/): every pooled cell's printed
+    interval is the mixture's quantiles, recomputed apart with scipy's Mixture, and holds the
+    pooled mean's."""
+    from scipy import stats as sps
+    names = ["20261124T140834Z-vm", "20261127T183426Z-vm", "20261127T184837Z-vm"]
+    if not all((ROOT / "results" / name).is_dir() for name in names) \
+            or not hasattr(sps, "Mixture"):
+        pytest.skip("the stored runs, or scipy's Mixture, are not at hand")
+    from iomatrix.commands import agreement
+    runs = agreement.load_runs(names, ROOT / "results", 0.05)
+    shared = sorted(set.intersection(*(set(run.cells) for run in runs)))[:40]
+    pooled = pooling.pool_cells(agreement.pooled_runs(runs), 0.05, shared)
+    assert len({run.boot for run in agreement.pooled_runs(runs)}) == 2
+    for cell in pooled.values():
+        if cell.n < 3:
+            continue
+        scale2 = cell.se_mean ** 2 + cell.tau ** 2
+        parts = [sps.Normal(mu=math.log(cell.estimate),
+                            sigma=math.sqrt(scale2 + pooling.se_of_interval(c.low, c.high) ** 2))
+                 for c in cell.runs.values()]
+        mixture = sps.Mixture(parts, weights=[1 / len(parts)] * len(parts))
+        assert math.log(cell.high) == pytest.approx(float(mixture.icdf(0.975)), abs=1e-7)
+        assert math.log(cell.low) == pytest.approx(float(mixture.icdf(0.025)), abs=1e-7)
+        assert cell.low <= cell.mean_low <= cell.mean_high <= cell.high
+
+
+def test_a_pooled_figure_carries_the_aa_caveat_of_any_pooled_run(tmp_path, capsys):
+    # A's own twin flags nothing; C's twin reads 10% slower than its original: every pooled
+    # figure of that op says so, on the main page, the pool page and in data.csv
+    results = tmp_path / "results"
+    make_run(results, "A", boot_id="boot-1")
+    make_run(results, "B", {("3.13", READ): 1.55, ("3.13-aa", READ): 1.55}, boot_id="boot-1")
+    make_run(results, "C", {("3.13", READ): 1.45, ("3.13-aa", READ): 1.6}, boot_id="boot-2")
+    status, out = report_of(tmp_path, "--run-id", "A", "--pool", "B", "C")
+    assert status == 0, capsys.readouterr().err
+    text = out.read_text().replace("\u00a0", " ")
+    assert "A/A flags this op" not in text                  # A's own twin flags nothing
+    finding = [line for line in text.splitlines() if f"{READ}" in line and "pooled 1." in line]
+    assert finding and all("*A/A flags it*<br>*in 1 of 3 runs*" in line for line in finding)
+    assert not any("A/A flags it" in line for line in text.splitlines() if WRITE in line)
+    pool_page = (out.parent / "pooled" / "pool.md").read_text().replace("\u00a0", " ")
+    rows = [line for line in pool_page.splitlines() if line.startswith(f"| `{READ}`")]
+    assert rows and all("*A/A flags it*<br>*in 1 of 3 runs*" in line for line in rows)
+    csv = (out.parent / "pooled" / "data.csv").read_text().splitlines()
+    assert any(line.startswith(f"pool,3.13,{READ},") and ",pooled_aa_flagged_runs,3.12,1,"
+               in line for line in csv)
+    assert any(line.startswith(f"pool,3.13,{WRITE},") and ",pooled_aa_flagged_runs,3.12,0,"
+               in line for line in csv)
 
 
 def three_runs(results, **fields):
@@ -190,7 +299,11 @@ def test_a_pooled_report_quotes_the_pooled_figures(tmp_path, capsys):
     assert "`B` 1.55" in pool_page and "`C` 1.45" in pool_page
     csv = (out.parent / "pooled" / "data.csv").read_text().splitlines()
     pooled = [line for line in csv if line.startswith("pool,3.13,read_byLines_textMode,")]
-    assert any(",pooled_ratio_to_previous_release,3.12,1.4" in line for line in pooled)
+    assert any(",pooled_rerun_to_previous_release,3.12,1.4" in line for line in pooled)
+    assert any(",pooled_mean_to_previous_release,3.12,1.4" in line for line in pooled)
+    assert any(",pooled_aa_flagged_runs,3.12,0," in line for line in pooled)
+    # the rerun's interval and the mean's, each named, on the page
+    assert "rerun [" in text and "mean [" in text and "a rerun's 95%:" in text
     assert any(",pooled_boots,3.12,2," in line for line in pooled)
     assert any(line.startswith("C,3.13,read_byLines_textMode,") and
                ",ratio_to_previous_release,3.12,1.44" in line for line in csv)

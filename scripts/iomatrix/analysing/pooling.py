@@ -248,9 +248,10 @@ def rerun_interval(mean: float, shared_var: float, ses, level: float = 0.95) -> 
     import numpy as np
     from scipy import optimize
     from scipy.stats import norm
-    scales = np.sqrt(shared_var + np.square(np.asarray(ses, dtype=float)))
-    if not (np.all(np.isfinite(scales)) and len(scales) and scales.min() > 0):
+    variances = shared_var + np.square(np.asarray(ses, dtype=float))
+    if not (len(variances) and np.all(np.isfinite(variances)) and variances.min() > 0):
         raise ValueError("a rerun interval needs finite, positive spreads")
+    scales = np.sqrt(variances)
     p = 0.5 + level / 2
     z = norm.ppf(p)
     smallest, largest = float(scales.min()), float(scales.max())
