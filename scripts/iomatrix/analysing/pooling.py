@@ -236,7 +236,9 @@ def rerun_interval(mean: float, shared_var: float, ses, level: float = 0.95) -> 
     cell, s_i, are the sample of what a run of this command gets. So the rerun's predictive
     distribution is the mixture, with equal weights over the pooled runs, of
     N(μ, shared_var + s_i²), and the interval is its (1 ∓ level)/2 quantiles (the
-    components share μ: the mixture is symmetric about it). This is what the median SE
+    components share μ: the mixture is symmetric about it). Equal weights over the runs, not
+    the boots: a run's own noise is set by how it was sampled (its rounds and processes), one
+    draw per run, while the boots' share is in shared_var already. This is what the median SE
     plugged into one normal (until 2026-11-27) understated: a mixture of normals of unequal
     variances has heavier tails than the normal of its median variance, and the noisier runs
     set the tails (docs/methodology.md, "Pooled numbers", the candidates compared).
