@@ -174,6 +174,21 @@ def load_suite(name):
     return importlib.import_module(name)
 
 
+def count_divisor_factor(suite, manifest):
+    """Make ``suite``'s counting sizes ``manifest["count_factor"]`` times smaller again.
+
+    The counting pass counts an op whose timed call is too long for valgrind at two sizes
+    below the timed one, COUNT_DIVISOR and twice it, to check that its instructions grow
+    with the bytes (iomatrix.measuring.countsizes): fixtures.json records the factor, and
+    the suite's COUNT_DIVISOR (read where its sizes are computed) is set from it."""
+    if not hasattr(suite, "COUNT_DIVISOR"):
+        return suite
+    if not hasattr(suite, "_BASE_COUNT_DIVISOR"):
+        suite._BASE_COUNT_DIVISOR = suite.COUNT_DIVISOR
+    suite.COUNT_DIVISOR = suite._BASE_COUNT_DIVISOR * int((manifest or {}).get("count_factor", 1))
+    return suite
+
+
 def available_suites():
     names = []
     for entry in sorted(os.listdir(HERE)):

@@ -58,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from _api import (SkipOp, load_context, load_suite, prepare_outputs,  # noqa: E402
+from _api import (SkipOp, count_divisor_factor, load_context, load_suite, prepare_outputs,  # noqa: E402
                   prepare_untimed)
 from _results import CACHE_MODES, IO_STACKS, OUTPUT_STATES, PROFILES  # noqa: E402
 
@@ -268,7 +268,8 @@ def run_count(argv):
             return 3
     ctx = load_context(args.fixtures, args.scratch, args.iomatrix_profile, args.io, args.cache,
                        args.output_state)
-    by_name = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))
+    suite = count_divisor_factor(load_suite(args.suite), ctx.manifest)
+    by_name = dict((op.name, op) for op in suite.ops(ctx))
     checked = set()
     with open(args.output, "a") as out:
         for offset, name in enumerate(json.loads(args.ops)):

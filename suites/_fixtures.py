@@ -8,7 +8,7 @@ from __future__ import division, print_function
 import os
 import sys
 
-from _api import FIXTURES_MANIFEST, file_blocks, file_crc32, load_suite
+from _api import FIXTURES_MANIFEST, count_divisor_factor, file_blocks, file_crc32, load_suite
 from _results import FIXTURE_READ_BACK, atomic_write_json, partial_path
 
 
@@ -24,7 +24,9 @@ def make_fixtures(suite_names, profile, directory, counting=False):
 
     ``counting``: the counting pass's fixtures; a suite that defines
     ``COUNT_DIVISOR`` makes them smaller (``fixtures(profile, counting=True)``),
-    and fixtures.json records it so the ops size their writes to match.
+    and fixtures.json records it so the ops size their writes to match. A whole number
+    ``counting`` above 1 makes them that many times smaller again (``count_factor``: the
+    second size at which the counting pass checks that instructions grow with the bytes).
 
     Returns the manifest dict. Files are written under temporary names and
     renamed, so an interrupted call never leaves a file that looks complete.
@@ -33,10 +35,12 @@ def make_fixtures(suite_names, profile, directory, counting=False):
     if not os.path.isdir(directory):
         os.makedirs(directory)
     manifest = {"profile": profile, "counting": bool(counting), "files": {}}
+    if counting and int(counting) > 1:
+        manifest["count_factor"] = int(counting)
     # One state for the run, stated even when the suites have no fixture files.
     evict, manifest["page_cache"] = read_back_evictor()
     for suite_name in suite_names:
-        suite = load_suite(suite_name)
+        suite = count_divisor_factor(load_suite(suite_name), manifest)
         if counting and hasattr(suite, "COUNT_DIVISOR"):
             made = suite.fixtures(profile, counting=True)
         else:

@@ -7,7 +7,7 @@ Like every file in this directory it runs under every interpreter, from Python
     harness.py --list-suites                             the suites (JSON)
     harness.py --list-ops SUITE[,SUITE] [IO] [PROFILE]   what this interpreter can run (JSON)
     harness.py --plan SUITE[,SUITE] PROFILE              disk the fixtures need (JSON)
-    harness.py --make-fixtures SUITE[,SUITE] PROFILE DIR [counting]
+    harness.py --make-fixtures SUITE[,SUITE] PROFILE DIR [counting[:K]]
                                                          make the fixtures (host side)
     harness.py --batch ...                               the matrix's worker (below)
     harness.py --count ...                               the counting pass (_counting.py)
@@ -668,7 +668,15 @@ def main(argv=None):
         return 0
     if mode == "--make-fixtures":
         try:
-            counting = len(argv) > 4 and argv[4] == "counting"
+            # "counting" or "counting:K" (K times smaller again: _api.count_divisor_factor)
+            counting = argv[4] if len(argv) > 4 else ""
+            if counting not in ("counting", "") and not (
+                    counting.startswith("counting:") and counting[9:].isdigit()
+                    and int(counting[9:]) >= 1):
+                sys.stderr.write("bad fixtures kind %r: counting or counting:K\n" % counting)
+                return 2
+            counting = int(counting[9:]) if counting.startswith("counting:") else \
+                int(counting == "counting")
             manifest = make_fixtures(_suites_arg(argv[1]), argv[2], argv[3], counting)
         except (IOError, OSError) as exc:  # ENOSPC, EACCES: one line the host can show
             sys.stderr.write("cannot write fixtures: %s\n" % exc)

@@ -10,12 +10,14 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from conftest import need, shared_between_workers
 from iomatrix.analysing import counts
-from iomatrix.measuring import counters, counttools, runner
+from iomatrix.measuring import counters, countsizes, counttools, runner
 from iomatrix.storing import contract, store
 from iomatrix.storing.profiles import PROFILES
 
@@ -80,12 +82,24 @@ def test_parse_counters():
         counters.parse_counters("syscalls,cycles")
 
 
-def test_counting_fixtures_are_smaller_and_say_so(fixtures):
-    manifest = json.loads((fixtures / "fixtures.json").read_text())
-    assert manifest["counting"] is True
+def test_counting_fixtures_are_the_timed_size_and_two_smaller_ones(fixtures):
     import lutz2009
-    assert manifest["files"]["large.txt"]["bytes"] == \
+    timed, first, second = (json.loads((counters.fixture_dir(fixtures, size) / "fixtures.json")
+                                       .read_text()) for size in ("timed", 1, 2))
+    assert timed["counting"] is False and first["counting"] is True
+    assert timed["files"]["large.txt"]["bytes"] == lutz2009.TEXT_FILE_BYTES
+    assert first["files"]["large.txt"]["bytes"] == \
         lutz2009.TEXT_FILE_BYTES // lutz2009.COUNT_DIVISOR
+    assert second["count_factor"] == 2 and second["files"]["large.txt"]["bytes"] == \
+        lutz2009.TEXT_FILE_BYTES // (2 * lutz2009.COUNT_DIVISOR)
+
+
+def test_bad_counting_fixtures_kind_is_refused(tmp_path):
+    proc = subprocess.run([sys.executable, str(counters.HARNESS), "--make-fixtures", "lutz2009",
+                           "smoke", str(tmp_path / "f"), "counting:x"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "counting:K" in proc.stderr
+    assert not (tmp_path / "f").exists()
 
 
 @needs_strace
@@ -98,8 +112,13 @@ def test_every_counter_of_two_ops(machine_interpreters, fixtures, counted_two_op
     document = store.read_json(run.counters_file(label))
     assert document["iomatrix_counters_version"] == 1
     whole = document["ops"][WHOLE_TEXT]
+    # counted at the timed size, and the file says so for every counter
+    assert document["fixtures"] == "timed"
     assert whole["bytes_per_call"] == json.loads(
-        (fixtures / "fixtures.json").read_text())["files"]["large.txt"]["bytes"]
+        (counters.fixture_dir(fixtures, "timed") / "fixtures.json").read_text()
+    )["files"]["large.txt"]["bytes"]
+    assert set(whole["count_size"]) == set(counters.COUNTERS)
+    assert all(basis == {"basis": "timed"} for basis in whole["count_size"].values())
     # one whole-file read: one open, one close, and the markers' getppid() not counted
     assert whole["syscalls"].get("openat", 0) + whole["syscalls"].get("open", 0) == 1
     assert whole["syscalls"]["close"] == 1
@@ -140,8 +159,8 @@ def test_hanging_op_fails_for_counting_only(tmp_path, machine_interpreters, fixt
     interp = need(machine_interpreters, "3.13")
     hanging = tmp_path / "fixtures"
     shutil.copytree(fixtures, hanging)
-    os.remove(hanging / "large.txt")
-    os.mkfifo(hanging / "large.txt")
+    os.remove(hanging / "timed" / "large.txt")
+    os.mkfifo(hanging / "timed" / "large.txt")
     run, _, entry = count(tmp_path, interp, [WHOLE_TEXT, WHOLE_BIN], ("rusage",), hanging,
                           timeout=5.0)
     assert entry["status"] == "partial"
@@ -376,7 +395,8 @@ def test_a_real_count_stores_the_bytes_a_whole_file_read_moves(tmp_path, machine
     run, _, entry = count(tmp_path, interp, [WHOLE_BIN], ("syscalls",), fixtures)
     assert entry["status"] == "ok", entry
     op = store.read_json(run.counters_file("3.13"), kind="counters")["ops"][WHOLE_BIN]
-    size = json.loads((fixtures / "fixtures.json").read_text())["files"]["large.bin"]["bytes"]
+    size = json.loads((counters.fixture_dir(fixtures, "timed") / "fixtures.json")
+                      .read_text())["files"]["large.bin"]["bytes"]
     assert op["bytes_per_call"] == size
     # the whole file comes through read(); the final empty read adds nothing
     assert op["syscall_bytes"]["read"] >= size
@@ -387,3 +407,65 @@ def test_a_real_count_stores_the_bytes_a_whole_file_read_moves(tmp_path, machine
         "syscall_bytes:read": op["syscall_bytes"]["read"]}
     assert counts.moved_per_returned(rows, WHOLE_BIN, "3.13") == pytest.approx(
         op["syscall_bytes"]["read"] / size)
+
+
+@needs_valgrind
+def test_a_long_op_is_scaled_with_its_rule_checked(tmp_path, machine_interpreters, fixtures):
+    """read_byLines_textMode (countsizes.SCALED): counted at 1/8 and 1/16 of the timed file,
+    scaled to the timed size by its instructions per byte, which agree at the two sizes."""
+    interp = need(machine_interpreters, "3.13")
+    op = "read_byLines_textMode"
+    run, _, entry = count(tmp_path, interp, [op, WHOLE_TEXT], ("rusage", "instructions"),
+                          fixtures)
+    assert entry["status"] == "ok", entry
+    document = store.read_json(run.counters_file("3.13"))
+    lines, whole = document["ops"][op], document["ops"][WHOLE_TEXT]
+    basis = lines["count_size"]["instructions"]
+    assert basis["basis"] == "scaled" and basis["rule"] == "instructions per byte"
+    assert basis["divisor"] == pytest.approx(8, rel=0.01)
+    assert basis["checked_divisor"] == pytest.approx(16, rel=0.01)
+    a, b = basis["per_byte"]
+    assert abs(a - b) <= countsizes.TOLERANCE * a
+    timed = lines["bytes_per_call"]
+    assert timed == whole["bytes_per_call"]           # the timed call's bytes, not 1/8's
+    assert basis["counted_bytes"][0] * 7.9 < timed
+    assert lines["instructions"] == round(basis["counted"][0] * timed / basis["counted_bytes"][0])
+    assert lines["count_size"]["rusage"] == {"basis": "timed"}
+    assert whole["count_size"]["instructions"] == {"basis": "timed"}
+    # the counts page and data.csv rows say the basis
+    rows = [r for r in counts.load_document_rows(run.counters_file("3.13"))
+            if r["counter"] == "instructions"]
+    said = {r["op"]: r["count_basis"] for r in rows}
+    assert said == {op: "scaled from 1/8, instructions per byte checked at 1/16",
+                    WHOLE_TEXT: "timed size"}
+
+
+def test_scaling_rule_that_fails_counts_at_the_timed_size():
+    calls = []
+
+    def run(size, ops):
+        calls.append((size, tuple(ops)))
+        per_byte = {1: 10.0, 2: 12.0, "timed": 10.0}[size]    # 1/16 costs 20% more a byte
+        nbytes = {1: 1000, 2: 500, "timed": 8000}[size]
+        return ({op: ("ok", {"instructions": int(per_byte * nbytes)}) for op in ops},
+                {op: nbytes for op in ops})
+    found = countsizes.count_instructions(["read_byLines_textMode", WHOLE_TEXT], run,
+                                          lambda ops: {op: 8000 for op in ops})
+    assert calls == [(1, ("read_byLines_textMode",)), (2, ("read_byLines_textMode",)),
+                     ("timed", (WHOLE_TEXT, "read_byLines_textMode"))]
+    state, value = found["read_byLines_textMode"]
+    assert state == "ok" and value["instructions"] == 80000
+    assert value["count_size"]["basis"] == "timed"
+    assert "20.0% apart" in value["count_size"]["not_scaled"]
+    assert found[WHOLE_TEXT][1]["count_size"] == {"basis": "timed"}
+
+
+def test_an_older_file_says_its_counts_are_at_the_counting_size(tmp_path):
+    path = tmp_path / "3.13.counters.json"
+    path.write_text(json.dumps({
+        "iomatrix_counters_version": 1, "series": "3.13", "interpreter": {}, "calls": 1,
+        "fixtures": "counting", "methods": {}, "skipped": {},
+        "ops": {WHOLE_TEXT: {"suite": "lutz2009", "calls": 1, "bytes_per_call": 366925,
+                             "instructions": 499878}}}))
+    rows = counts.load_document_rows(path)
+    assert [r["count_basis"] for r in rows] == ["counting size, not scaled"]

@@ -15,6 +15,7 @@ import functools
 from pathlib import Path
 
 from iomatrix import callgrind
+from iomatrix.measuring import countsizes
 from iomatrix.storing import store
 from iomatrix.storing.countsfile import RUSAGE_FIELDS, read_document
 
@@ -60,8 +61,12 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
                 if set(callgrind.EVENTS[1:]) <= set(entry.get("cache") or {}) else None
             if cycles is not None:
                 values["estimated_cycles"] = cycles
+        bases = {group: countsizes.basis_words(countsizes.basis_of(document, entry, group))
+                 for group in ("syscalls", "rusage", "instructions")}
         for counter, total in values.items():
             per_call = total / calls
+            group = "instructions" if counter in ("instructions", "estimated_cycles") else \
+                "rusage" if counter in RUSAGE_FIELDS else "syscalls"
             rows.append({"series": series, "suite": entry.get("suite"), "op": op,
                          "counter": counter, "per_call": per_call,
                          "per_MiB": per_call * MIB / nbytes if nbytes else None,
@@ -69,10 +74,17 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
                          "version_info": interp.get("version_info"),
                          "free_threaded": interp.get("free_threaded"),
                          "source": interp.get("source"), "aa_of": interp.get("aa_of"),
-                         "method": (document.get("methods") or {}).get(
-                             "instructions" if counter in ("instructions", "estimated_cycles") else
-                             "rusage" if counter in RUSAGE_FIELDS else "syscalls")})
+                         "method": (document.get("methods") or {}).get(group),
+                         # at the timed size, or scaled with its rule checked, or (older
+                         # files) at the counting size: iomatrix.measuring.countsizes
+                         "count_basis": bases[group],
+                         "count_divisor": _divisor(countsizes.basis_of(document, entry, group))})
     return rows
+
+
+def _divisor(basis: dict) -> float | None:
+    """How many times smaller than timed the count was made (a scaled one), else None."""
+    return basis.get("divisor") if basis.get("basis") == "scaled" else None
 
 
 def load_counts(run_dir, problems: list | None = None) -> "CountRows":

@@ -15,6 +15,7 @@ from iomatrix import callgrind
 from iomatrix.markup import NARROW_OP_LINE, code, code_lines, md
 # How functions are matched across interpreters (its docstring states the rule).
 from iomatrix.callgrind import canonical_function  # noqa: F401
+from iomatrix.measuring import countsizes
 from iomatrix.storing import store
 # The file's format lives with its reader, below the stages (iomatrix.storing.countsfile); the
 # names stay importable from here for the readers.
@@ -248,11 +249,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
     method = {r["counter"]: r["method"] for r in rows}
     lines += [f"Counted apart from timing: one warm-up call, then {COUNT_CALLS} counted call(s) "
               "between markers, per op and interpreter (`scripts/iomatrix/measuring/counters.py`). "
-              "Counts per call are for the counting pass's sizes (a suite with a "
-              "`COUNT_DIVISOR` makes its files and writes that many times smaller than in "
-              "the timing pass, one pass a call: lutz2009 8x, others as their suites say; see the "
-              "bytes/call column); per MiB they "
-              "compare across sizes.", ""]
+              + basis_paragraph(rows), ""]
     for counter in ("syscalls", "instructions", "minflt"):
         if counter in method:
             lines.append(f"- {counter}: {md(method[counter])}")
@@ -486,27 +483,77 @@ def fmt_divisor(divisors) -> str:
     return text[0] if len(text) == 1 else f"{text[0]} to {text[-1]}"
 
 
-def size_sentence(rows, listed) -> str:
-    """For a table of findings ``listed`` as (op, a, b, timed bytes per call): where the
-    counting pass counted on smaller fixtures than timed, which size the counts per call
-    are at, said once; "" when every listed op was counted at its timed size or not at all.
+OLD_BASIS = "counting size, not scaled"
 
-    Counts per call are never scaled to the timed size: a count per call does not scale with
-    the file (a buffer's refills, a last short read, open and close), so "24 times more
-    bytes" counted on a file 1/16 of the timed size is what the page says it is, at that
-    size (the same step moved 32 times more bytes at the timed size)."""
-    divisors = {}
-    for op, a, b, timed in listed:
-        d = counting_divisor(rows, op, (a, b), timed)
-        if d is not None:
-            divisors[op] = d
-    if not divisors:
-        return ""
-    return (f"Counts per call are the counting pass's, at {fmt_divisor(divisors.values())} of "
-            "the timed size (its fixtures and writes are that many times smaller, see the "
-            "bytes/call column of the counts page): compare them across versions, not with "
-            "the times, and not scaled, since a count per call need not grow with the file "
-            "(a buffer's refills, open and close).")
+
+def basis_paragraph(rows) -> str:
+    """What size the counts per call are at (iomatrix.measuring.countsizes): the timed size,
+    the ops whose instructions are scaled with the rule they were checked by, and the
+    counts of older files, made at the counting size and not scaled."""
+    said = []
+    if any(r.get("count_basis", OLD_BASIS) != OLD_BASIS for r in rows):
+        said.append("Counts per call are at the timed size: each op counted as it was timed "
+                    "(the bytes/call column), the system calls and the bytes they moved "
+                    "exactly.")
+        scaled = sorted({(r["op"], r["count_basis"]) for r in rows
+                         if r.get("count_basis", "").startswith("scaled")})
+        if scaled:
+            said.append("The instructions of the ops too long for callgrind at the timed size "
+                        "are scaled to it by their instructions per byte, counted and checked "
+                        f"at two smaller sizes (within {countsizes.TOLERANCE:.0%}): "
+                        + "; ".join(f"{code(op)} {md(basis)}" for op, basis in scaled) + ".")
+    if any(r.get("count_basis", OLD_BASIS) == OLD_BASIS for r in rows):
+        said.append("Counts of an older run are per call at the counting pass's sizes, not "
+                    "scaled (a suite with a `COUNT_DIVISOR` made its files and writes that many "
+                    "times smaller than in the timing pass, one pass a call: see the bytes/call "
+                    "column); per MiB they compare across sizes.")
+    return " ".join(said)
+
+
+def size_sentence(rows, listed) -> str:
+    """For a table of findings ``listed`` as (op, a, b, timed bytes per call): which size the
+    counts per call are at, said once; "" when no listed op was counted.
+
+    A run counted by iomatrix.measuring.countsizes has its counts per call at the timed size,
+    the instructions of a few long ops scaled to it by their instructions per byte, a rule
+    checked at two smaller sizes: the sentence names those ops. An older run counted every op
+    on smaller fixtures and did not scale: a count per call need not scale with the file (a
+    buffer's refills, a last short read, open and close), so "24 times more bytes" counted on
+    a file 1/16 of the timed size is what the page says it is, at that size (the same step
+    moved 32 times more bytes at the timed size)."""
+    found = lookup(rows).by_key
+    divisors, timed, scaled = {}, False, {}
+    for op, a, b, nbytes in listed:
+        sides = [found.get((s, op, "instructions")) or found.get((s, op, "syscalls"))
+                 for s in (a, b)]
+        sides = [r for r in sides if r is not None]
+        if not sides:
+            continue
+        if all(r.get("count_basis", OLD_BASIS) == OLD_BASIS for r in sides):
+            d = counting_divisor(rows, op, (a, b), nbytes)
+            if d is not None:
+                divisors[op] = d
+            continue
+        timed = True
+        for s in (a, b):
+            r = found.get((s, op, "instructions"))
+            if r is not None and r.get("count_divisor"):
+                scaled.setdefault(op, []).append(r["count_divisor"])
+    said = []
+    if timed:
+        said.append("Counts per call are at the timed size" + (
+            "; the instructions of " + ", ".join(code(op) for op in sorted(scaled))
+            + f" are scaled from {fmt_divisor(d for ds in scaled.values() for d in ds)} of the "
+            "timed size, instructions per byte checked at two sizes (the counts page)."
+            if scaled else "."))
+    if divisors:
+        said.append(f"Counts per call of this older run are the counting pass's, at "
+                    f"{fmt_divisor(divisors.values())} of "
+                    "the timed size (its fixtures and writes are that many times smaller, see the "
+                    "bytes/call column of the counts page): compare them across versions, not with "
+                    "the times, and not scaled, since a count per call need not grow with the file "
+                    "(a buffer's refills, open and close).")
+    return " ".join(said)
 
 
 def moved_differs(ratios) -> bool:

@@ -20,6 +20,8 @@ The key of one count, all of it compared on reading:
   counts (counters, counttools, callgrind, countsfile, syscallbytes);
 - ``op``, ``profile`` (the fixture sizes, with the counting divisor), the io stack, the
   output state, the allocator, the counted calls;
+- ``sizes``: the size rule (``countsizes.key_of``): "timed", or the scaled rule with its
+  check; an instructions value holds its basis (``count_size``), taken with it;
 - ``platform``: machine and kernel release; ``environment``: the variables that change what
   the worker does (``PYTHON*``, ``LANG``, ``LC_*``, ``MALLOC_*``, ``MIMALLOC_*``).
 
@@ -53,7 +55,8 @@ from iomatrix.paths import SUITES_DIR
 CACHE_VERSION = 1
 CACHED_COUNTERS = ("syscalls", "instructions")
 SUBDIRECTORY = "counts"
-HOST_CODE = [Path(__file__).with_name(name) for name in ("counters.py", "counttools.py")] + [
+HOST_CODE = [Path(__file__).with_name(name) for name in ("counters.py", "counttools.py",
+                                                          "countsizes.py")] + [
     Path(__file__).parent.parent / "callgrind.py",
     Path(__file__).parent.parent / "storing" / "countsfile.py",
     Path(__file__).parent.parent / "storing" / "syscallbytes.py"]
@@ -126,7 +129,8 @@ def valid_value(counter: str, value) -> bool:
     if counter == "instructions":
         count = value.get("instructions")
         return (set(value) <= {"instructions", "cache", "functions", "call_edges",
-                                 "call_paths_unavailable"}
+                                 "call_paths_unavailable", "count_size"}
+                and isinstance(value.get("count_size", {}), dict)
                 and type(count) is int and 0 <= count < 2 ** 63
                 and _counts_of_names(value.get("cache", {}))
                 and isinstance(value.get("functions", []), list))
@@ -148,7 +152,8 @@ class CountsCache:
                         "environment": counting_environment()}
 
     def key(self, counter: str, method: str | None, executable: str, suite: str, op: str, *,
-            profile: str, io_stack: str, output: str, allocator: str, calls: int) -> dict:
+            profile: str, io_stack: str, output: str, allocator: str, calls: int,
+            sizes="timed") -> dict:
         if executable not in self._interpreters:
             self._interpreters[executable] = interpreter_hash(executable)
         if suite not in self._suites:
@@ -156,7 +161,8 @@ class CountsCache:
         return {**self._common, "counter": counter, "method": method,
                 "interpreter": self._interpreters[executable], "suite": suite,
                 "suite_source": self._suites[suite], "op": op, "profile": profile,
-                "io": io_stack, "output": output, "allocator": allocator, "calls": calls}
+                "io": io_stack, "output": output, "allocator": allocator, "calls": calls,
+                "sizes": sizes}
 
     def path(self, key: dict) -> Path:
         return self.root / key["interpreter"]["binary"][:16] / f"{key_digest(key)}.json"

@@ -106,7 +106,7 @@ import time
 from pathlib import Path
 
 from iomatrix import procs
-from iomatrix.measuring import countcache, machine
+from iomatrix.measuring import countcache, countsizes, machine
 from iomatrix.storing import contract, store
 from iomatrix.storing.countsfile import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
 from iomatrix.measuring.counttools import (callgrind_dumps, methods, syscall_byte_windows, tool_prefix,
@@ -156,7 +156,7 @@ def new_document(series: Series, counters) -> dict:
             "free_threaded", "source", "aa_of")
     return {"iomatrix_counters_version": FORMAT_VERSION, "series": series.series,
             "interpreter": {k: series.interpreter.get(k) for k in keys},
-            "calls": COUNT_CALLS, "fixtures": "counting", "methods": {}, "skipped": {},
+            "calls": COUNT_CALLS, "fixtures": "timed", "methods": {}, "skipped": {},
             "ops": {}}
 
 
@@ -231,8 +231,13 @@ PASS_OF = {"syscalls": "strace", "rusage": "plain", "instructions": "valgrind"}
 
 
 def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path,
-             work: Path, tmp_dir: Path, profile: str, conditions, timeout: float, log) -> dict:
+             work: Path, tmp_dir: Path, profile: str, conditions, timeout: float, log,
+             tag: str = "", bytes_out: dict | None = None) -> dict:
     """Count ``ops`` of one suite with one tool; {op: ("ok", value) | ("failed", why)}.
+
+    ``tag``: in the attempt directories' names of a pass at a counting size (``@1``,
+    ``@2``), whose rows' bytes are not the timed call's (``_fill_bytes`` skips them);
+    ``bytes_out``: {op: bytes_per_call} of the rows, filled in.
 
     An op that crashes or hangs the worker is failed (for counting only) with the
     output tail; the worker is started again for the ops after it.
@@ -242,7 +247,7 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
     remaining = list(ops)
     while remaining:
         attempt += 1
-        attempt_dir = work / f"{suite}-{kind}-{attempt}"
+        attempt_dir = work / f"{suite}-{kind}{tag}-{attempt}"
         shutil.rmtree(attempt_dir, ignore_errors=True)   # an earlier call's, in our work dir
         scratch = attempt_dir / "scratch"
         scratch.mkdir(parents=True)
@@ -258,6 +263,9 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
         culprit, fatal = procs.supervise(cmd, env, timeout, cwd=scratch,
                                          stderr_dir=attempt_dir)
         rows = _read_rows(output)
+        if bytes_out is not None:
+            bytes_out.update({row["op"]: row["bytes_per_call"] for row in rows
+                              if row.get("bytes_per_call") is not None})
         results.update(_results_of_attempt(kind, rows, attempt_dir))
         done = {row.get("op") for row in rows}
         if fatal is not None:
@@ -334,6 +342,11 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
         for suite in sorted({s for s, _ in series.ops}):
             wanted = [op for s, op in series.ops if s == suite]
             todo = [op for op in wanted if counter not in document["ops"].get(op, {})]
+            if document.get("fixtures") != "timed":
+                # A file of an older version, counted at the counting sizes: its counts are
+                # kept as they are, and only ops it lacks altogether are counted (at the
+                # timed size, each saying so), never a second size beside an op's old one.
+                todo = [op for op in todo if op not in document["ops"]]
             if not todo or (stopping is not None and stopping.is_set()):
                 continue
             results = {}
@@ -348,15 +361,42 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                             "bytes_per_call"] = hit[1]
                     from_cache.setdefault(counter, []).append(op)
             counted_now = [op for op in todo if op not in results]
-            if counted_now:
-                results.update(run_pass(PASS_OF[counter], series, suite, counted_now,
-                                        fixtures=fixtures, work=work,
-                                        tmp_dir=work_root / "tmp", profile=profile,
-                                        conditions=conditions, timeout=timeout, log=log))
+
+            def run_at(size, ops, kind=PASS_OF[counter]):
+                """(results, {op: bytes per call}) of ``ops`` counted at ``size``."""
+                found = {}
+                return run_pass(kind, series, suite, ops, fixtures=fixture_dir(fixtures, size),
+                                work=work, tmp_dir=work_root / "tmp", profile=profile,
+                                conditions=conditions, timeout=timeout, log=log,
+                                tag="" if size == "timed" else f"@{size}",
+                                bytes_out=found), found
+
+            def timed_bytes(ops):
+                """{op: bytes of a call at the timed size}: from the passes at the timed
+                size before (or the cache); a plain pass at that size where none ran."""
+                have = {op: document["ops"].get(op, {}).get("bytes_per_call") for op in ops}
+                missing = [op for op, b in have.items() if not b]
+                if missing:
+                    have.update(run_at("timed", missing, "plain")[1])
+                return have
+            if counted_now and counter == "instructions":
+                # The size choice (iomatrix.measuring.countsizes): at the timed size, or at
+                # two smaller sizes and scaled with the rule checked.
+                results.update(countsizes.count_instructions(counted_now, run_at, timed_bytes))
+            elif counted_now:
+                results.update(run_at("timed", counted_now)[0])
             for op in todo:
                 entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
                 entry.setdefault("failed", {}).pop(counter, None)
                 state, value = results.get(op, ("failed", "the worker never reached this op"))
+                if state == "ok":
+                    # the count's basis: at the timed size, or scaled (countsizes)
+                    if counter == "instructions":
+                        value = dict(value)
+                        basis = value.pop("count_size", countsizes.TIMED)
+                    else:
+                        basis = countsizes.TIMED
+                    entry.setdefault("count_size", {})[counter] = basis
                 if state == "ok" and counter in ("instructions", "syscalls"):
                     # callgrind's window: the count, and beside it the simulated cache
                     # misses and the functions the instructions ran in (iomatrix.callgrind);
@@ -402,7 +442,8 @@ def _cache_keys(cache, series: Series, counter: str, tool_methods: dict, suite: 
         return {op: cache.key(counter, tool_methods.get(counter),
                               series.interpreter["executable"], suite, op, profile=profile,
                               io_stack=series.io_stack, output=conditions.output,
-                              allocator=conditions.allocator, calls=COUNT_CALLS)
+                              allocator=conditions.allocator, calls=COUNT_CALLS,
+                              sizes=countsizes.key_of(counter, op))
                 for op in ops}
     except OSError as exc:
         log(f"iomatrix: counting {series.series}: the counts cache is not used "
@@ -411,22 +452,36 @@ def _cache_keys(cache, series: Series, counter: str, tool_methods: dict, suite: 
 
 
 def _fill_bytes(document: dict, work: Path, suite: str) -> None:
-    """bytes_per_call of each op, from any worker row of this suite (every pass has it)."""
+    """bytes_per_call of each op, from any worker row of this suite at the timed size (every
+    pass has it; those at a counting size, ``@`` in their directory's name, are not the
+    timed call's)."""
     for rows_file in work.glob(f"{suite}-*/counts.jsonl"):
+        if "@" in rows_file.parent.name:
+            continue
         for row in _read_rows(rows_file):
             entry = document["ops"].get(row.get("op"))
             if entry is not None and row.get("bytes_per_call") is not None:
                 entry["bytes_per_call"] = row["bytes_per_call"]
 
 
+def fixture_dir(fixtures: Path, size) -> Path:
+    """The fixtures of one size under the pass's ``fixtures``: ``timed`` (the timing
+    pass's sizes), ``counting-1`` (COUNT_DIVISOR) or ``counting-2`` (twice it)."""
+    return Path(fixtures) / ("timed" if size == "timed" else f"counting-{size}")
+
+
 def make_fixtures(suites, profile: str, directory: Path) -> None:
-    """The counting pass's fixtures (COUNT_DIVISOR sizes), with the host's Python."""
-    proc = procs.run([sys.executable, str(HARNESS), "--make-fixtures", ",".join(suites),
-                      profile, str(directory), "counting"], timeout=3600,
-                     env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    if proc.returncode != 0:
-        raise RuntimeError(f"cannot make the counting fixtures in {directory}: "
-                           + procs.tail(proc.stderr or proc.stdout, 3, " / "))
+    """The counting pass's fixtures, with the host's Python: the timed sizes, and the two
+    smaller ones at which the ops of countsizes.SCALED are counted."""
+    for size, kind in (("timed", []), (1, ["counting"]),
+                       (countsizes.CHECK_FACTOR, [f"counting:{countsizes.CHECK_FACTOR}"])):
+        target = fixture_dir(directory, size)
+        proc = procs.run([sys.executable, str(HARNESS), "--make-fixtures", ",".join(suites),
+                          profile, str(target)] + kind, timeout=3600,
+                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        if proc.returncode != 0:
+            raise RuntimeError(f"cannot make the counting fixtures in {target}: "
+                               + procs.tail(proc.stderr or proc.stdout, 3, " / "))
 
 
 def series_of_plans(run: store.Run, plans: dict, manifest: dict) -> list:

@@ -19,7 +19,7 @@ from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
                                          table, url, wide_table)
-from iomatrix.reporting import aa_caveat, allocator_section
+from iomatrix.reporting import aa_caveat, allocator_section, count_csv
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 from iomatrix.reporting.why import candidate_lines, later_line
 from iomatrix.reporting.callpath_words import paths_sentence
@@ -556,7 +556,10 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               "status",
               # On a finding's row whose op the run's A/A twin flags (reporting.aa_caveat):
               # the twin's ratio to its original with its interval; blank otherwise.
-              "aa_caveat"]
+              "aa_caveat",
+              # On a count's row (instructions_per_call, syscalls_per_call,
+              # syscall_bytes_per_call: reporting.count_csv) the size it was counted at.
+              "count_basis"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -565,7 +568,7 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
                "modes", "candidate", "candidate_release", "cause_evidence", "status",
-               "aa_caveat"}
+               "aa_caveat", "count_basis"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -740,6 +743,7 @@ def tidy_csv(an: Analysis) -> str:
     later_and_shared_rows(an, writer, run_id)
     status_rows(an, writer, run_id)
     control_rows(an, writer, run_id)
+    count_csv.count_rows(an, writer, run_id, CSV_FIELDS)
     return out.getvalue()
 
 

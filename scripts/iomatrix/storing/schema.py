@@ -439,6 +439,21 @@ class Rusage(Ours):
     nivcsw: Optional[CountedEvents] = None
 
 
+class CountSize(Ours):
+    """The size one count was made at (iomatrix.measuring.countsizes): the timed size, or
+    scaled to it by its instructions per byte, counted and checked at two smaller sizes."""
+    basis: Literal["timed", "scaled"]
+    not_scaled: Text = None
+    rule: Optional[Literal["instructions per byte"]] = None
+    divisor: Optional[Annotated[float, Field(gt=0, le=1e9)]] = None
+    checked_divisor: Optional[Annotated[float, Field(gt=0, le=1e9)]] = None
+    per_byte: Optional[list[Annotated[float, Field(ge=0, le=1e12)]]] = Field(
+        None, max_length=2)
+    tolerance: Optional[Annotated[float, Field(ge=0, le=1)]] = None
+    counted: Optional[list[Count]] = Field(None, max_length=2)
+    counted_bytes: Optional[list[Count]] = Field(None, max_length=2)
+
+
 class CountedOp(Ours):
     """One op's counts: totals over ``calls`` counted calls."""
     suite: Optional[SuiteName] = None
@@ -464,6 +479,9 @@ class CountedOp(Ours):
     call_paths_unavailable: Text = Field(
         None, description="why callgrind's dump gave no functions or call edges (its body "
         "damaged or cut short; its header's totals stand)")
+    count_size: dict[Literal["syscalls", "rusage", "instructions"], CountSize] = Field(
+        {}, description="each counter's basis: at the timed size, or scaled (files of before "
+        "counts were made at the timed size lack it: their counts are at the counting size)")
     failed: dict[str, str] = {}
 
 
