@@ -18,6 +18,7 @@ import pytest
 from conftest import need, shared_between_workers
 from iomatrix.analysing import counts
 from iomatrix.measuring import counters, countsizes, counttools, runner
+from iomatrix.reporting import count_csv
 from iomatrix.storing import contract, store
 from iomatrix.storing.profiles import PROFILES
 
@@ -469,3 +470,86 @@ def test_an_older_file_says_its_counts_are_at_the_counting_size(tmp_path):
                              "instructions": 499878}}}))
     rows = counts.load_document_rows(path)
     assert [r["count_basis"] for r in rows] == ["counting size, not scaled"]
+
+
+def _document(path, series, ops, fixtures="timed"):
+    path.write_text(json.dumps({"iomatrix_counters_version": 1, "series": series,
+                                "interpreter": {}, "calls": 1, "fixtures": fixtures,
+                                "methods": {}, "skipped": {}, "ops": ops}))
+    return counts.load_document_rows(path)
+
+
+def test_the_findings_sentence_says_the_size_of_the_counts(tmp_path):
+    scaled = {"basis": "scaled", "rule": "instructions per byte", "divisor": 8.0,
+              "checked_divisor": 16.0, "per_byte": [24.3, 24.4], "tolerance": 0.03,
+              "counted": [8925903, 4478310], "counted_bytes": [366925, 183462]}
+    timed = {"basis": "timed"}
+
+    def new(series, n):
+        return _document(tmp_path / f"{series}.counters.json", series, {
+            WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 2935401, "instructions": n,
+                         "syscalls": {"read": 3}, "count_size": {"instructions": timed,
+                                                                 "syscalls": timed}},
+            "read_byLines_textMode": {"suite": "lutz2009", "bytes_per_call": 2935401,
+                                      "instructions": 8 * n, "syscalls": {"read": 3},
+                                      "count_size": {"instructions": scaled,
+                                                     "syscalls": timed}}})
+    rows = new("3.13", 3650571) + new("3.14", 2872022)
+    said = counts.size_sentence(rows, [(WHOLE_TEXT, "3.13", "3.14", 2935401.0)])
+    assert said == "Counts per call are at the timed size."
+    said = counts.size_sentence(rows, [(WHOLE_TEXT, "3.13", "3.14", 2935401.0),
+                                       ("read_byLines_textMode", "3.13", "3.14", 2935401.0)])
+    assert said.startswith("Counts per call are at the timed size; the instructions of "
+                           "`read_byLines_textMode` are scaled from 1/8 of the timed size, "
+                           "instructions per byte checked at two sizes")
+    assert "scaled from 1/8, instructions per byte checked at 1/16" in \
+        counts.basis_paragraph(rows)
+    # an older run: counted at 1/8, not scaled, and the sentence says so
+    (tmp_path / "old").mkdir()
+    old = [_document(tmp_path / "old" / f"{s}.counters.json", s, {
+        WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 366925, "instructions": 499878}},
+        fixtures="counting") for s in ("3.13", "3.14")]
+    said = counts.size_sentence(old[0] + old[1], [(WHOLE_TEXT, "3.13", "3.14", 2935401.0)])
+    assert "older run" in said and "at 1/8 of the timed size" in said and "not scaled" in said
+    assert "counting pass's sizes, not scaled" in counts.basis_paragraph(old[0])
+
+
+def test_data_csv_rows_of_the_counts_say_their_basis(tmp_path):
+    import csv
+    import io
+    from types import SimpleNamespace
+    from iomatrix.reporting import suite_pages
+    rows = _document(tmp_path / "3.13.counters.json", "3.13", {
+        WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 2935401, "instructions": 3650571,
+                     "syscalls": {"read": 3, "openat": 1}, "syscall_bytes": {"read": 2935401},
+                     "count_size": {"instructions": {"basis": "timed"},
+                                    "syscalls": {"basis": "timed"}}}})
+    an = SimpleNamespace(counted=rows, suite_of={WHOLE_TEXT: "lutz2009"},
+                         category_of={WHOLE_TEXT: "read"})
+    out = io.StringIO()
+    writer = suite_pages.TextGuardedWriter(out)
+    writer.writerow(suite_pages.CSV_FIELDS)
+    count_csv.count_rows(an, writer, "R", suite_pages.CSV_FIELDS)
+    found = {r["statistic"]: r for r in csv.DictReader(io.StringIO(out.getvalue()))}
+    assert set(found) == {"instructions_per_call", "syscalls_per_call", "syscall_bytes_per_call"}
+    assert float(found["instructions_per_call"]["value"]) == 3650571
+    assert float(found["syscalls_per_call"]["value"]) == 4
+    assert {r["count_basis"] for r in found.values()} == {"timed size"}
+
+
+def test_compare_leaves_out_counts_made_at_other_sizes(tmp_path):
+    """An older run counted at 1/8 of the timed size against a run counted at the timed size:
+    eight times the instructions is the size, not a regression."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _document(tmp_path / "a" / "3.13.counters.json", "3.13", {
+        WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 366925, "instructions": 499878,
+                     "syscalls": {"read": 3}}}, fixtures="counting")
+    _document(tmp_path / "b" / "3.13.counters.json", "3.13", {
+        WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 2935401, "instructions": 3650571,
+                     "syscalls": {"read": 3},
+                     "count_size": {"instructions": {"basis": "timed"},
+                                    "syscalls": {"basis": "timed"}}}})
+    rows, fails = counts.compare_counts(tmp_path / "a" / "3.13.counters.json",
+                                        tmp_path / "b" / "3.13.counters.json", 0.05)
+    assert rows == [] and not fails

@@ -326,7 +326,8 @@ def compare_counts(side_a, side_b, fail_above: float) -> tuple[list, bool]:
     syscalls and each syscall by name. The gate fails when instructions per call
     grow by more than ``fail_above`` (a fraction); every syscall-per-call increase
     is a row to list, but does not fail the gate on its own. Instruction counts
-    are compared only when both sides used the same callgrind method.
+    are compared only when both sides used the same callgrind method, and counts only
+    where both sides counted the op at the same size (bytes per call).
     """
     return compare_count_rows(side_rows(side_a), side_rows(side_b), fail_above)
 
@@ -346,6 +347,10 @@ def compare_count_rows(a: dict, b: dict, fail_above: float) -> tuple[list, bool]
                                   or counter.startswith("syscall:")):
                 continue
             if counter == "instructions" and ra["method"] != rb["method"]:
+                continue
+            if ra["bytes_per_call"] != rb["bytes_per_call"]:
+                # Counted at other sizes (a run of before counts were made at the timed size,
+                # at 1/8 of it: countsizes): counts per call do not compare.
                 continue
             va, vb = ra["per_call"], rb["per_call"]
             change = (vb - va) / va if va else (0.0 if vb == va else math.inf)

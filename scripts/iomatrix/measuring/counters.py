@@ -22,16 +22,18 @@ markers). Each counter is its own worker process per suite: ``plain``,
 ``strace`` and ``valgrind``. Every op gets one warm-up call and then
 ``COUNT_CALLS`` counted calls; the stored numbers are totals over those calls.
 
-Fixtures: the pass makes its own, with ``harness.py --make-fixtures ...
-counting``; a suite that defines ``COUNT_DIVISOR`` makes its files and writes that
-many times smaller (lutz2009 8, chunks 32, copies 8, iobench 8, textio 8, mmapio 16
-and as many fewer records a call; manyfiles makes 4 times fewer files), and every call
-makes one pass where the timing pass repeats a small file, because valgrind runs
-20-50x slower than natively. Every
-suite of the core selection has counting sizes, so the main command counts every
-core op. Threads are counted with their process (strace -f, callgrind's totals over
-all threads). ``bytes_per_call`` is stored with every op, so counts per MiB compare
-with the timing pass's sizes; counts per call are for the counting sizes.
+Sizes (``iomatrix.measuring.countsizes``): every op is counted at the size it was timed
+at, a call as the timing pass makes it (the pass makes its own copy of the timing
+fixtures, ``fixtures/timed``), by every counter, except the instructions of the few ops
+whose timed call is too long for callgrind (``countsizes.SCALED``): those are counted at
+the counting size (``fixtures/counting-1``: a suite's ``COUNT_DIVISOR``, lutz2009 8,
+chunks 32, copies 8, iobench 8, textio 8, mmapio 16 and as many fewer records a call,
+manyfiles 4 times fewer files; one pass a call) and at half of it
+(``fixtures/counting-2``), and scaled to the timed size by their instructions per byte
+when the two sizes agree within ``countsizes.TOLERANCE``, else counted at the timed
+size. Each count's basis is stored with it (``count_size``). Threads are counted with
+their process (strace -f, callgrind's totals over all threads). ``bytes_per_call`` is a
+timed call's.
 
 PyPy: instructions are not counted. What its JIT executes in a counted call
 depends on which traces it has compiled by then, which one warm-up call does
@@ -65,7 +67,8 @@ contract (atomic, under its partial name), updated after every pass. Format
       "interpreter": {"label", "executable", "implementation", "version",
                       "version_info", "free_threaded", "source", "aa_of"},
       "calls": 1,                            # counted calls per op (after 1 warm-up)
-      "fixtures": "counting",                # COUNT_DIVISOR sizes (see above)
+      "fixtures": "timed",                   # older files: "counting" (COUNT_DIVISOR sizes,
+                                             # no count_size: not scaled)
       "methods": {"syscalls": "...", ...},   # tool, version and options per counter
       "skipped": {"instructions": "why"},    # counters not run for this series
       "ops": {
@@ -76,6 +79,8 @@ contract (atomic, under its partial name), updated after every pass. Format
                                   # bytes the byte-moving calls returned, totals by name
           "rusage": {"minflt": 0, "majflt": 0, "nvcsw": 0, "nivcsw": 1},
           "instructions": 1077463,
+          "count_size": {"syscalls": {"basis": "timed"}, ...,   # each count's basis
+                         "instructions": {"basis": "scaled", ...}},   # (countsizes)
           "failed": {"instructions": "timed out after 60 s ..."}   # counting only
         }
       }
