@@ -79,3 +79,24 @@ def test_the_main_commands_step_runs_in_the_reports_environment_and_never_fails(
     bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "changelog.py"), "--for-report",
                           "3.x"], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "error" in bad.stderr
+
+
+def test_the_main_commands_step_keeps_the_news_it_parsed_for_the_report(tmp_path):
+    # The step parses the tarballs at hand that cover the run's releases; their NEWS is kept as
+    # JSON beside them, so the report reads that and not the whole .tar.xz stream again.
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    tarball = tmp_path / "cache" / "tarballs" / "Python-3.14.7.tar.xz"
+    make_tarball(tarball, "3.14.7", TRIMMED)
+    before = tarball.read_bytes()
+    env = {**os.environ, "IOMATRIX_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "changelog.py"), "--for-report",
+                           "--offline", "3.14.5"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    kept = tarball.with_name(tarball.name + ".news.json")
+    assert kept.is_file() and tarball.read_bytes() == before
+    assert news.read_cache(kept).version == "3.14.7"
+    assert sorted(p.name for p in kept.parent.iterdir()) == [tarball.name, kept.name]
