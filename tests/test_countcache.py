@@ -38,7 +38,7 @@ def count(directory, interp, fixtures, cache, run_id, label=None, aa_of=None):
                                   fixtures, work, "smoke", CONDITIONS, 120.0,
                                   counttools.methods(which), log=lines.append, cache=cache)
     op = json.loads(run.counters_file(series.series).read_text())["ops"][WHOLE_TEXT]
-    passes = sorted(p.name for p in (work / "s0000").glob("lutz2009-strace-*"))
+    passes = sorted(p.name for p in (work / "s0000").glob(f"{counters.ALL_SUITES}-strace-*"))
     return entry, op, passes, lines
 
 

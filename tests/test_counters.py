@@ -553,3 +553,54 @@ def test_compare_leaves_out_counts_made_at_other_sizes(tmp_path):
     rows, fails = counts.compare_counts(tmp_path / "a" / "3.13.counters.json",
                                         tmp_path / "b" / "3.13.counters.json", 0.05)
     assert rows == [] and not fails
+
+
+@needs_strace
+def test_the_ops_of_every_suite_are_counted_by_one_worker_per_tool(tmp_path, machine_interpreters):
+    """One process per tool and series runs every suite's ops (a process per suite cost a
+    valgrind start-up each); an op that hangs fails alone, and the ops of the next suite are
+    counted by the worker started again after it."""
+    interp = need(machine_interpreters, "3.13")
+    fixtures = tmp_path / "fixtures"
+    counters.make_fixtures(["lutz2009", "mmapio"], "smoke", fixtures)
+    timed = counters.fixture_dir(fixtures, "timed")
+    os.remove(timed / "large.txt")
+    os.mkfifo(timed / "large.txt")          # WHOLE_TEXT's first read blocks: a real hang
+    run = store.Run(tmp_path / "results", "R")
+    run.make_directory()
+    series = counters.Series("3.13", interp.as_manifest(), "c",
+                             [("mmapio", "mmapio_find_mmap"), ("lutz2009", WHOLE_TEXT),
+                              ("lutz2009", WHOLE_BIN)])
+    which = ("syscalls", "rusage")
+    work = tmp_path / "work"
+    entry = counters.count_series(run, series, which, counttools.tool_problems(which, work),
+                                  fixtures, work, "smoke", CONDITIONS, 5.0,
+                                  counttools.methods(which), log=lambda m: None)
+    assert entry["status"] == "partial"
+    assert set(entry["failed_ops"]) == {WHOLE_TEXT}
+    ops = counters.read_document(run.counters_file("3.13"))["ops"]
+    assert {op: e["suite"] for op, e in ops.items()} == {
+        "mmapio_find_mmap": "mmapio", WHOLE_TEXT: "lutz2009", WHOLE_BIN: "lutz2009"}
+    for op in ("mmapio_find_mmap", WHOLE_BIN):
+        assert "syscalls" in ops[op] and "rusage" in ops[op] and ops[op]["bytes_per_call"] > 0
+    # suites in name order, each tool's worker started once and again after the hang only
+    attempts = sorted(p.name for p in (work / "s0000").iterdir())
+    assert attempts == ["all-plain-1", "all-plain-2", "all-strace-1", "all-strace-2"]
+    first = [json.loads(line)["suite"] for line in
+             (work / "s0000" / "all-plain-1" / "counts.jsonl").read_text().splitlines()]
+    assert first == []                           # the hang was its first op: lutz2009's
+    second = [json.loads(line)["op"] for line in
+              (work / "s0000" / "all-plain-2" / "counts.jsonl").read_text().splitlines()]
+    assert second == [WHOLE_BIN, "mmapio_find_mmap"]
+
+
+def test_the_counting_worker_refuses_an_op_without_its_suite(tmp_path, machine_interpreters,
+                                                             fixtures):
+    import subprocess
+    interp = need(machine_interpreters, "3.13")
+    cmd = counters.worker_command(interp.executable, None, [WHOLE_TEXT], fixtures, tmp_path,
+                                  tmp_path / "rows.jsonl", "smoke", "c", "new", 0)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "without its suite" in proc.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "rows.jsonl").read_text()

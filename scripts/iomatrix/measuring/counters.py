@@ -18,8 +18,10 @@ and counts what one call does:
   and ``PYTHONHASHSEED=0``, so that a count repeats.
 
 The worker side is ``suites/_counting.py`` (its docstring describes the
-markers). Each counter is its own worker process per suite: ``plain``,
-``strace`` and ``valgrind``. Every op gets one warm-up call and then
+markers). Each counter is its own worker process per series: ``plain``,
+``strace`` and ``valgrind``, each running the ops of every suite, suite by suite (one
+process per suite cost a valgrind start-up each: 1.4 s of CPU, 10 of a series' 26 s
+under callgrind with 7 suites, 2026-11-27). Every op gets one warm-up call and then
 ``COUNT_CALLS`` counted calls; the stored numbers are totals over those calls.
 
 Sizes (``iomatrix.measuring.countsizes``): every op is counted at the size it was timed
@@ -174,10 +176,12 @@ def worker_environment(allocator: str, tmp_dir: Path) -> dict:
     return env
 
 
-def worker_command(python: str, suite: str, ops: list, fixtures: Path, scratch: Path,
+def worker_command(python: str, suite: str | None, ops: list, fixtures: Path, scratch: Path,
                    output: Path, profile: str, io_stack: str, output_state: str,
                    first_index: int, switch: bool = False) -> list:
-    return [python, str(HARNESS), "--count", "--suite", suite, "--ops", json.dumps(ops),
+    """``ops``: op names of ``suite``, or (suite None) [suite, op] pairs of several suites."""
+    return [python, str(HARNESS), "--count", *(["--suite", suite] if suite else []),
+            "--ops", json.dumps([list(op) if isinstance(op, tuple) else op for op in ops]),
             "--fixtures", str(fixtures), "--scratch", str(scratch),
             "--iomatrix-profile", profile, "--io", io_stack, "--output-state", output_state,
             "--calls", str(COUNT_CALLS), "--first-index", str(first_index),
@@ -233,12 +237,15 @@ def _results_of_attempt(kind: str, rows: list, attempt_dir: Path) -> dict:
 
 
 PASS_OF = {"syscalls": "strace", "rusage": "plain", "instructions": "valgrind"}
+# The attempt directory's first word when one worker counts the ops of several suites.
+ALL_SUITES = "all"
 
 
-def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path,
+def run_pass(kind: str, series: Series, suite: str | None, ops: list, *, fixtures: Path,
              work: Path, tmp_dir: Path, profile: str, conditions, timeout: float, log,
              tag: str = "", bytes_out: dict | None = None) -> dict:
     """Count ``ops`` of one suite with one tool; {op: ("ok", value) | ("failed", why)}.
+    ``suite`` None: ``ops`` are (suite, op) pairs, counted in one worker process.
 
     ``tag``: in the attempt directories' names of a pass at a counting size (``@1``,
     ``@2``), whose rows' bytes are not the timed call's (``_fill_bytes`` skips them);
@@ -247,12 +254,15 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
     An op that crashes or hangs the worker is failed (for counting only) with the
     output tail; the worker is started again for the ops after it.
     """
+    def name(op):
+        return op[1] if isinstance(op, tuple) else op
+
     results, first_index, attempt = {}, 0, 0
     switch = kind == "valgrind" and use_valgrind_switch()
     remaining = list(ops)
     while remaining:
         attempt += 1
-        attempt_dir = work / f"{suite}-{kind}{tag}-{attempt}"
+        attempt_dir = work / f"{suite or ALL_SUITES}-{kind}{tag}-{attempt}"
         shutil.rmtree(attempt_dir, ignore_errors=True)   # an earlier call's, in our work dir
         scratch = attempt_dir / "scratch"
         scratch.mkdir(parents=True)
@@ -273,19 +283,20 @@ def run_pass(kind: str, series: Series, suite: str, ops: list, *, fixtures: Path
                               if row.get("bytes_per_call") is not None})
         results.update(_results_of_attempt(kind, rows, attempt_dir))
         done = {row.get("op") for row in rows}
+        names = [name(op) for op in remaining]
         if fatal is not None:
-            culprit = culprit if culprit in remaining and culprit not in done else \
-                next((op for op in remaining if op not in done), None)
+            culprit = culprit if culprit in names and culprit not in done else \
+                next((op for op in names if op not in done), None)
             if culprit is not None:
                 results[culprit] = ("failed", f"{kind}: {fatal}")
                 log(f"iomatrix: counting {series.series} {culprit} ({kind}) FAILED: "
                     f"{procs.tail(fatal, 3)}")
                 done.add(culprit)
         elif not done:
-            results.setdefault(remaining[0], ("failed", f"{kind}: the worker wrote nothing"))
-            done.add(remaining[0])
+            results.setdefault(names[0], ("failed", f"{kind}: the worker wrote nothing"))
+            done.add(names[0])
         first_index += len(remaining)
-        remaining = [op for op in remaining if op not in done]
+        remaining = [op for op in remaining if name(op) not in done]
     return results
 
 
@@ -344,81 +355,87 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                             else (counter,)):
                     entry.pop(key, None)
         document["methods"][counter] = tool_methods.get(counter)
-        for suite in sorted({s for s, _ in series.ops}):
-            wanted = [op for s, op in series.ops if s == suite]
-            todo = [op for op in wanted if counter not in document["ops"].get(op, {})]
-            if document.get("fixtures") != "timed":
-                # A file of an older version, counted at the counting sizes: its counts are
-                # kept as they are, and only ops it lacks altogether are counted (at the
-                # timed size, each saying so), never a second size beside an op's old one.
-                todo = [op for op in todo if op not in document["ops"]]
-            if not todo or (stopping is not None and stopping.is_set()):
-                continue
-            results = {}
-            keys = _cache_keys(cache, series, counter, tool_methods, suite, todo, profile,
-                               conditions, log) if use_cache else {}
-            for op, key in keys.items():
-                hit = cache.get(key, log)
-                if hit is not None:
-                    results[op] = ("ok", hit[0])
-                    if hit[1] is not None:
-                        document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})[
-                            "bytes_per_call"] = hit[1]
-                    from_cache.setdefault(counter, []).append(op)
-            counted_now = [op for op in todo if op not in results]
+        # Every suite's ops in one worker per tool and size, suite by suite in name order (the
+        # same order, hence the same history before each op, for every series of the run).
+        suites = sorted({s for s, _ in series.ops})
+        todo = [(s, op) for suite in suites for s, op in series.ops
+                if s == suite and counter not in document["ops"].get(op, {})]
+        if document.get("fixtures") != "timed":
+            # A file of an older version, counted at the counting sizes: its counts are
+            # kept as they are, and only ops it lacks altogether are counted (at the
+            # timed size, each saying so), never a second size beside an op's old one.
+            todo = [(s, op) for s, op in todo if op not in document["ops"]]
+        if not todo or (stopping is not None and stopping.is_set()):
+            continue
+        results, keys = {}, {}
+        for suite in suites if use_cache else ():
+            ops = [op for s, op in todo if s == suite]
+            if ops:
+                keys.update(_cache_keys(cache, series, counter, tool_methods, suite, ops,
+                                        profile, conditions, log))
+        suite_of = {op: s for s, op in todo}
+        for op, key in keys.items():
+            hit = cache.get(key, log)
+            if hit is not None:
+                results[op] = ("ok", hit[0])
+                if hit[1] is not None:
+                    document["ops"].setdefault(op, {"suite": suite_of[op], "calls": COUNT_CALLS})[
+                        "bytes_per_call"] = hit[1]
+                from_cache.setdefault(counter, []).append(op)
+        counted_now = [op for _, op in todo if op not in results]
 
-            def run_at(size, ops, kind=PASS_OF[counter]):
-                """(results, {op: bytes per call}) of ``ops`` counted at ``size``."""
-                found = {}
-                return run_pass(kind, series, suite, ops, fixtures=fixture_dir(fixtures, size),
-                                work=work, tmp_dir=work_root / "tmp", profile=profile,
-                                conditions=conditions, timeout=timeout, log=log,
-                                tag="" if size == "timed" else f"@{size}",
-                                bytes_out=found), found
+        def run_at(size, ops, kind=PASS_OF[counter]):
+            """(results, {op: bytes per call}) of ``ops`` counted at ``size``, in one worker."""
+            found = {}
+            return run_pass(kind, series, None, [(suite_of[op], op) for op in ops],
+                            fixtures=fixture_dir(fixtures, size), work=work,
+                            tmp_dir=work_root / "tmp", profile=profile, conditions=conditions,
+                            timeout=timeout, log=log,
+                            tag="" if size == "timed" else f"@{size}", bytes_out=found), found
 
-            def timed_bytes(ops):
-                """{op: bytes of a call at the timed size}: from the passes at the timed
-                size before (or the cache); a plain pass at that size where none ran."""
-                have = {op: document["ops"].get(op, {}).get("bytes_per_call") for op in ops}
-                missing = [op for op, b in have.items() if not b]
-                if missing:
-                    have.update(run_at("timed", missing, "plain")[1])
-                return have
-            if counted_now and counter == "instructions":
-                # The size choice (iomatrix.measuring.countsizes): at the timed size, or at
-                # two smaller sizes and scaled with the rule checked.
-                results.update(countsizes.count_instructions(counted_now, run_at, timed_bytes))
-            elif counted_now:
-                results.update(run_at("timed", counted_now)[0])
-            for op in todo:
-                entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
-                entry.setdefault("failed", {}).pop(counter, None)
-                state, value = results.get(op, ("failed", "the worker never reached this op"))
-                if state == "ok":
-                    # the count's basis: at the timed size, or scaled (countsizes)
-                    if counter == "instructions":
-                        value = dict(value)
-                        basis = value.pop("count_size", countsizes.TIMED)
-                    else:
-                        basis = countsizes.TIMED
-                    entry.setdefault("count_size", {})[counter] = basis
-                if state == "ok" and counter in ("instructions", "syscalls"):
-                    # callgrind's window: the count, and beside it the simulated cache
-                    # misses and the functions the instructions ran in (iomatrix.callgrind);
-                    # strace's: the calls, and beside them the bytes the calls moved
-                    entry.update(value)
-                elif state == "ok":
-                    entry[counter] = value
+        def timed_bytes(ops):
+            """{op: bytes of a call at the timed size}: from the passes at the timed
+            size before (or the cache); a plain pass at that size where none ran."""
+            have = {op: document["ops"].get(op, {}).get("bytes_per_call") for op in ops}
+            missing = [op for op, b in have.items() if not b]
+            if missing:
+                have.update(run_at("timed", missing, "plain")[1])
+            return have
+        if counted_now and counter == "instructions":
+            # The size choice (iomatrix.measuring.countsizes): at the timed size, or at
+            # two smaller sizes and scaled with the rule checked.
+            results.update(countsizes.count_instructions(counted_now, run_at, timed_bytes))
+        elif counted_now:
+            results.update(run_at("timed", counted_now)[0])
+        for suite, op in todo:
+            entry = document["ops"].setdefault(op, {"suite": suite, "calls": COUNT_CALLS})
+            entry.setdefault("failed", {}).pop(counter, None)
+            state, value = results.get(op, ("failed", "the worker never reached this op"))
+            if state == "ok":
+                # the count's basis: at the timed size, or scaled (countsizes)
+                if counter == "instructions":
+                    value = dict(value)
+                    basis = value.pop("count_size", countsizes.TIMED)
                 else:
-                    entry["failed"][counter] = procs.tail(str(value))
-                if not entry["failed"]:
-                    del entry["failed"]
-            _fill_bytes(document, work, suite)
-            for op in counted_now:
-                if op in keys and results.get(op, ("failed",))[0] == "ok":
-                    cache.put(keys[op], results[op][1], document["ops"][op].get("bytes_per_call"),
-                              log)
-            store.write_json_document(path, document)   # .gz stays compressed
+                    basis = countsizes.TIMED
+                entry.setdefault("count_size", {})[counter] = basis
+            if state == "ok" and counter in ("instructions", "syscalls"):
+                # callgrind's window: the count, and beside it the simulated cache
+                # misses and the functions the instructions ran in (iomatrix.callgrind);
+                # strace's: the calls, and beside them the bytes the calls moved
+                entry.update(value)
+            elif state == "ok":
+                entry[counter] = value
+            else:
+                entry["failed"][counter] = procs.tail(str(value))
+            if not entry["failed"]:
+                del entry["failed"]
+        _fill_bytes(document, work, ALL_SUITES)
+        for op in counted_now:
+            if op in keys and results.get(op, ("failed",))[0] == "ok":
+                cache.put(keys[op], results[op][1], document["ops"][op].get("bytes_per_call"),
+                          log)
+        store.write_json_document(path, document)   # .gz stays compressed
     for op, entry in document["ops"].items():
         for counter, why in (entry.get("failed") or {}).items():
             failed.setdefault(op, {})[counter] = why

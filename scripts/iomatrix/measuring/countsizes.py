@@ -138,7 +138,7 @@ def scale_value(value: dict, factor: float) -> dict:
 
 def count_instructions(ops: list, run, timed_bytes) -> dict:
     """{op: ("ok", value with "count_size") | ("failed", why)} for the instructions of
-    ``ops`` (one suite).
+    ``ops`` (a series' ops, of every suite: one worker per size).
 
     ``run(size, ops)``: counts ``ops`` at ``size`` ("timed", 1: the counting size,
     CHECK_FACTOR: smaller again) and returns ({op: result}, {op: bytes per call}).
