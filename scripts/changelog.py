@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 
 from iomatrix import cli
-from iomatrix.analysing import changelog, news
+from iomatrix.analysing import changelog, csource, news
 from iomatrix.commands import changelogs
 from iomatrix.interpreters import sources
 
@@ -72,8 +72,13 @@ def for_report(versions: list[str], fetch: bool) -> int:
     try:
         line = changelogs.summary(changelogs.gather(versions, say=lambda text: None,
                                                     fetch=fetch))
-        # the NEWS parsed here, kept as JSON beside its tarball: the report reads that
+        # the NEWS parsed here, kept as JSON beside its tarball: the report reads that; and
+        # the C files of the run's own tarballs, which it compares functions in
         news.keep_parsed()
+        at_hand = {news.version_key(v): path for v, path in news.cached_tarballs().items()}
+        for version in versions:
+            if news.version_key(version) in at_hand:
+                csource.keep_c_files(at_hand[news.version_key(version)])
     except Exception as exc:  # noqa: BLE001 - the run is done; its report goes on without them
         line = f"iomatrix: changelogs: not fetched ({cli.one_line(exc)})"
     print(cli.terminal_text(line or "iomatrix: changelogs: every release of the run is covered"))

@@ -86,6 +86,36 @@ def test_tarball_members_are_read_bounded_and_checked(tmp_path, monkeypatch):
     csource.member_text.cache_clear()
 
 
+def test_the_c_files_kept_beside_a_tarball_give_the_same_answers(tmp_path):
+    """The main command's changelog step keeps a tarball's C files in a zip beside it; the
+    report's comparisons read that, with the same answers and bounds as from the tarball."""
+    a = make_tarball(tmp_path / "Python-3.11.7.tar.xz", "Python-3.11.7",
+                     {"Modules/_io/bufferedio.c": OLD_C, "README.rst": "not C"})
+    b = make_tarball(tmp_path / "Python-3.12.1.tar.xz", "Python-3.12.1",
+                     {"Modules/_io/bufferedio.c": NEW_C})
+    path = "Modules/_io/bufferedio.c"
+    before = {t: t.read_bytes() for t in (a, b)}
+    assert csource.keep_c_files(a) and csource.keep_c_files(b)
+    assert not csource.keep_c_files(a)                       # fresh: not written again
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [a.name, b.name, a.name + csource.C_FILES_SUFFIX, b.name + csource.C_FILES_SUFFIX])
+    assert {t: t.read_bytes() for t in (a, b)} == before     # the tarballs untouched
+    # the tarballs made unreadable: every answer now comes from the zips
+    for t in (a, b):
+        t.write_bytes(b"junk")
+        csource.c_files_path(t).touch()                      # still newer than its tarball
+    csource.member_text.cache_clear()
+    assert csource.function_changed(a, b, path, ["buffered_iternext"]) is True
+    assert csource.function_changed(a, b, path, ["_bufferedreader_raw_read"]) is False
+    assert csource.member_text(str(a), "README.rst") is None     # not C: from the tarball only
+    assert csource.member_text(str(a), "Modules/_io/fileio.c") is None
+    # a damaged zip is not used: the tarball (junk here) answers, as without a zip
+    csource.c_files_path(a).write_bytes(b"not a zip")
+    csource.member_text.cache_clear()
+    assert csource.member_text(str(a), path) is None
+    csource.member_text.cache_clear()
+
+
 def test_tree_path_is_cpython_source_only():
     assert csource.tree_path("/tmp/b/Python-3.12.1/./Modules/_io/bufferedio.c") == \
         "Modules/_io/bufferedio.c"
