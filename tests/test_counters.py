@@ -598,7 +598,8 @@ def test_the_counting_worker_refuses_an_op_without_its_suite(tmp_path, machine_i
                                                              fixtures):
     import subprocess
     interp = need(machine_interpreters, "3.13")
-    cmd = counters.worker_command(interp.executable, None, [WHOLE_TEXT], fixtures, tmp_path,
+    cmd = counters.worker_command(interp.executable, None, [WHOLE_TEXT],
+                                  counters.fixture_dir(fixtures, "timed"), tmp_path,
                                   tmp_path / "rows.jsonl", "smoke", "c", "new", 0)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
