@@ -159,6 +159,27 @@ def ensure_tool_venvs(env=None) -> None:
     _tool_venvs_ready = True
 
 
+# What the workers import, at collection (pandas, matplotlib, pydantic, hypothesis) or in the
+# analysis (scipy.stats, statsmodels, arch): uv installs no .pyc files, so each of the four
+# xdist workers, started at once, compiled all of them itself (about 3.5 s of CPU each; 2 s
+# to import them compiled).
+HEAVY_LIBRARIES = ("pandas", "matplotlib.pyplot", "pydantic", "hypothesis", "scipy.stats",
+                   "statsmodels.stats.meta_analysis", "arch.bootstrap")
+
+
+def compile_heavy_libraries_once() -> None:
+    """Import HEAVY_LIBRARIES once in a child, before xdist starts its workers, so that their
+    bytecode is written once (where Python may write it: not with PYTHONDONTWRITEBYTECODE,
+    then each worker compiles what it imports, as before)."""
+    import importlib.util
+    spec = importlib.util.find_spec("pandas")
+    if spec is None or spec.origin is None \
+            or Path(importlib.util.cache_from_source(spec.origin)).exists():
+        return   # compiled by an earlier run of this venv (or not there: the tests say so)
+    subprocess.run([sys.executable, "-c", "import " + ", ".join(HEAVY_LIBRARIES)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+
+
 def pytest_configure(config):
     """The xdist controller starts making the tool venvs at once, in a process of its own
     that holds their lock (ensure_tool_venvs): the workers' first tests need no nox, and
@@ -172,6 +193,7 @@ def pytest_configure(config):
          "import conftest; conftest.ensure_tool_venvs()", str(ROOT / "tests"),
          *map(str, (ROOT / "scripts", ROOT / "suites"))],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    compile_heavy_libraries_once()   # while the venvs are made
 
 
 def pytest_unconfigure(config):
@@ -205,6 +227,19 @@ def write_pyperf_file(path: Path, benchmarks: dict, label_meta: dict | None = No
                     **(label_meta or {})}
         out.append(contract.pyperf_benchmark(op, metadata, runs))
     contract.atomic_write_json(str(path), contract.pyperf_document(out))
+
+
+def truncated_compressed(plain: Path) -> tuple[Path, bytes]:
+    """Store a run's plain series file ``plain`` as the matrix does (``.json.gz``), but cut
+    in half: a damaged compressed file, for the tests that it is named like a truncated
+    plain one. Returns its path and the bytes it holds (which the tool must leave as
+    they are)."""
+    import gzip
+    path = plain.with_name(plain.name + ".gz")
+    whole = gzip.compress(plain.read_bytes())
+    plain.unlink()
+    path.write_bytes(whole[: len(whole) // 2])
+    return path, path.read_bytes()
 
 
 def without_intervals(text: str) -> str:

@@ -90,31 +90,52 @@ def test_the_copy_knob_sets_copyfileobj_s_default_length(monkeypatch):
     assert shutil_module.COPY_BUFSIZE == 16384
 
 
-def test_a_bad_knob_is_refused_by_the_worker_with_exit_2(tmp_path):
+def refused_knob(tmp_path: Path, suite: str, knob: str) -> subprocess.CompletedProcess:
+    """The worker (harness.py) started with a bad ``--knob`` in a batch of no ops: it must
+    refuse it with exit 2 and write nothing (the caller checks both)."""
     harness = Path(_api.__file__).with_name("harness.py")
-    proc = subprocess.run([sys.executable, str(harness), "--batch", "--suite", "copies",
+    proc = subprocess.run([sys.executable, str(harness), "--batch", "--suite", suite,
                            "--ops", "[]", "--fixtures", str(tmp_path), "--scratch",
                            str(tmp_path), "--output", str(tmp_path / "o"), "--errors",
-                           str(tmp_path / "e"), "--knob", "buffering=-1"],
+                           str(tmp_path / "e"), "--knob", knob],
                           capture_output=True, text=True)
-    assert proc.returncode == 2 and "NAME=VALUE" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+    return proc
+
+
+def test_a_bad_knob_is_refused_by_the_worker_with_exit_2(tmp_path):
+    proc = refused_knob(tmp_path, "copies", "buffering=-1")
+    assert proc.returncode == 2 and "NAME=VALUE" in proc.stderr
 
 
 # -- a real run -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def copies_run(tmp_path_factory, machine_interpreters):
-    """Results directory of a run of 3.7 and 3.8 on OP, ten rounds (made once per test run)."""
-    interps = [need(machine_interpreters, label) for label in ("3.7", "3.8")]
+def ablation_run(tmp_path_factory, machine_interpreters, labels, suite, op, profile, run_id):
+    """Results directory of a real run of the two interpreters ``labels`` on ``op`` alone, the
+    ablations its step takes timed in its own rounds (made once per test run:
+    shared_between_workers)."""
+    interps = [need(machine_interpreters, label) for label in labels]
 
     def build(directory):
-        spec = RunSpec.create(suites="copies", profile=TEN_ROUNDS, seed=7,
-                              results_dir=directory / "results", run_id="A",
+        spec = RunSpec.create(suites=suite, profile=profile, seed=7,
+                              results_dir=directory / "results", run_id=run_id,
                               work_dir=directory)
-        runner.run_matrix(interps, dataclasses.replace(spec, ops=(OP,)), log=lambda *a: None)
-    directory, _ = shared_between_workers(tmp_path_factory, "ablation-copies", build)
+        runner.run_matrix(interps, dataclasses.replace(spec, ops=(op,)), log=lambda *a: None)
+    directory, _ = shared_between_workers(tmp_path_factory, f"ablation-{run_id}-{op}", build)
     return directory / "results"
+
+
+def the_step_of(an: Analysis, op: str, a: str, b: str) -> Finding:
+    """The step a -> b of op: the listed finding when it is one, else the comparison."""
+    listed = [f for f in an.findings() if f.op == op and (f.a, f.b) == (a, b)]
+    return listed[0] if listed else Finding(op, a, b, an.step_cmp[(op, a, b)])
+
+
+@pytest.fixture(scope="module")
+def copies_run(tmp_path_factory, machine_interpreters):
+    """A run of 3.7 and 3.8 on OP, ten rounds (ablation_run)."""
+    return ablation_run(tmp_path_factory, machine_interpreters, ("3.7", "3.8"), "copies", OP,
+                        TEN_ROUNDS, "A")
 
 
 def analysed(results: Path) -> Analysis:
@@ -122,9 +143,8 @@ def analysed(results: Path) -> Analysis:
 
 
 def the_step(an: Analysis) -> Finding:
-    """The step 3.7 -> 3.8 of OP: the listed finding when it is one, else the comparison."""
-    listed = [f for f in an.findings() if f.op == OP]
-    return listed[0] if listed else Finding(OP, "3.7", "3.8", an.step_cmp[(OP, "3.7", "3.8")])
+    """The step 3.7 -> 3.8 of OP."""
+    return the_step_of(an, OP, "3.7", "3.8")
 
 
 def test_a_run_times_the_ablations_in_its_own_rounds(copies_run):
@@ -233,35 +253,19 @@ def test_the_text_knobs_reach_every_text_open_and_no_binary_one(tmp_path):
 
 
 def test_a_text_knob_s_unknown_code_is_refused_by_the_worker_with_exit_2(tmp_path):
-    harness = Path(_api.__file__).with_name("harness.py")
-    proc = subprocess.run([sys.executable, str(harness), "--batch", "--suite", "lutz2009",
-                           "--ops", "[]", "--fixtures", str(tmp_path), "--scratch",
-                           str(tmp_path), "--output", str(tmp_path / "o"), "--errors",
-                           str(tmp_path / "e"), "--knob", "encoding=9"],
-                          capture_output=True, text=True)
+    proc = refused_knob(tmp_path, "lutz2009", "encoding=9")
     assert proc.returncode == 2 and "encoding knob's VALUE is one of 1, 2" in proc.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 @pytest.fixture(scope="module")
 def text_run(tmp_path_factory, machine_interpreters):
-    """Results directory of a run of 2.7 and 3.6 on TEXT_OP, six rounds (made once)."""
-    interps = [need(machine_interpreters, label) for label in ("2.7", "3.6")]
-
-    def build(directory):
-        spec = RunSpec.create(suites="lutz2009", profile=SIX_ROUNDS, seed=7,
-                              results_dir=directory / "results", run_id="T",
-                              work_dir=directory)
-        runner.run_matrix(interps, dataclasses.replace(spec, ops=(TEXT_OP,)),
-                          log=lambda *a: None)
-    directory, _ = shared_between_workers(tmp_path_factory, "ablation-text", build)
-    return directory / "results"
+    """A run of 2.7 and 3.6 on TEXT_OP, six rounds (ablation_run)."""
+    return ablation_run(tmp_path_factory, machine_interpreters, ("2.7", "3.6"), "lutz2009",
+                        TEXT_OP, SIX_ROUNDS, "T")
 
 
 def text_step(an: Analysis) -> Finding:
-    listed = [f for f in an.findings() if f.op == TEXT_OP and (f.a, f.b) == ("2.7", "3.6")]
-    return listed[0] if listed else Finding(TEXT_OP, "2.7", "3.6",
-                                            an.step_cmp[(TEXT_OP, "2.7", "3.6")])
+    return the_step_of(an, TEXT_OP, "2.7", "3.6")
 
 
 def test_a_2_x_to_3_x_text_step_is_timed_with_the_cheapest_text_layer(text_run):

@@ -8,7 +8,7 @@ import pytest
 import compare
 from iomatrix.commands import compare as compare_command
 from iomatrix.storing import contract, store
-from conftest import without_intervals, write_pyperf_file
+from conftest import truncated_compressed, without_intervals, write_pyperf_file
 
 READ, WRITE = "read_byLines_textMode", "write_byLines_textMode"
 
@@ -433,15 +433,10 @@ def test_an_unknown_class_is_exit_2_listing_the_valid_ones(tmp_path, capsys, giv
 def test_a_truncated_compressed_file_is_named_like_a_truncated_plain_one(tmp_path, capsys):
     """A run stored compressed (the matrix writes .json.gz): a damaged file is named, exit 2,
     one line, and left alone, as test_truncated_json_exits_2_and_is_left_alone's plain one."""
-    import gzip
     results = two_runs(tmp_path)
-    plain = results / "B" / "3.13.json"
-    path = plain.with_name("3.13.json.gz")
-    whole = gzip.compress(plain.read_bytes())
-    plain.unlink()
-    path.write_bytes(whole[: len(whole) // 2])
+    path, damaged = truncated_compressed(results / "B" / "3.13.json")
     status, _, err = run_main(capsys, "A", "B", "--results-dir", results)
     assert status == 2 and str(path) in err and "perhaps truncated" in err
-    assert len(err.strip().splitlines()) == 1 and path.read_bytes() == whole[: len(whole) // 2]
+    assert len(err.strip().splitlines()) == 1 and path.read_bytes() == damaged
     status, _, err = run_main(capsys, results / "A" / "3.13.json", path)
     assert status == 2 and "perhaps truncated" in err

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import history
-from conftest import without_intervals
+from conftest import truncated_compressed, without_intervals
 from test_compare import READ, WRITE, make_run, processes
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -81,15 +81,10 @@ def test_an_unreadable_file_is_named_and_its_run_skipped(tmp_path, capsys):
 
 
 def test_an_unreadable_compressed_file_is_named_like_a_plain_one(tmp_path, capsys):
-    import gzip
     results = three_runs(tmp_path)
-    plain = results / "a-second" / "3.13.json"
-    broken = plain.with_name("3.13.json.gz")
-    whole = gzip.compress(plain.read_bytes())
-    plain.unlink()
-    broken.write_bytes(whole[: len(whole) // 2])
+    broken, damaged = truncated_compressed(results / "a-second" / "3.13.json")
     assert history.main(["3.13", "--results-dir", str(results)]) == 0
     captured = capsys.readouterr()
     assert str(broken) in captured.err and "perhaps truncated" in captured.err
     assert "Files not read" in captured.out and "#2 2026-03-01" in captured.out
-    assert broken.read_bytes() == whole[: len(whole) // 2]
+    assert broken.read_bytes() == damaged
