@@ -184,7 +184,8 @@ def pytest_configure(config):
     """The xdist controller starts making the tool venvs at once, in a process of its own
     that holds their lock (ensure_tool_venvs): the workers' first tests need no nox, and
     their first nox call waits for the lock instead of making the venvs then. Without
-    xdist, the first run_nox makes them."""
+    xdist, the first run_nox makes them. Meanwhile it compiles the heavy libraries the
+    workers import (compile_heavy_libraries_once)."""
     if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist") \
             or not getattr(config.option, "numprocesses", None):
         return
