@@ -177,12 +177,14 @@ def probe_pool(series: str, mirror: str) -> list[Version] | None:
             for v in [from_debian_upstream(u)] if v is not None]
 
 
-def offers_in_pool(series: str, notes: list[str], probe: bool = True) -> list[Offer]:
+def offers_in_pool(series: str, notes: list[str], probe: bool = True,
+                   mirrors: list[str] | None = None) -> list[Offer]:
     """The releases of ``series`` in the pool of the first archive apt names that answers
-    (sources.debian_mirrors); a note when none does."""
+    (sources.debian_mirrors, or ``mirrors`` as it gave them); a note when none does."""
     package = f"python{series}"
     where = f"pool/main/p/{package}/"
-    mirrors = sources.debian_mirrors()
+    if mirrors is None:
+        mirrors = sources.debian_mirrors()
     for mirror in mirrors:
         html = _fetch(mirror + where)
         if html is not None:
@@ -257,10 +259,13 @@ def plan(interpreters, tarballs: Path, free_threaded: bool = False, online: bool
                      f"(3.{first} .. 3.{newest[1] + 2}); the machine has 3.{oldest[1]} too")
     wanted = {f"3.{m}" for m in range(first, newest[1] + 3)}
     offers = offers_in_tarballs(tarballs)
+    mirrors = None   # apt's archives, asked once for every minor version's pool (an apt-get)
     for series in sorted(wanted, key=_minor):
         offers += offers_in_apt(series)
         if _minor(series) >= newest:  # the pool keeps current minors only
-            offers += offers_in_pool(series, notes, probe=online)
+            if mirrors is None:
+                mirrors = sources.debian_mirrors()
+            offers += offers_in_pool(series, notes, probe=online, mirrors=mirrors)
     if online:
         offers += offers_on_python_org(wanted, notes)
     steps = []
