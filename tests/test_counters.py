@@ -605,3 +605,21 @@ def test_the_counting_worker_refuses_an_op_without_its_suite(tmp_path, machine_i
     assert proc.returncode == 2
     assert "without its suite" in proc.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "rows.jsonl").read_text()
+
+
+def test_only_an_older_runs_counts_have_their_size_said_in_the_summary(tmp_path):
+    """summary.counting_size says "(per call at 1/8 of the timed size)" only of counts made at
+    the counting pass's smaller sizes; counts at the timed size need no divisor (the timing's
+    bytes per value and a counted call's bytes are not always one measure: mmapio_find_mmap's
+    differ by two, which once read "at 1/0.5 of the timed size")."""
+    (tmp_path / "new").mkdir()
+    (tmp_path / "old").mkdir()
+    new = _document(tmp_path / "new" / "3.13.counters.json", "3.13", {
+        WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 2935401, "instructions": 3650571,
+                     "count_size": {"instructions": {"basis": "timed"}}}})
+    old = _document(tmp_path / "old" / "3.13.counters.json", "3.13", {
+        WHOLE_TEXT: {"suite": "lutz2009", "bytes_per_call": 366925, "instructions": 499878}},
+        fixtures="counting")
+    assert not counts.counted_smaller(new, WHOLE_TEXT, ("3.13",))
+    assert counts.counted_smaller(old, WHOLE_TEXT, ("3.13",))
+    assert not counts.counted_smaller(old, "no_such_op", ("3.13",))

@@ -481,6 +481,17 @@ def counting_divisor(rows, op: str, series, timed_bytes) -> float | None:
     return divisor if abs(divisor - 1) > 0.01 else None
 
 
+def counted_smaller(rows, op: str, series) -> bool:
+    """Whether ``op``'s counts for ``series`` are an older run's, made at the counting pass's
+    smaller sizes and not scaled (OLD_BASIS): only those need their size said beside them; a
+    run counted by iomatrix.measuring.countsizes has them per call at the timed size."""
+    found = lookup(rows).by_key
+    sides = [found.get((s, op, "instructions")) or found.get((s, op, "syscalls"))
+             for s in ([series] if isinstance(series, str) else series)]
+    sides = [r for r in sides if r is not None]
+    return bool(sides) and all(r.get("count_basis", OLD_BASIS) == OLD_BASIS for r in sides)
+
+
 def fmt_divisor(divisors) -> str:
     """"1/8", "1/8 to 1/32" of the timed size, from the divisors (counting_divisor)."""
     rounded = sorted({round(d) if d >= 1.5 else round(d, 2) for d in divisors})

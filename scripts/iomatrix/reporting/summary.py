@@ -205,11 +205,14 @@ def ablation_sentence(an: Analysis, findings: list, label) -> str:
 
 
 def counting_size(an: Analysis, ops: list, a: str, b: str) -> str:
-    """" (per call at 1/8 of the timed size)" where the counting pass counted these ops on
-    smaller fixtures than it timed them on (counts.counting_divisor); "" otherwise."""
+    """" (per call at 1/8 of the timed size)" where an older run's counting pass counted these
+    ops on smaller fixtures than it timed them on (counts.counting_divisor); "" otherwise (a
+    newer run's counts are per call at the timed size: its bytes per call and the timing's
+    bytes per value need not be the same measure, so no divisor is made of them)."""
     nbytes = timed_bytes(an.data.frame)
     divisors = [d for op in dict.fromkeys(ops)
-                if (d := counts.counting_divisor(an.counted, op, (a, b), nbytes.get(op)))]
+                if counts.counted_smaller(an.counted, op, (a, b))
+                and (d := counts.counting_divisor(an.counted, op, (a, b), nbytes.get(op)))]
     if not divisors:
         return ""
     return f" (per call at {counts.fmt_divisor(divisors)} of the timed size)"
