@@ -1,6 +1,6 @@
 """Agreement with a plain timer: the lutz2009 ops in a plain loop, beside the harness's ratios.
 
-    nox -s crosscheck -- [--pythons A,B] [--run-dir DIR] [--calls 7] [--processes 3]
+    nox -s crosscheck -- [--pythons A,B] [--run-dir DIR] [--calls 20] [--processes 15]
 
 For two interpreters (default: 2.7 and the newest plain CPython), every lutz2009
 op is timed by ``suites/_plain_timer.py``: a fresh process per (op,
@@ -84,7 +84,12 @@ MIN_WARMUPS, MAX_WARMUPS, SETTLED_WITHIN = 2, 12, 0.10
 DEFAULT_CALLS = 20
 # With 3 processes one that sat in a slow stretch for all its calls decided an op's median:
 # 2.7's write_byLines_textMode came out 144 ms plain against 85-90 ms in 5 other processes.
-DEFAULT_PROCESSES = 5
+# With 5, 3.12's faulting whole-file text read under glibc untouched decided it: its mean
+# call differs from one fresh process to the next (2.8 to 4.9 ms, 1,401 faults each; what
+# the kernel hands a process costs more or less to fault in), so the median of 5 moved
+# 3.2-4.3 ms between sets and the op's plain/harness 0.96-1.38; with 15, 1.02 (2026-11-27,
+# idle, the main command's run).
+DEFAULT_PROCESSES = 15
 DEFAULT_THRESHOLD = 0.25
 BASELINE = "2.7"
 PLAIN_TIMEOUT_SECONDS = 300
