@@ -185,6 +185,23 @@ def probe_interpreter(builder: Builder, python3: Path, env: dict) -> dict:
     return json.loads(proc.stdout)
 
 
+def probe_staged(builder: Builder, staged: Path, recipe: Recipe, names) -> dict:
+    """The staged interpreter's probe (probe_interpreter), run from the staged tree. Not every
+    install target links bin/python3, which the contract wants: the first of ``names`` found
+    in bin/ is linked to it; none found is a ProvisionError."""
+    bin_dir = staged / "bin"
+    python3 = bin_dir / "python3"
+    if not python3.exists():
+        name = next((n for n in names if (bin_dir / n).exists()), None)
+        if name is None:
+            raise ProvisionError(f"make install left no python3 in {bin_dir}")
+        python3.symlink_to(name)
+    env = clean_env()
+    if recipe.shared:  # its rpath names the final place, which does not exist yet
+        env["LD_LIBRARY_PATH"] = str(staged / "lib")
+    return probe_interpreter(builder, python3, env)
+
+
 def check_in_place(builder: Builder, final: Path, recipe: Recipe) -> None:
     """The installed interpreter starts from its final place, on its own libpython, and
     reads as the recipe its directory names (``check_recipe``)."""

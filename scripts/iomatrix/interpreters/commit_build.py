@@ -42,9 +42,9 @@ import time
 from pathlib import Path
 
 from iomatrix import cli, procs
-from iomatrix.interpreters.build_stages import (Builder, StageError, clean_env, install_in_place,
-                                                elapsed, missing_modules, new_log,
-                                                probe_interpreter, remove_stale_partials)
+from iomatrix.interpreters.build_stages import (Builder, StageError, clean_env, elapsed,
+                                                install_in_place, missing_modules, new_log,
+                                                probe_staged, remove_stale_partials)
 from iomatrix.interpreters.cache import BUILD_INFO, Recipe, cache_root
 from iomatrix.interpreters.sources import ProvisionError, Say
 
@@ -332,18 +332,10 @@ def build_commit(repo: Repo, sha: str, recipe: Recipe, *, jobs: int = 2, say: Sa
         src.append(archive(repo, sha, partial))
 
     def check() -> None:
-        python3 = staged / "bin" / "python3"
-        if not python3.exists():
-            for candidate in sorted((staged / "bin").glob("python3.*")):
-                if re.fullmatch(r"python3\.[0-9]+t?", candidate.name):
-                    python3.symlink_to(candidate.name)
-                    break
-            else:
-                raise ProvisionError(f"make install left no python3 in {staged / 'bin'}")
-        env = clean_env()
-        if recipe.shared:   # its rpath names the final place, which does not exist yet
-            env["LD_LIBRARY_PATH"] = str(staged / "lib")
-        probe.update(probe_interpreter(builder, python3, env))
+        # a commit's version is not known before it is built: its python3.N[t], whichever
+        names = [c.name for c in sorted((staged / "bin").glob("python3.*"))
+                 if re.fullmatch(r"python3\.[0-9]+t?", c.name)]
+        probe.update(probe_staged(builder, staged, recipe, names))
 
     stage = "unpack"
     try:

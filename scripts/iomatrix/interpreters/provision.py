@@ -72,7 +72,7 @@ from iomatrix.interpreters.sources import (ProvisionError, Say, UsageError, Vers
 from iomatrix.interpreters.build_stages import (  # noqa: F401
     HEARTBEAT_SECONDS, MODULE_LIST_HEADINGS, PROBE, PROBE_TIMEOUT, STOP_GRACE_SECONDS, Builder,
     StageError, check_existing, check_in_place, check_recipe, clean_env, elapsed, install_in_place,
-    missing_modules, new_log, probe_interpreter, remove_stale_partials)
+    missing_modules, new_log, probe_interpreter, probe_staged, remove_stale_partials)
 
 UV_TIMEOUT = 15  # uv's own HTTP timeout; an offline uv fails within it
 UV_INSTALL_TIMEOUT = 600
@@ -145,20 +145,8 @@ def build(version: Version | str, *, root: Path | None = None, tarball: Path | s
         src.append(next((partial / "src").iterdir()))
 
     def check() -> None:
-        bin_dir = staged / "bin"
-        python3 = bin_dir / "python3"
-        if not python3.exists():
-            # Not every install target links bin/python3; the contract wants it.
-            for name in (f"python{version.series}t", f"python{version.series}"):
-                if (bin_dir / name).exists():
-                    python3.symlink_to(name)
-                    break
-            else:
-                raise ProvisionError(f"make install left no python3 in {bin_dir}")
-        env = clean_env()
-        if chosen.shared:  # its rpath names the final place, which does not exist yet
-            env["LD_LIBRARY_PATH"] = str(staged / "lib")
-        probe.update(probe_interpreter(builder, python3, env))
+        probe.update(probe_staged(builder, staged, chosen,
+                                  (f"python{version.series}t", f"python{version.series}")))
         if probe["python_version"] != version.python_version:
             raise ProvisionError(f"the tarball built Python {probe['python_version']}, not "
                                  f"{version.python_version}")
