@@ -216,18 +216,25 @@ class BoundedTarInfo(tarfile.TarInfo):
 TAR_ERRORS = (tarfile.TarError, lzma.LZMAError, zlib.error, EOFError, OSError, RecursionError)
 
 
+def bounded_members(archive, where: str):
+    """The members of an open tar stream, each counted against MAX_MEMBERS and its size
+    against MAX_TOTAL_BYTES in all: TarLimit ("... GiB ``where``") beyond either."""
+    total = 0
+    for count, member in enumerate(archive, 1):
+        total += member.size
+        if count > MAX_MEMBERS or total > MAX_TOTAL_BYTES:
+            raise TarLimit(f"more than {MAX_MEMBERS:,} members or "
+                           f"{MAX_TOTAL_BYTES >> 30} GiB {where}")
+        yield member
+
+
 def read_member(tarball: Path, wanted, limit: int) -> bytes | None:
     """The data of the first regular member whose name ``wanted(name)`` accepts, read as a
     stream (nothing extracted), at most ``limit`` bytes; None when no member is wanted.
     Every header on the way is held to BoundedTarInfo's limits, and the members skipped to
     MAX_MEMBERS and MAX_TOTAL_BYTES: TarLimit (or another of TAR_ERRORS) otherwise."""
-    total = 0
     with tarfile.open(tarball, "r|*", tarinfo=BoundedTarInfo) as archive:
-        for count, member in enumerate(archive, 1):
-            total += member.size
-            if count > MAX_MEMBERS or total > MAX_TOTAL_BYTES:
-                raise TarLimit(f"more than {MAX_MEMBERS:,} members or "
-                               f"{MAX_TOTAL_BYTES >> 30} GiB before the one wanted")
+        for member in bounded_members(archive, "before the one wanted"):
             if member.isreg() and wanted(member.name):
                 if member.size > limit:
                     raise TarLimit(f"member {shown_name(member.name)} is {member.size:,} "
@@ -244,13 +251,9 @@ def read_members(tarball: Path, wanted, limit: int, keep: int) -> dict:
     is left out (as read_member refuses it), and so is every one after ``keep`` bytes in
     all; the headers and the members on the way keep read_member's bounds (TarLimit)."""
     found: dict = {}
-    total = kept = 0
+    kept = 0
     with tarfile.open(tarball, "r|*", tarinfo=BoundedTarInfo) as archive:
-        for count, member in enumerate(archive, 1):
-            total += member.size
-            if count > MAX_MEMBERS or total > MAX_TOTAL_BYTES:
-                raise TarLimit(f"more than {MAX_MEMBERS:,} members or "
-                               f"{MAX_TOTAL_BYTES >> 30} GiB in the tarball")
+        for member in bounded_members(archive, "in the tarball"):
             if member.isreg() and wanted(member.name) and member.size <= limit \
                     and kept + member.size <= keep:
                 handle = archive.extractfile(member)
