@@ -286,12 +286,8 @@ def test_most_in_never_headlines_a_cost_of_the_build():
                               ("buffered_iternext", "Modules/_io/bufferedio.c", 600_000, 10),
                               ("_PyEval_EvalFrameDefault", "Python/ceval.c", 510_000, 1),
                               ("0x00000000048c73c0", "???", 50_000, 100)])}
-    rows = [{"series": s, "op": LINES, "suite": "lutz2009", "counter": "instructions",
-             "per_call": n, "per_MiB": None, "bytes_per_call": 1000, "implementation": "cpython",
-             "method": "callgrind"} for s, n in (("3.11", 600_000), ("3.12", 1_960_000))]
-    rows += [{**row, "counter": "syscalls", "per_call": 10, "method": "strace"} for row in rows]
-    found = comparisons.Finding(LINES, "3.11", "3.12",
-                                stats.Comparison(1.9, 1.8, 2.0, True, 10, 10, True))
+    from test_callpaths import counted_finding
+    rows, found = counted_finding(LINES)
     cell = findings.top_function(functions, rows, found)
     assert cell.startswith("most in `buffered_iternext`<br>+500,000/call")
     assert "build: +850,000/call" in cell.replace("\u00a0", " ")
