@@ -72,12 +72,14 @@ def test_one_op_under_default_runs_alone_and_records_what_it_saw(tmp_path, lutz_
     document = json.loads(output.read_text())
     assert document["metadata"][contract.KEY_ALLOCATOR_ENV] == "none"
     assert document["metadata"][contract.KEY_EARLIER_OPS] == 0
-    # asked for one warm-up: two untimed calls at least (map and unmap, then the heap's
-    # growth), more while the calls still get faster (harness.warm_until_settled)
+    # asked for one warm-up: three untimed calls at least (map and unmap, the heap's
+    # growth, the first call of the settled heap), more while the calls still get faster
+    # (harness.warm_until_settled, which compares from call 3 on)
+    first = harness.MIN_WARMUPS_DEFAULT_ALLOCATOR
     warmups = [w[1] for w in document["benchmarks"][0]["runs"][0]["warmups"]]
-    assert 2 <= len(warmups) <= harness.MAX_WARMUPS_DEFAULT_ALLOCATOR
+    assert first == 3 and first <= len(warmups) <= harness.MAX_WARMUPS_DEFAULT_ALLOCATOR
     assert warmups == [w[1] for w in harness.warm_until_settled(
-        [(1, t) for t in warmups[:2]], iter(warmups[2:]).__next__)]
+        [(1, t) for t in warmups[:first]], iter(warmups[first:]).__next__)]
 
 
 def test_default_refuses_allocator_variables_from_the_caller(tmp_path, lutz_fixtures):

@@ -172,12 +172,15 @@ def test_the_plain_loops_warm_ups_are_the_harness_rule():
     sequences = [
         [2.1, 1.3, 0.65, 0.46, 0.21, 0.16, 0.14, 0.14, 0.15, 0.14],  # 2.7's text read
         [4.4, 4.0, 4.3, 4.6, 3.9, 4.8],                                # 3.12's: flat, varying
+        [0.30, 0.31, 0.65, 0.46, 0.21, 0.16, 0.14, 0.14],              # call 2 not faster
         [1.0] * 20,
         [2.0 ** -i for i in range(20)],                                # never settles: 12
     ]
     for times in sequences:
         calls = iter(times)
-        warmups = harness.warm_until_settled([], lambda: next(calls))
+        # as measure_in_batch: the first MIN_WARMUPS_DEFAULT_ALLOCATOR calls, then the rule
+        first = [(1, next(calls)) for _ in range(harness.MIN_WARMUPS_DEFAULT_ALLOCATOR)]
+        warmups = harness.warm_until_settled(first, lambda: next(calls))
         assert crosscheck.settled_from(times) == len(warmups), times
     assert crosscheck.settled_from([1.0]) == 1
 
@@ -188,9 +191,9 @@ def test_the_mean_of_settled_calls_against_the_best_call():
     clock = {"clock": "cpu"}
     varying = {"cpu": [4.4, 4.0, 4.3, 4.6, 3.9, 4.8, 1.0], "nivcsw": [0, 0, 0, 0, 0, 0, 1]}
     assert crosscheck.best_call(varying, clock) == 3.9
-    assert crosscheck.settled_mean(varying, clock) == pytest.approx((4.3 + 4.6 + 3.9 + 4.8) / 4)
+    assert crosscheck.settled_mean(varying, clock) == pytest.approx((4.6 + 3.9 + 4.8) / 3)
     # every settled call preempted: all of them; none settled: the last call
-    preempted = {"cpu": [3.0, 3.0, 2.0, 4.0], "nivcsw": [0, 0, 1, 1]}
+    preempted = {"cpu": [3.0, 3.0, 3.0, 2.0, 4.0], "nivcsw": [0, 0, 0, 1, 1]}
     assert crosscheck.settled_mean(preempted, clock) == 3.0
     assert crosscheck.settled_mean({"cpu": [5.0, 2.0], "nivcsw": [0, 0]}, clock) == 2.0
     row = crosscheck.Row("op", plain={"a": 1.0, "b": 3.9}, harness={"a": 1.0, "b": 4.4},

@@ -78,7 +78,7 @@ PLAIN_TIMER = SUITES_DIR / "_plain_timer.py"
 # The harness's warm-up rule under glibc's untouched allocator (suites/harness.py:
 # MIN_WARMUPS_DEFAULT_ALLOCATOR, MAX_WARMUPS_DEFAULT_ALLOCATOR, SETTLED_WITHIN; a test holds
 # them equal): the calls before a process's settled ones.
-MIN_WARMUPS, MAX_WARMUPS, SETTLED_WITHIN = 2, 12, 0.10
+MIN_WARMUPS, MAX_WARMUPS, SETTLED_WITHIN = 3, 12, 0.10
 # Enough calls for settled ones after the most warm-ups the rule takes (2.7's whole-file read
 # takes 5-8 in a fresh process: docs/experiments/2026-11-27-allocator-plain.md).
 DEFAULT_CALLS = 20
