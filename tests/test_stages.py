@@ -1,18 +1,19 @@
 """Where the main command's time goes, and what was cut (docs/experiments/2026-11-27-main-speed.md):
 each session's stages in the manifest, the extra rounds' part means read once, the A/A twin
-counted first, uv found beside nox, a tarball's C files read in one pass."""
+counted after its original, uv found beside nox, a tarball's C files read in one pass."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import stat
 import sys
+import threading
 
 import pytest
 
 from iomatrix.analysing import csource
 from iomatrix.interpreters import environments, sources
-from iomatrix.measuring import runner, sampling, stages
+from iomatrix.measuring import counters, runner, sampling, stages
 from iomatrix.storing import schema, store
 from iomatrix.storing.profiles import PROFILES
 from conftest import need
@@ -85,13 +86,35 @@ def test_the_extra_rounds_read_a_part_once_and_again_when_it_changed(tmp_path, m
     assert 2 not in sampling.process_means(run, "3.12")["op"]
 
 
-def test_the_aa_twin_is_counted_first(tmp_path):
+def test_the_aa_twin_is_counted_after_its_original(tmp_path):
+    """counted_plans keeps the plans' order; the counting pass starts the twin's original
+    first and the twin once the original is done (its non-sampled ops are then cache hits),
+    ahead of the series still waiting."""
     run = store.Run(tmp_path, "C")
-    plans = plans_with_rounds(run, {"3.12": {"op": [1.0] * 6}, "3.13": {"op": [1.0] * 6},
-                                    "3.13-aa": {"op": [1.0] * 6}}, twins={"3.13-aa": "3.13"})
+    plans = plans_with_rounds(run, {"3.11": {"op": [1.0] * 6}, "3.12": {"op": [1.0] * 6},
+                                    "3.13-aa": {"op": [1.0] * 6}, "3.13": {"op": [1.0] * 6}},
+                              twins={"3.13-aa": "3.13"})
     spec = runner.RunSpec.create(suites=["lutz2009"], profile=PROFILES["smoke"],
                                  results_dir=tmp_path, run_id="C")
-    assert list(runner.counted_plans(run, plans, spec)) == ["3.13-aa", "3.12", "3.13"]
+    assert list(runner.counted_plans(run, plans, spec)) == ["3.11", "3.12", "3.13-aa", "3.13"]
+    manifest = {"interpreters": {"3.13-aa": {"aa_of": "3.13"}}}
+    all_series = counters.series_of_plans(run, plans, manifest)
+    events, lock = [], threading.Lock()
+
+    def one(slot, series):
+        with lock:
+            events.append(("start", series.series, slot))
+        with lock:
+            events.append(("end", series.series, slot))
+        return {"status": "ok"}
+    done = list(counters._schedule(all_series, one, threading.Event()))
+    assert sorted(name for name, _ in done) == ["3.11", "3.12", "3.13", "3.13-aa"]
+    starts = [name for kind, name, _ in events if kind == "start"]
+    assert starts[0] == "3.13"
+    assert events.index(("end", "3.13", 3)) < events.index(("start", "3.13-aa", 2))
+    # the twin goes ahead of what still waits, once its original is done
+    assert starts.index("3.13-aa") <= counters.JOBS
+    assert sorted(slot for kind, _, slot in events if kind == "start") == [0, 1, 2, 3]
 
 
 def test_uv_is_found_beside_the_python_running_nox(tmp_path, monkeypatch):

@@ -34,6 +34,8 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
     ``syscall_bytes:<name>`` (those of one call, ``syscall_bytes:read``), ``minflt``,
     ``majflt``, ``nvcsw``, ``nivcsw``, ``instructions`` or ``estimated_cycles``. A file
     without ``syscall_bytes`` (counted before it was) has no rows of it: nothing guessed.
+    ``from_cache``: the count was taken from the counts cache, not counted in this run (an
+    A/A twin's such counts are its original's, no evidence of repeating).
     """
     try:
         info = os.stat(path)
@@ -99,7 +101,8 @@ def _document_rows(path: Path, series: str | None) -> list:
                          # at the timed size, or scaled with its rule checked, or (older
                          # files) at the counting size: iomatrix.measuring.countsizes
                          "count_basis": bases[group],
-                         "count_divisor": _divisor(countsizes.basis_of(document, entry, group))})
+                         "count_divisor": _divisor(countsizes.basis_of(document, entry, group)),
+                         "from_cache": group in (entry.get("from_cache") or ())})
     return rows
 
 

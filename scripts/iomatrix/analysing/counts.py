@@ -198,7 +198,12 @@ def describe_step(step: dict, max_syscalls: int = 4) -> str:
 
 
 def aa_exactness(rows) -> list:
-    """Per A/A pair and counter: how many ops counted the same, and the largest difference."""
+    """Per A/A pair and counter: how many ops counted the same, and the largest difference.
+
+    Only the ops the twin counted again are compared: a twin's count taken from the counts
+    cache (``from_cache``: its original's, iomatrix.measuring.twincount) repeats nothing, so
+    it is left out and counted in ``copied``. Older runs' twins counted every op (copied 0).
+    """
     out = []
     for a, b, kind in step_pairs(rows):
         if kind != "A/A":
@@ -206,16 +211,45 @@ def aa_exactness(rows) -> list:
         index = _index(rows)
         for counter in ("syscalls", "instructions", "estimated_cycles", "minflt", "majflt",
                         "nvcsw", "nivcsw"):
-            diffs = []
+            diffs, copied = [], 0
             for (series, op, c), r in index.items():
                 if series == a and c == counter and (b, op, c) in index:
+                    if index[(b, op, c)].get("from_cache"):
+                        copied += 1
+                        continue
                     other = index[(b, op, c)]["per_call"]
                     diffs.append(abs(other - r["per_call"]) / r["per_call"]
                                  if r["per_call"] else (0.0 if other == 0 else math.inf))
             if diffs:
                 out.append({"original": a, "twin": b, "counter": counter, "ops": len(diffs),
-                            "identical": sum(d == 0 for d in diffs), "max_rel_diff": max(diffs)})
+                            "identical": sum(d == 0 for d in diffs), "max_rel_diff": max(diffs),
+                            "copied": copied})
     return out
+
+
+def aa_sample_sentence(exact: list) -> list:
+    """What the A/A rows compare when a twin took counts from the counts cache: lines before
+    the table ("6 ops counted again: all equal"); [] for a twin that counted every op."""
+    lines = []
+    for original, twin in dict.fromkeys((e["original"], e["twin"]) for e in exact
+                                        if e.get("copied")):
+        mine = [e for e in exact if (e["original"], e["twin"]) == (original, twin)
+                and e["counter"] in ("syscalls", "instructions")]
+        ops = max((e["ops"] for e in mine), default=0)
+        equal = all(e["identical"] == e["ops"] for e in mine)
+        verdict = "all equal" if equal and mine else "not all equal: see the table" if mine \
+            else "none compared"
+        copied = max(e["copied"] for e in exact if (e["original"], e["twin"]) == (original, twin))
+        lines += [f"{code(twin)}: {_ops(ops)} counted again (system calls and instructions): "
+                  f"{verdict}. The system calls and instructions of its other {_ops(copied)} "
+                  f"are {code(original)}'s, taken from the counts cache, and are not compared "
+                  "(`--aa-recount all` counts every op again); page faults and context "
+                  "switches are counted for every op.", ""]
+    return lines
+
+
+def _ops(n: int) -> str:
+    return f"{n} op" if n == 1 else f"{n} ops"
 
 
 def _table(header, rows) -> list:
@@ -257,9 +291,12 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
     exact = aa_exactness(rows)
     if exact:
         lines += ["How exact (A/A twin: the same interpreter counted twice):", ""]
+        lines += aa_sample_sentence(exact)
         lines += _table(["counter", "pair", "ops identical", "largest difference"],
                         [[md(e["counter"]), f"{code(e['original'])} / {code(e['twin'])}",
-                          f"{e['identical']}/{e['ops']}", _fmt_rel(e["max_rel_diff"])]
+                          f"{e['identical']}/{e['ops']}"
+                          + (" counted again" if e.get("copied") else ""),
+                          _fmt_rel(e["max_rel_diff"])]
                          for e in exact])
         lines += ["", "Context switches count what else the machine ran meanwhile (two series "
                       "are counted at a time); they are shown for completeness, not compared.", ""]

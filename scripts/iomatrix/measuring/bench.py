@@ -14,7 +14,8 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.interpreters import discovery, environments
-from iomatrix.measuring import counters, machine, planning, runner, sampling, selection
+from iomatrix.measuring import (counters, machine, planning, runner, sampling, selection,
+                                twincount)
 from iomatrix.storing import contract, store, workdirs
 from iomatrix.paths import RESULTS_DIR
 from iomatrix.measuring.spec import AFFINITIES, RunSpec
@@ -96,6 +97,12 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                        help="also run LABEL a second time as LABEL-aa, so the report states its "
                             "own false-positive rate (default: the newest CPython of the run; "
                             "'none' to skip)")
+        p.add_argument("--aa-recount", default=twincount.AA_RECOUNT,
+                       type=twincount.parse_aa_recount, metavar="N|all",
+                       help="the counting pass counts N of the A/A twin's ops again, drawn "
+                            "from the run's seed, and takes its others' syscalls and "
+                            "instructions from the counts cache; all: every op "
+                            "(default: %(default)s)")
         p.add_argument("--no-report", action="store_true")
         p.add_argument("--out", type=Path, default=None,
                        help="the report's file (default: reports/latest.md and a kept copy, for "

@@ -83,6 +83,8 @@ contract (atomic, under its partial name), updated after every pass. Format
           "instructions": 1077463,
           "count_size": {"syscalls": {"basis": "timed"}, ...,   # each count's basis
                          "instructions": {"basis": "scaled", ...}},   # (countsizes)
+          "from_cache": ["instructions", "syscalls"],   # optional: the counts taken from
+                                  # the counts cache, not counted in this run
           "failed": {"instructions": "timed out after 60 s ..."}   # counting only
         }
       }
@@ -92,7 +94,10 @@ An op already counted for a counter is kept when a run is resumed; failed and
 missing ones are counted again. System calls and instructions counted in an earlier run
 of the same interpreter binary, suite code, fixture sizes and tools are taken from the
 counts cache instead (``iomatrix.measuring.countcache`` gives the key); the manifest's
-``counters.from_cache`` names them, per series and counter. Nothing is written outside the run's results
+``counters.from_cache`` names them, per series and counter (and each op's ``from_cache``
+in the file). The A/A twin counts again only a sample of its ops (``iomatrix.measuring.
+twincount``) and takes the others from the cache, after its original has filled it; its
+``counters.recounted`` names the ops it counted. Nothing is written outside the run's results
 directory and its work directory: strace's ``-o`` file, callgrind's output
 files and valgrind's temporary files (``TMPDIR``) all go into the work dir.
 
@@ -113,7 +118,7 @@ import time
 from pathlib import Path
 
 from iomatrix import procs
-from iomatrix.measuring import countcache, countsizes, machine
+from iomatrix.measuring import countcache, countsizes, machine, twincount
 from iomatrix.storing import contract, store
 from iomatrix.storing.countsfile import COUNT_CALLS, COUNTERS, FORMAT_VERSION, RUSAGE_FIELDS, read_document
 from iomatrix.measuring.counttools import (callgrind_dumps, methods, syscall_byte_windows, tool_prefix,
@@ -303,14 +308,20 @@ def run_pass(kind: str, series: Series, suite: str | None, ops: list, *, fixture
 def count_series(run: store.Run, series: Series, counters, problems: dict, fixtures: Path,
                  work_root: Path, profile: str, conditions, timeout: float, tool_methods: dict,
                  slot: int = 0, log=print, stopping=None,
-                 cache: countcache.CountsCache | None = None) -> dict:
+                 cache: countcache.CountsCache | None = None, recount=None) -> dict:
     """Count one series, resuming from its counters file; the manifest's entry for it.
 
     ``stopping``: a threading.Event; once set, no further pass is started.
     ``cache``: the counts cache (iomatrix.measuring.countcache): the syscalls and
     instructions it holds for this series' key are taken from it, not counted, and the
-    manifest entry's ``from_cache`` names them; what is counted is stored in it. None: no
-    cache (an A/A twin never uses it: it is there to count again).
+    manifest entry's ``from_cache`` names them (and each op's ``from_cache`` in the counters
+    file); what is counted is stored in it. None: no cache.
+
+    ``recount``: for an A/A twin, the ops it counts again (``twincount.sample``); it takes its
+    other ops' syscalls and instructions from the cache (its original's: the same key) where
+    there, counts them where not, and writes nothing into the cache; its entry's
+    ``recounted`` names what it counted. None: the twin counts every op and never reads the
+    cache (``--aa-recount all``, and every twin before the sample).
 
     The series works in ``<work_root>/s<slot>``: a name of the same length for every
     series, because the length of the worker's working directory moves valgrind's
@@ -341,7 +352,9 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     work.mkdir(parents=True, exist_ok=True)
     (work_root / "tmp").mkdir(exist_ok=True)
     failed, from_cache = {}, {}
-    use_cache = cache is not None and not series.interpreter.get("aa_of")
+    twin = bool(series.interpreter.get("aa_of"))
+    use_cache = cache is not None and (not twin or recount is not None)
+    recounted: dict = {}
     for counter in counters:
         if counter in skipped:
             continue
@@ -354,6 +367,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                             else (counter, "syscall_bytes") if counter == "syscalls"
                             else (counter,)):
                     entry.pop(key, None)
+                _mark_from_cache(entry, counter, False)
         document["methods"][counter] = tool_methods.get(counter)
         # Every suite's ops in one worker per tool and size, suite by suite in name order (the
         # same order, hence the same history before each op, for every series of the run).
@@ -369,7 +383,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             continue
         results, keys = {}, {}
         for suite in suites if use_cache else ():
-            ops = [op for s, op in todo if s == suite]
+            ops = [op for s, op in todo if s == suite and not (twin and op in recount)]
             if ops:
                 keys.update(_cache_keys(cache, series, counter, tool_methods, suite, ops,
                                         profile, conditions, log))
@@ -383,6 +397,8 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                         "bytes_per_call"] = hit[1]
                 from_cache.setdefault(counter, []).append(op)
         counted_now = [op for _, op in todo if op not in results]
+        if twin and use_cache and counter in countcache.CACHED_COUNTERS and counted_now:
+            recounted[counter] = counted_now
 
         def run_at(size, ops, kind=PASS_OF[counter]):
             """(results, {op: bytes per call}) of ``ops`` counted at ``size``, in one worker."""
@@ -412,6 +428,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             entry.setdefault("failed", {}).pop(counter, None)
             state, value = results.get(op, ("failed", "the worker never reached this op"))
             if state == "ok":
+                _mark_from_cache(entry, counter, op in from_cache.get(counter, ()))
                 # the count's basis: at the timed size, or scaled (countsizes)
                 if counter == "instructions":
                     value = dict(value)
@@ -431,7 +448,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             if not entry["failed"]:
                 del entry["failed"]
         _fill_bytes(document, work, ALL_SUITES)
-        for op in counted_now:
+        for op in counted_now if not twin else ():   # a twin's counts are not the cache's
             if op in keys and results.get(op, ("failed",))[0] == "ok":
                 cache.put(keys[op], results[op][1], document["ops"][op].get("bytes_per_call"),
                           log)
@@ -448,10 +465,68 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
              "file": path.name if path.exists() else None}
     if from_cache:
         entry["from_cache"] = from_cache
+    if recounted:
+        entry["recounted"] = recounted
     if status != "ok":
         log(f"iomatrix: counting {series.series}: {status}"
             + "".join(f"; {c} skipped: {why}" for c, why in skipped.items()))
     return entry
+
+
+def _mark_from_cache(entry: dict, counter: str, taken: bool) -> None:
+    """Note in an op's entry whether ``counter``'s count was taken from the counts cache
+    (``from_cache``: a list of counters, absent when none): the report then knows which of
+    an A/A twin's counts were counted again."""
+    marks = [c for c in entry.get("from_cache", []) if c != counter] + ([counter] if taken else [])
+    if marks:
+        entry["from_cache"] = sorted(marks)
+    else:
+        entry.pop("from_cache", None)
+
+
+def _schedule(all_series: list, one, stopping: threading.Event):
+    """(series name, entry) of ``one(slot, series)`` for every series, JOBS at a time, as each
+    is done; slots are the series' places in ``all_series`` (a slot per series).
+
+    The A/A twin takes its non-sampled ops from the counts cache, so it starts only once its
+    original (the series of its ``aa_of`` label and io stack) is done: on a fresh machine the
+    original's counts are then in the cache. The original goes first, and its twin next, so
+    the twin's sample overlaps the other series instead of running alone at the end.
+    """
+    originals = {}
+    for twin in all_series:
+        if twin.interpreter.get("aa_of"):
+            originals[twin.series] = next(
+                (s.series for s in all_series if not s.interpreter.get("aa_of")
+                 and s.interpreter.get("label") == twin.interpreter["aa_of"]
+                 and s.io_stack == twin.io_stack), None)
+    first = set(originals.values())
+    slots = {s.series: slot for slot, s in enumerate(all_series)}
+    waiting = [s for s in all_series if originals.get(s.series)]
+    ready = [s for s in all_series if s.series in first] + [
+        s for s in all_series if s.series not in first and not originals.get(s.series)]
+    running: dict = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
+        try:
+            while ready or running or waiting:
+                while ready and len(running) < JOBS and not stopping.is_set():
+                    series = ready.pop(0)
+                    running[pool.submit(one, slots[series.series], series)] = series.series
+                if not running:   # stopping: nothing more is started
+                    return
+                done, _ = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    name = running.pop(future)
+                    yield name, future.result()
+                    released = [s for s in waiting if originals[s.series] == name]
+                    waiting = [s for s in waiting if s not in released]
+                    ready = released + ready
+        except BaseException:
+            # a series failed, or Ctrl-C: no new pass starts; those running finish, their
+            # counts kept (the pool's exit waits for them)
+            stopping.set()
+            raise
 
 
 def _cache_keys(cache, series: Series, counter: str, tool_methods: dict, suite: str, ops,
@@ -531,13 +606,17 @@ def series_of_plans(run: store.Run, plans: dict, manifest: dict) -> list:
 
 def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile: str,
               conditions, work_root: Path, timeout: float, log=print,
-              cache_root: Path | None = None) -> None:
+              cache_root: Path | None = None, seed: int | None = None,
+              aa_recount=twincount.AA_RECOUNT) -> None:
     """The counting pass of a run: every series of ``plans``; results into the manifest.
 
     Each series' manifest entry gets ``counters``: status ok, partial (some ops
     failed for counting), failed, or skipped (with the reason per counter), and
     ``from_cache``, the counts taken from the counts cache (``cache_root``, by default
     the iomatrix cache's ``counts/``: iomatrix.measuring.countcache).
+    An A/A twin counts again ``aa_recount`` of its ops (a number, or ``all``), drawn from
+    ``seed`` (by default the session's, from the manifest), and starts once its original
+    is counted (``_schedule``); its entry's ``recounted`` names the ops it counted.
     The timing results are never touched; a failure here fails no series.
     """
     if not counters:
@@ -567,22 +646,28 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
     stopping = threading.Event()
     cache = countcache.CountsCache(cache_root, log=log)
 
-    def one(slot_and_series):
-        slot, series = slot_and_series
-        return series.series, count_series(run, series, counters, problems, fixtures, work_root,
-                                           profile, conditions, timeout, tool_methods, slot, log,
-                                           stopping, cache)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=JOBS)
+    if seed is None:
+        seed = (manifest.get("sessions") or [{}])[-1].get("seed") or 0
+    samples = {s.series: twincount.sample([op for _, op in s.ops], seed, aa_recount)
+               for s in all_series if s.interpreter.get("aa_of")}
+    for name, chosen in samples.items():
+        if chosen is not None:
+            log(f"iomatrix: counting {name} (A/A): {len(chosen)} ops counted again "
+                f"({', '.join(sorted(chosen))}); its other syscalls and instructions from "
+                "the counts cache where there (--aa-recount all: every op)")
+
+    def one(slot, series):
+        return count_series(run, series, counters, problems, fixtures, work_root, profile,
+                            conditions, timeout, tool_methods, slot, log, stopping, cache,
+                            recount=samples.get(series.series))
     try:
-        for name, entry in pool.map(one, enumerate(all_series)):
+        for name, entry in _schedule(all_series, one, stopping):
             manifest["interpreters"][name]["counters"] = entry
     except BaseException:
         # Ctrl-C: no new pass starts; the passes running now finish (their worker is in
         # its own process group, away from the terminal's SIGINT), their counts are kept.
         stopping.set()
         raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
     taken = sum(len(ops) for s in all_series
                 for ops in manifest["interpreters"][s.series].get("counters", {})
                 .get("from_cache", {}).values())

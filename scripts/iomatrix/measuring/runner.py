@@ -188,7 +188,8 @@ def _run_session(run, session: Session, plans: dict, manifest: dict, work_root: 
     with timer.timed("counting"):
         counters.count_run(run, counted_plans(run, plans, spec), manifest, spec.counting,
                            profile=spec.profile.name, conditions=spec.conditions,
-                           work_root=work_root, timeout=spec.timeout_seconds, log=log)
+                           work_root=work_root, timeout=spec.timeout_seconds, log=log,
+                           seed=spec.seed, aa_recount=spec.aa_recount)
     log("iomatrix: the session's stages (seconds):\n" + stages.table(timer.seconds))
 
 
@@ -224,11 +225,9 @@ def counted_plans(run, plans: dict, spec: RunSpec) -> dict:
                 ops = []
         counted[name] = dataclasses.replace(
             plan, ops=[(s, op) for s, op in ops if s in spec.counted_suites], kept=False)
-    # The A/A twin first: it never takes counts from the counts cache, so with the others
-    # cached it is the pass's one long series (30 s of 39 here, 2026-11-27); started last,
-    # it ran alone on one CPU after the others were done.
-    return dict(sorted(counted.items(), key=lambda item: item[1].interp is None
-                       or item[1].interp.source != "aa"))
+    # The order the pass counts in is counters._schedule's: the A/A twin's original first,
+    # the twin once it is done (it takes its non-sampled ops from the cache it fills).
+    return counted
 
 
 # -- planning ------------------------------------------------------------------------

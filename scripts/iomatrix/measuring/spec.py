@@ -18,7 +18,7 @@ from pathlib import Path
 
 from iomatrix import cli
 from iomatrix.interpreters import environments
-from iomatrix.measuring import machine, sampling, selection
+from iomatrix.measuring import machine, sampling, selection, twincount
 from iomatrix.storing import contract, store
 from iomatrix.storing.countsfile import COUNTERS
 from iomatrix.storing.profiles import PROFILES, Profile
@@ -40,7 +40,7 @@ MAY_DIFFER_ON_RESUME = frozenset({
     "interpreters", "aa", "selection", "suites", "ops", "io", "seed", "budget_seconds",
     "extra_seconds",
     "target", "timeout_seconds", "work_dir", "keep_fixtures", "envs_dir", "results_dir",
-    "counting", "counted_suites", "allocator_twins"})
+    "counting", "counted_suites", "allocator_twins", "aa_recount"})
 # The ops timed again under each further allocator condition (``allocator_twins``): those
 # whose calls allocate and free buffers large enough for glibc's thresholds to matter, the
 # study's whole-file, block and line ops and the chunked reads (docs/allocator.md). The
@@ -104,6 +104,8 @@ class RunSpec:
     # for the ops of ALLOCATOR_TWIN_SUITES, as "<series>@<allocator>", one op per process.
     allocator_twins: tuple[str, ...] = ()
     keep_allocator_env: bool = False  # time under "default" with the caller's MALLOC_* set
+    # How many of the A/A twin's ops the counting pass counts again (twincount), or "all".
+    aa_recount: int | str = twincount.AA_RECOUNT
 
     @classmethod
     def create(cls, *, suites=selection.CORE, profile="quick", results_dir, run_id: str,
@@ -111,7 +113,8 @@ class RunSpec:
                clock="auto", affinity="one", seed=None, work_dir=None, keep_fixtures=False,
                timeout=DEFAULT_TIMEOUT_SECONDS, envs_dir=environments.ENVS_DIR, aa=None,
                target=sampling.DEFAULT_TARGET, budget=None, counting=(), counted_suites=None,
-               interpreters=(), keep_allocator_env=False) -> "RunSpec":
+               interpreters=(), keep_allocator_env=False,
+               aa_recount=twincount.AA_RECOUNT) -> "RunSpec":
         """The one validating constructor. ``suites``: a --suite value or a list of suite
         names; ``profile``: a name or a Profile; ``counted_suites`` None: every suite."""
         if isinstance(profile, str):
@@ -137,6 +140,10 @@ class RunSpec:
                             f"valid: {', '.join(COUNTERS)}")
         if counted_suites is None:
             counted_suites = chosen_suites
+        if aa_recount != twincount.ALL and (isinstance(aa_recount, bool) or not isinstance(
+                aa_recount, int) or not 1 <= aa_recount <= twincount.MAX_RECOUNT):
+            raise SpecError(f"--aa-recount {aa_recount!r}: the number of the A/A twin's ops "
+                            f"to count again (1 to {twincount.MAX_RECOUNT}), or all")
         return cls(
             run_id=_checked_name(run_id, "run id"), results_dir=Path(results_dir),
             profile=profile, selection=value, suites=chosen_suites, ops=ops,
@@ -154,7 +161,8 @@ class RunSpec:
             counted_suites=tuple(s for s in chosen_suites if s in counted_suites),
             work_dir=None if work_dir is None else Path(work_dir),
             keep_fixtures=bool(keep_fixtures), envs_dir=Path(envs_dir),
-            allocator_twins=allocators[1:], keep_allocator_env=bool(keep_allocator_env))
+            allocator_twins=allocators[1:], keep_allocator_env=bool(keep_allocator_env),
+            aa_recount=aa_recount)
 
     @classmethod
     def from_args(cls, args, *, interpreters=(), aa: str | None = None,
@@ -178,7 +186,8 @@ class RunSpec:
             work_dir=args.work_dir, keep_fixtures=args.keep_fixtures, timeout=args.timeout,
             aa=aa, target=args.target, budget=args.budget, counting=counting,
             counted_suites=counted, interpreters=interpreters,
-            keep_allocator_env=getattr(args, "keep_allocator_env", False))
+            keep_allocator_env=getattr(args, "keep_allocator_env", False),
+            aa_recount=getattr(args, "aa_recount", twincount.AA_RECOUNT))
 
     def with_run_id(self, run_id: str) -> "RunSpec":
         return dataclasses.replace(self, run_id=_checked_name(run_id, "run id"))
@@ -210,6 +219,7 @@ class RunSpec:
             "keep_fixtures": self.keep_fixtures, "envs_dir": path(self.envs_dir),
             "allocator_twins": list(self.allocator_twins),
             "keep_allocator_env": self.keep_allocator_env,
+            "aa_recount": self.aa_recount,
         }
 
 

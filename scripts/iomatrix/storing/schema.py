@@ -182,6 +182,9 @@ class CounterEntry(Ours):
     from_cache: dict[str, list[OpName]] = Field(
         {}, description="counter: the ops whose counts came from the counts cache "
                         "(iomatrix.measuring.countcache), not counted in this run")
+    recounted: dict[str, list[OpName]] = Field(
+        {}, description="an A/A twin's: counter: the ops counted again in this run (the "
+                        "others came from the counts cache; absent: every op counted)")
 
 
 class SeriesStatus(Ours):
@@ -482,6 +485,9 @@ class CountedOp(Ours):
     count_size: dict[Literal["syscalls", "rusage", "instructions"], CountSize] = Field(
         {}, description="each counter's basis: at the timed size, or scaled (files of before "
         "counts were made at the timed size lack it: their counts are at the counting size)")
+    from_cache: list[Literal["syscalls", "instructions"]] = Field(
+        [], description="the counters whose counts were taken from the counts cache, not "
+                        "counted in this run (older files lack it)")
     failed: dict[str, str] = {}
 
 

@@ -1,0 +1,51 @@
+"""Which ops the A/A twin counts again; the rest of its system calls and instructions come
+from the counts cache.
+
+The A/A twin (``--aa``: the same interpreter binary run a second time as ``<label>-aa``) is
+there to show how exactly counts repeat. Counting all its ops again cost the main command
+~40 s of its 46 s of counting with every other series cached (strace and valgrind over 42
+ops, 2026-11-27), and a whole series (~45 s of CPU) on a fresh machine. So the twin counts
+again a sample of ``AA_RECOUNT`` ops, drawn from the session's seed (the manifest's
+``seed``): successive runs check different ops and, over runs, every op. Its other ops'
+system calls and instructions are its original's, taken from the counts cache (the same
+binary: the same key), and are no evidence of repeating; the report compares only the ops
+counted again (``iomatrix.analysing.counts.aa_exactness``). Rusage is always counted: it is
+never cached. An op neither sampled nor in the cache is counted (never a hole).
+
+``--aa-recount all`` (the matrix and main command) counts every op again, as before.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+
+# Six ops of the main command's 42: about a seventh of the twin's strace and valgrind time
+# (~6 s of ~42 s of CPU, plus a worker's start-up per tool), so the cached main command's
+# counting is about as long as its longest cached series; 7 runs check 42 ops on average.
+# Fewer would leave a run's check to one or two suites; system calls repeat exactly, so six
+# ops already show a difference when there is one.
+AA_RECOUNT = 6
+ALL = "all"
+MAX_RECOUNT = 100_000
+
+
+def parse_aa_recount(value: str) -> int | str:
+    """``--aa-recount``: ``all``, or how many of the twin's ops to count again (1 or more)."""
+    value = value.strip()
+    if value == ALL:
+        return ALL
+    if not value.isdigit() or not 1 <= int(value) <= MAX_RECOUNT:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: the number of the A/A twin's ops to count again (1 to {MAX_RECOUNT}), "
+            f"or {ALL}")
+    return int(value)
+
+
+def sample(ops, seed: int, recount) -> frozenset | None:
+    """The ops of ``ops`` (names) the twin counts again: ``recount`` of them drawn from
+    ``seed``; None for every op (``all``, or as many as there are)."""
+    names = sorted(set(ops))
+    if recount == ALL or recount >= len(names):
+        return None
+    # random.Random of an int is the same sequence in every process and Python 3 version.
+    return frozenset(random.Random(seed).sample(names, recount))
