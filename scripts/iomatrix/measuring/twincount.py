@@ -19,11 +19,14 @@ from __future__ import annotations
 import argparse
 import random
 
-# Six ops of the main command's 42: about a seventh of the twin's strace and valgrind time
-# (~6 s of ~42 s of CPU, plus a worker's start-up per tool), so the cached main command's
-# counting is about as long as its longest cached series; 7 runs check 42 ops on average.
-# Fewer would leave a run's check to one or two suites; system calls repeat exactly, so six
-# ops already show a difference when there is one.
+# Six ops of the main command's 42. What the twin's counting costs is mostly its workers'
+# start-ups, not its ops: one strace and one valgrind process (about 1.3-1.5 s each), two more
+# valgrind processes when the sample holds an op counted at two smaller sizes (countsizes.
+# SCALED: 13 of the 42, so in 9 runs of 10), and the rusage pass over every op (1-1.5 s). Six
+# ops took 10.2 s of wall time against 45.7 s for all 42 (3.13, the smoke fixtures, this
+# 2-core VM at load 3, 2026-11-27); two or three ops would save little more. With six, each
+# op is checked in one run of 7 on average. System calls repeat exactly, so six ops show a
+# difference where there is one.
 AA_RECOUNT = 6
 ALL = "all"
 MAX_RECOUNT = 100_000
