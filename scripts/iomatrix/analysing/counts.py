@@ -227,24 +227,54 @@ def aa_exactness(rows) -> list:
     return out
 
 
-def aa_sample_sentence(exact: list) -> list:
+def aa_recounts(rows) -> dict:
+    """{(original, twin): {counter: (ops counted again, ops taken from the counts cache)}} of
+    syscalls and instructions, for each A/A twin that took some from the cache; {} for twins
+    that counted every op (every run before the sample, and ``--aa-recount all``)."""
+    index = _index(rows)
+    out = {}
+    for a, b, kind in step_pairs(rows):
+        if kind != "A/A":
+            continue
+        found = {}
+        for counter in ("syscalls", "instructions"):
+            both = [op for (series, op, c) in index if series == a and c == counter
+                    and (b, op, c) in index]
+            copied = sum(1 for op in both if index[(b, op, counter)].get("from_cache"))
+            if both:
+                found[counter] = (len(both) - copied, copied)
+        if any(copied for _, copied in found.values()):
+            out[(a, b)] = found
+    return out
+
+
+def aa_sample_sentence(rows, exact: list) -> list:
     """What the A/A rows compare when a twin took counts from the counts cache: lines before
-    the table ("6 ops counted again: all equal"); [] for a twin that counted every op."""
+    the table ("`3.13-aa`: the system calls of 6 ops counted again: all equal. ..."); [] for
+    twins that counted every op."""
+    names = {"syscalls": "system calls", "instructions": "instructions"}
     lines = []
-    for original, twin in dict.fromkeys((e["original"], e["twin"]) for e in exact
-                                        if e.get("copied")):
-        mine = [e for e in exact if (e["original"], e["twin"]) == (original, twin)
-                and e["counter"] in ("syscalls", "instructions")]
-        ops = max((e["ops"] for e in mine), default=0)
-        equal = all(e["identical"] == e["ops"] for e in mine)
-        verdict = "all equal" if equal and mine else "not all equal: see the table" if mine \
-            else "none compared"
-        copied = max(e["copied"] for e in exact if (e["original"], e["twin"]) == (original, twin))
-        lines += [f"{code(twin)}: {_ops(ops)} counted again (system calls and instructions): "
-                  f"{verdict}. The system calls and instructions of its other {_ops(copied)} "
-                  f"are {code(original)}'s, taken from the counts cache, and are not compared "
-                  "(`--aa-recount all` counts every op again); page faults and context "
-                  "switches are counted for every op.", ""]
+    for (original, twin), found in aa_recounts(rows).items():
+        again, copied = [], []
+        for counter, (n, m) in found.items():
+            entry = next((e for e in exact if (e["original"], e["twin"], e["counter"])
+                          == (original, twin, counter)), None)
+            if n and entry:
+                equal = "all equal" if entry["identical"] == entry["ops"] else \
+                    f"{entry['identical']} of {entry['ops']} equal (see the table)"
+                again.append(f"the {names[counter]} of {_ops(n)} counted again: {equal}")
+            if m:
+                copied.append(f"the {names[counter]} of "
+                              + (f"its other {_ops(m)}" if n else "every op"))
+        text = f"{code(twin)}: " + ("; ".join(again) if again else
+                                    "no system calls or instructions counted again") + ". "
+        said = (" and ".join(copied) + f" are {code(original)}'s, taken from the counts cache, "
+                "and are not compared")
+        text += said[:1].upper() + said[1:]
+        if "instructions" in found and found["instructions"][1]:
+            text += (" (an op's instructions depend on what ran before it in its worker "
+                     "process: only counting every op again, `--aa-recount all`, repeats them)")
+        lines += [text + "; page faults and context switches are counted for every op.", ""]
     return lines
 
 
@@ -291,7 +321,7 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
     exact = aa_exactness(rows)
     if exact:
         lines += ["How exact (A/A twin: the same interpreter counted twice):", ""]
-        lines += aa_sample_sentence(exact)
+        lines += aa_sample_sentence(rows, exact)
         lines += _table(["counter", "pair", "ops identical", "largest difference"],
                         [[md(e["counter"]), f"{code(e['original'])} / {code(e['twin'])}",
                           f"{e['identical']}/{e['ops']}"

@@ -27,10 +27,11 @@ The key of one count, all of it compared on reading:
 
 Rusage (page faults, context switches) is not cached: it describes the machine as much as
 the op, and its pass runs at native speed. An A/A twin never writes the cache, and reads it
-only for the ops it does not count again: it counts a sample of its ops again (drawn from the
-run's seed, ``iomatrix.measuring.twincount``; ``--aa-recount all``: every op) to show how
-exactly counts repeat, and takes the others, its original's counts under the same key, from
-here. The report compares only the ops it counted again.
+for what it does not count again: it counts the syscalls of a sample of its ops again (drawn
+from the run's seed, ``iomatrix.measuring.twincount``, which says why not the instructions;
+``--aa-recount all``: every op and counter) to show how exactly counts repeat, and takes the
+others, its original's counts under the same key, from here. The report compares only what it
+counted again.
 
 Files: ``<cache root>/counts/<interpreter hash>/<key hash>.json`` (the cache root of
 ``iomatrix.interpreters.cache``: ``$IOMATRIX_CACHE`` or ``~/.cache/iomatrix``), each

@@ -95,8 +95,8 @@ missing ones are counted again. System calls and instructions counted in an earl
 of the same interpreter binary, suite code, fixture sizes and tools are taken from the
 counts cache instead (``iomatrix.measuring.countcache`` gives the key); the manifest's
 ``counters.from_cache`` names them, per series and counter (and each op's ``from_cache``
-in the file). The A/A twin counts again only a sample of its ops (``iomatrix.measuring.
-twincount``) and takes the others from the cache, after its original has filled it; its
+in the file). The A/A twin counts again only the syscalls of a sample of its ops (``iomatrix.
+measuring.twincount``) and takes its other counts from the cache, after its original has filled it; its
 ``counters.recounted`` names the ops it counted. Nothing is written outside the run's results
 directory and its work directory: strace's ``-o`` file, callgrind's output
 files and valgrind's temporary files (``TMPDIR``) all go into the work dir.
@@ -317,9 +317,10 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
     manifest entry's ``from_cache`` names them (and each op's ``from_cache`` in the counters
     file); what is counted is stored in it. None: no cache.
 
-    ``recount``: for an A/A twin, the ops it counts again (``twincount.sample``); it takes its
-    other ops' syscalls and instructions from the cache (its original's: the same key) where
-    there, counts them where not, and writes nothing into the cache; its entry's
+    ``recount``: for an A/A twin, the ops whose syscalls it counts again (``twincount.sample``;
+    ``twincount.recount_of``: not their instructions); it takes its other counts from the
+    cache (its original's: the same key) where there, counts them where not, and writes
+    nothing into the cache; its entry's
     ``recounted`` names what it counted. None: the twin counts every op and never reads the
     cache (``--aa-recount all``, and every twin before the sample).
 
@@ -383,7 +384,8 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
             continue
         results, keys = {}, {}
         for suite in suites if use_cache else ():
-            ops = [op for s, op in todo if s == suite and not (twin and op in recount)]
+            ops = [op for s, op in todo if s == suite
+                   and not (twin and op in twincount.recount_of(counter, recount))]
             if ops:
                 keys.update(_cache_keys(cache, series, counter, tool_methods, suite, ops,
                                         profile, conditions, log))
@@ -652,9 +654,9 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
                for s in all_series if s.interpreter.get("aa_of")}
     for name, chosen in samples.items():
         if chosen is not None:
-            log(f"iomatrix: counting {name} (A/A): {len(chosen)} ops counted again "
-                f"({', '.join(sorted(chosen))}); its other syscalls and instructions from "
-                "the counts cache where there (--aa-recount all: every op)")
+            log(f"iomatrix: counting {name} (A/A): the syscalls of {len(chosen)} ops counted "
+                f"again ({', '.join(sorted(chosen))}); its other syscalls and its instructions "
+                "from the counts cache where there (--aa-recount all: every op)")
 
     def one(slot, series):
         return count_series(run, series, counters, problems, fixtures, work_root, profile,

@@ -1,16 +1,25 @@
-"""Which ops the A/A twin counts again; the rest of its system calls and instructions come
-from the counts cache.
+"""Which ops the A/A twin counts again; the rest of its system calls, and its instructions,
+come from the counts cache.
 
 The A/A twin (``--aa``: the same interpreter binary run a second time as ``<label>-aa``) is
 there to show how exactly counts repeat. Counting all its ops again cost the main command
 ~40 s of its 46 s of counting with every other series cached (strace and valgrind over 42
 ops, 2026-11-27), and a whole series (~45 s of CPU) on a fresh machine. So the twin counts
-again a sample of ``AA_RECOUNT`` ops, drawn from the session's seed (the manifest's
-``seed``): successive runs check different ops and, over runs, every op. Its other ops'
-system calls and instructions are its original's, taken from the counts cache (the same
-binary: the same key), and are no evidence of repeating; the report compares only the ops
-counted again (``iomatrix.analysing.counts.aa_exactness``). Rusage is always counted: it is
-never cached. An op neither sampled nor in the cache is counted (never a hole).
+again the system calls of a sample of ``AA_RECOUNT`` ops, drawn from the session's seed (the
+manifest's ``seed``): successive runs check different ops and, over runs, every op. Its other
+ops' system calls, and the instructions of every op, are its original's, taken from the counts
+cache (the same binary: the same key), and are no evidence of repeating; the report compares
+only what was counted again (``iomatrix.analysing.counts.aa_exactness``). Rusage is always
+counted: it is never cached. An op neither sampled nor in the cache is counted (never a hole).
+
+Why not the sample's instructions: an op's instructions depend on what ran before it in its
+worker process (every op of the series, suite by suite). ``write_byBlocks_textMode`` of 3.13,
+counted by callgrind after the 26 ops before it: 22,929,048 (its original: 22,929,985);
+after lutz2009's 17 only: 23,562,473 (+2.8%); alone: 23,045,763 (+0.5%) (2026-11-27). Six
+sampled ops counted in a process of their own differed from their originals by up to 2.2%,
+against at most 0.06% for a twin counting every op, so such a count is not an A/A check; and
+counting a sampled op after everything that runs before it costs about the whole pass.
+System calls do not depend on it: six sampled ops' were all equal to their originals'.
 
 ``--aa-recount all`` (the matrix and main command) counts every op again, as before.
 """
@@ -42,6 +51,12 @@ def parse_aa_recount(value: str) -> int | str:
             f"{value!r}: the number of the A/A twin's ops to count again (1 to {MAX_RECOUNT}), "
             f"or {ALL}")
     return int(value)
+
+
+def recount_of(counter: str, sample: frozenset) -> frozenset:
+    """The ops of ``sample`` whose ``counter`` the twin counts again: the system calls only
+    (the module docstring says why not the instructions)."""
+    return sample if counter == "syscalls" else frozenset()
 
 
 def sample(ops, seed: int, recount) -> frozenset | None:
