@@ -28,14 +28,12 @@ from __future__ import annotations
 import argparse
 import random
 
-# Six ops of the main command's 42. What the twin's counting costs is mostly its workers'
-# start-ups, not its ops: one strace and one valgrind process (about 1.3-1.5 s each), two more
-# valgrind processes when the sample holds an op counted at two smaller sizes (countsizes.
-# SCALED: 13 of the 42, so in 9 runs of 10), and the rusage pass over every op (1-1.5 s). Six
-# ops took 10.2 s of wall time against 45.7 s for all 42 (3.13, the smoke fixtures, this
-# 2-core VM at load 3, 2026-11-27); two or three ops would save little more. With six, each
-# op is checked in one run of 7 on average. System calls repeat exactly, so six ops show a
-# difference where there is one.
+# Six ops of the main command's 42. What the twin's sample costs is mostly fixed: one strace
+# worker's start-up (about 1.3 s) and the rusage pass over every op (1-1.5 s); six ops add
+# about 1.5 s under strace (the twin's counting took 3.2 s against 34.0 s for every op and
+# counter, 3.13, the smoke fixtures, this 2-core VM, 2026-11-27). More ops would check more
+# per run for little; with six, each op is checked in one run of 7 on average, and system
+# calls repeat exactly, so six ops show a difference where there is one.
 AA_RECOUNT = 6
 ALL = "all"
 MAX_RECOUNT = 100_000
