@@ -62,7 +62,7 @@ def test_a_count_is_taken_from_the_cache_in_a_later_run(tmp_path, machine_interp
     assert {k: taken[k] for k in ("syscalls", "syscall_bytes", "bytes_per_call")} == {
         k: counted[k] for k in ("syscalls", "syscall_bytes", "bytes_per_call")}
 
-    # The A/A twin counts again: it is there to show how exactly counts repeat.
+    # The A/A twin counting every op (--aa-recount all: no sample given) reads no count.
     twin, _, passes, _ = count(tmp_path, interp, fixtures, cache, "R3", label="3.13-aa",
                                aa_of="3.13")
     assert "from_cache" not in twin and passes

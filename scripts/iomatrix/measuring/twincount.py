@@ -31,9 +31,10 @@ import random
 # Six ops of the main command's 42. What the twin's sample costs is mostly fixed: one strace
 # worker's start-up (about 1.3 s) and the rusage pass over every op (1-1.5 s); six ops add
 # about 1.5 s under strace (the twin's counting took 3.2 s against 34.0 s for every op and
-# counter, 3.13, the smoke fixtures, this 2-core VM, 2026-11-27). More ops would check more
-# per run for little; with six, each op is checked in one run of 7 on average, and system
-# calls repeat exactly, so six ops show a difference where there is one.
+# counter, 3.13, the smoke fixtures, this 2-core VM, 2026-11-27); each further op adds about
+# 0.3 s at the quick profile's sizes (strace: 14.5 s for 42 ops). With six, each op is
+# checked in one run of 7 on average; system calls repeat exactly, so six ops show a
+# difference where there is one.
 AA_RECOUNT = 6
 ALL = "all"
 MAX_RECOUNT = 100_000
