@@ -95,9 +95,10 @@ missing ones are counted again. System calls and instructions counted in an earl
 of the same interpreter binary, suite code, fixture sizes and tools are taken from the
 counts cache instead (``iomatrix.measuring.countcache`` gives the key); the manifest's
 ``counters.from_cache`` names them, per series and counter (and each op's ``from_cache``
-in the file). The A/A twin counts again only the syscalls of a sample of its ops (``iomatrix.
-measuring.twincount``) and takes its other counts from the cache, after its original has filled it; its
-``counters.recounted`` names the ops it counted. Nothing is written outside the run's results
+in the file). The A/A twin counts again only the syscalls of a sample of its ops
+(``iomatrix.measuring.twincount``) and takes its other counts from the cache, after its
+original has filled it; its ``counters.recounted`` names the ops it counted. Nothing is
+written outside the run's results
 directory and its work directory: strace's ``-o`` file, callgrind's output
 files and valgrind's temporary files (``TMPDIR``) all go into the work dir.
 
@@ -490,9 +491,9 @@ def _schedule(all_series: list, one, stopping: threading.Event):
     """(series name, entry) of ``one(slot, series)`` for every series, JOBS at a time, as each
     is done; slots are the series' places in ``all_series`` (a slot per series).
 
-    The A/A twin takes its non-sampled ops from the counts cache, so it starts only once its
-    original (the series of its ``aa_of`` label and io stack) is done: on a fresh machine the
-    original's counts are then in the cache. The original goes first, and its twin next, so
+    The A/A twin takes its counts outside its sample from the counts cache, so it starts only
+    once its original (the series of its ``aa_of`` label and io stack) is done: on a fresh
+    machine the original's counts are then in the cache. The original goes first, and its twin next, so
     the twin's sample overlaps the other series instead of running alone at the end.
     """
     originals = {}
@@ -616,7 +617,8 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
     failed for counting), failed, or skipped (with the reason per counter), and
     ``from_cache``, the counts taken from the counts cache (``cache_root``, by default
     the iomatrix cache's ``counts/``: iomatrix.measuring.countcache).
-    An A/A twin counts again ``aa_recount`` of its ops (a number, or ``all``), drawn from
+    An A/A twin counts again the syscalls of ``aa_recount`` of its ops (a number; ``all``:
+    every op and counter), drawn from
     ``seed`` (by default the session's, from the manifest), and starts once its original
     is counted (``_schedule``); its entry's ``recounted`` names the ops it counted.
     The timing results are never touched; a failure here fails no series.
