@@ -493,8 +493,9 @@ def _schedule(all_series: list, one, stopping: threading.Event):
 
     The A/A twin takes its counts outside its sample from the counts cache, so it starts only
     once its original (the series of its ``aa_of`` label and io stack) is done: on a fresh
-    machine the original's counts are then in the cache. The original goes first, and its twin next, so
-    the twin's sample overlaps the other series instead of running alone at the end.
+    machine the original's counts are then in the cache. The original goes first, and its
+    twin next, so the twin's sample overlaps the other series instead of running alone at
+    the end.
     """
     originals = {}
     for twin in all_series:
