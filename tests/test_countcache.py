@@ -25,13 +25,14 @@ def fixtures(tmp_path_factory):
     return directory
 
 
-def count(directory, interp, fixtures, cache, run_id, label=None, aa_of=None):
-    """count_series of WHOLE_TEXT's syscalls into a run and work dir of their own: (entry,
-    the run's op entry, the strace passes that ran, the log)."""
+def count(directory, interp, fixtures, cache, run_id, label=None, aa_of=None, ops=(WHOLE_TEXT,)):
+    """count_series of the syscalls of ``ops`` (lutz2009's; WHOLE_TEXT among them) into a run
+    and work dir of their own: (entry, the run's entry of WHOLE_TEXT, the strace passes that
+    ran, the log)."""
     run = store.Run(directory / "results", run_id)
     run.make_directory()
     info = dict(interp.as_manifest(), aa_of=aa_of)
-    series = counters.Series(label or interp.label, info, "c", [("lutz2009", WHOLE_TEXT)])
+    series = counters.Series(label or interp.label, info, "c", [("lutz2009", op) for op in ops])
     work, lines = directory / f"work-{run_id}", []
     which = ("syscalls",)
     entry = counters.count_series(run, series, which, counttools.tool_problems(which, work),
@@ -106,7 +107,8 @@ def test_an_edited_suite_or_another_binary_is_never_taken_from_the_cache(
     assert len(entries(tmp_path / "counts")) == 2      # the first one stays, unused
 
     # Another interpreter binary (2.7) has keys of its own.
-    key = dict(profile="smoke", io_stack="c", output="new", allocator="default", calls=1)
+    key = dict(profile="smoke", io_stack="c", output="new", allocator="default", calls=1,
+               worker_ops=[("lutz2009", WHOLE_TEXT)])
     old = need(machine_interpreters, "2.7")
     assert cache.key("syscalls", "m", interp.executable, "lutz2009", WHOLE_TEXT, **key) != \
         cache.key("syscalls", "m", old.executable, "lutz2009", WHOLE_TEXT, **key)
@@ -157,3 +159,30 @@ def test_the_main_commands_manifest_says_which_counts_came_from_the_cache(
     # what the manifest says is what the run's manifest file holds
     written = json.loads((tmp_path / "second" / "results" / "S" / "manifest.json").read_text())
     assert written["interpreters"]["3.13"]["counters"]["from_cache"] == second["from_cache"]
+
+
+def test_a_count_is_the_caches_only_for_a_worker_of_the_same_ops(tmp_path, machine_interpreters,
+                                                                 fixtures):
+    """An op's counts depend on the ops its worker ran before it: a worker of other ops
+    (another selection, a resumed run) never takes them, and one that misses some of its
+    ops in the cache counts all of them again, in one worker."""
+    interp = need(machine_interpreters, "3.13")
+    both = ("read_allAtOnce_binaryMode", WHOLE_TEXT)
+    root = tmp_path / "counts"
+    first, _, passes, _ = count(tmp_path, interp, fixtures, countcache.CountsCache(root), "R1",
+                                ops=both)
+    assert "from_cache" not in first and passes and len(entries(root)) == 2
+    alone, _, passes, _ = count(tmp_path, interp, fixtures, countcache.CountsCache(root), "R2")
+    assert "from_cache" not in alone and passes                # WHOLE_TEXT after nothing else
+    again, _, passes, _ = count(tmp_path, interp, fixtures, countcache.CountsCache(root), "R3",
+                                ops=both)
+    assert sorted(again["from_cache"]["syscalls"]) == sorted(both) and passes == []
+    for entry in entries(root):   # the binary read's count of the two-op worker, removed
+        document = json.loads(entry.read_text())
+        if document["key"]["op"] == both[0]:
+            entry.unlink()
+    partly, _, passes, lines = count(tmp_path, interp, fixtures, countcache.CountsCache(root),
+                                     "R4", ops=both)
+    assert "from_cache" not in partly and passes
+    assert any("1 of 2 ops' syscalls not in the counts cache: all 2 counted again" in line
+               for line in lines)

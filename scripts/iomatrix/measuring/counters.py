@@ -389,7 +389,7 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                    and not (twin and op in twincount.recount_of(counter, recount))]
             if ops:
                 keys.update(_cache_keys(cache, series, counter, tool_methods, suite, ops,
-                                        profile, conditions, log))
+                                        todo, profile, conditions, log))
         suite_of = {op: s for s, op in todo}
         for op, key in keys.items():
             hit = cache.get(key, log)
@@ -400,6 +400,16 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                         "bytes_per_call"] = hit[1]
                 from_cache.setdefault(counter, []).append(op)
         counted_now = [op for _, op in todo if op not in results]
+        if counted_now and results and not twin:
+            # A count is the cache's for a worker that runs every op of todo
+            # (countcache.worker_history): a worker of the missing ops alone would count
+            # them after other ops than their key says, so all of todo is counted again.
+            log(f"iomatrix: counting {series.series}: {len(counted_now)} of {len(todo)} ops' "
+                f"{counter} not in the counts cache: all {len(todo)} counted again (an op's "
+                "counts depend on the ops its worker ran before it)")
+            results.clear()
+            from_cache.pop(counter, None)
+            counted_now = [op for _, op in todo]
         if twin and use_cache and counter in countcache.CACHED_COUNTERS and counted_now:
             recounted[counter] = counted_now
 
@@ -534,9 +544,10 @@ def _schedule(all_series: list, one, stopping: threading.Event):
 
 
 def _cache_keys(cache, series: Series, counter: str, tool_methods: dict, suite: str, ops,
-                profile: str, conditions, log) -> dict:
+                worker_ops, profile: str, conditions, log) -> dict:
     """{op: its counts cache key} for a counter the cache keeps; {} when the interpreter's
-    binary cannot be read (its counts are then counted, as without a cache)."""
+    binary cannot be read (its counts are then counted, as without a cache). ``worker_ops``:
+    every (suite, op) the counter's worker runs, in order."""
     if counter not in countcache.CACHED_COUNTERS:
         return {}
     try:
@@ -544,7 +555,7 @@ def _cache_keys(cache, series: Series, counter: str, tool_methods: dict, suite: 
                               series.interpreter["executable"], suite, op, profile=profile,
                               io_stack=series.io_stack, output=conditions.output,
                               allocator=conditions.allocator, calls=COUNT_CALLS,
-                              sizes=countsizes.key_of(counter, op))
+                              worker_ops=worker_ops, sizes=countsizes.key_of(counter, op))
                 for op in ops}
     except OSError as exc:
         log(f"iomatrix: counting {series.series}: the counts cache is not used "
