@@ -141,11 +141,16 @@ def main(argv=None) -> int:
             # with the first copy's pages (store.write_report_pages) and linked by the others.
             staged = stack.enter_context(outputs.staged_directory(figures_dir)) \
                 if figures_dir else None
+            # Analysed once for every copy (reports/latest.md and its kept copy differ only in
+            # their links): the findings' bootstrap and candidate changes are the report's
+            # largest costs, and its caches keep them.
+            analysed = pages.analyse(loaded[0], args.baseline, args.threshold) \
+                if pages.ordered_series(loaded[0]) else None
             for k, out in enumerate(outs):
                 result = pages.build_pages(loaded[0], args.baseline, args.threshold,
                                            staged if k == 0 else figures_dir,
                                            f"figures/{run.run_id}", out.stem, out.name,
-                                           draw=k == 0, pool=pool)
+                                           draw=k == 0, pool=pool, analysed=analysed)
                 placed = [(staged, figures_dir)] if staged and k == 0 else []
                 for path in write_pages(result, out, placed):
                     print(cli.terminal_text(f"report: wrote {path}"))

@@ -311,7 +311,7 @@ def build_pages(data: RunData, baseline: str | None = None,
                 threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
                 figures_link: str = "figures", pages_link: str = "latest",
                 main_name: str = "latest.md", draw: bool = True,
-                link_pages: bool = True, pool=None) -> Pages:
+                link_pages: bool = True, pool=None, analysed: Analysis | None = None) -> Pages:
     """The main page, the suite pages and the run's other pages (``pages_link/<name>.md``
     from the main page) and the CSV; with ``figures_dir``, also the PNGs, linked as
     ``figures_link/NAME`` from the main page (``../figures_link/NAME`` from the others).
@@ -320,14 +320,17 @@ def build_pages(data: RunData, baseline: str | None = None,
     supports it (counts, machine and interpreters) is on pages of its own, and the rest
     (geometric means, A/A, variants, conditions) in collapsed sections. With ``pool``
     (pooling.Pool) the summary, the findings and data.csv quote the pooled figures too
-    (pool_section); without, the page says it is one run of one host."""
+    (pool_section); without, the page says it is one run of one host. ``analysed``: the
+    run's analyse() from an earlier call with the same baseline and threshold (report.py
+    builds two copies of the pages; the findings' bootstrap and the changelog scores it keeps
+    are then computed once)."""
     lines = section_header(data)
     order = ordered_series(data)
     if not order:
         lines += ["No results could be read from this run.", ""] + section_problems(data)
         lines += section_run_facts(data) + section_metadata(data, order)
         return Pages("\n".join(lines), {}, "")
-    an = analyse(data, baseline, threshold)
+    an = analysed if analysed is not None else analyse(data, baseline, threshold)
     shown = display_order(an)
     label = Labeller(data)
     # The summary leads with the release steps; the untouched allocator's effect is a
