@@ -220,13 +220,18 @@ def score_entry(entry: Entry, words: dict) -> tuple[float, tuple]:
     return round(score, 2), matched
 
 
-def _already_in(changelog: Changelog | None, old_version: str) -> set:
+def _already_in(changelog: Changelog | None, old_version: str) -> frozenset:
     """(number, text) of the entries in sections at or before OLD: changes OLD had."""
     old = version_key(old_version)
     if changelog is None or old is None:
-        return set()
-    return {(e.number, e.text[:80]) for r in changelog.releases
-            if version_key(r.version) <= old for e in r.entries}
+        return frozenset()
+    # Kept on the changelog: a report asks for the same few (every entry of a branch's NEWS,
+    # some 10 ms each) for every op family of every step.
+    cache = changelog.__dict__.setdefault("_already_in", {})
+    if old_version not in cache:
+        cache[old_version] = frozenset((e.number, e.text[:80]) for r in changelog.releases
+                                       if version_key(r.version) <= old for e in r.entries)
+    return cache[old_version]
 
 
 def candidates(changelog: Changelog, op: str, suite: str, old_version: str,
