@@ -208,7 +208,11 @@ def run_tool(session: nox.Session, tool: str) -> None:
     command = [session.virtualenv.bin + "/python", str(ROOT / "scripts" / f"{tool}.py"),
                *session.posargs]
     session.log(" ".join(command[1:]))
-    status = subprocess.call(command, env={**os.environ, "VIRTUAL_ENV": session.virtualenv.location,
+    # Python may keep the bytecode it compiles (as the tests session): uv installs no .pyc
+    # files, so with PYTHONDONTWRITEBYTECODE set every report compiled the pandas, scipy,
+    # matplotlib and arch it imports anew (some 4 s of CPU a report).
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    status = subprocess.call(command, env={**env, "VIRTUAL_ENV": session.virtualenv.location,
                                            "PATH": session.bin + os.pathsep + os.environ["PATH"]})
     if status:
         raise SystemExit(status)
