@@ -53,8 +53,27 @@ def _rows_of_version(version: tuple) -> tuple:
     return tuple(_document_rows(Path(version[0]), version[1]))
 
 
+def read_document_once(path: Path) -> dict | None:
+    """countsfile.read_document, once per process and file version (``_document_of_version``):
+    the rows, the kept functions and the call graphs of a report each read every counters
+    file of the run, and reading one (gzip, JSON, the schema) costs some 20 ms. Callers only
+    read the document."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return read_document(Path(path))            # which says what is wrong
+    return _document_of_version((str(path), info.st_ino, info.st_size, info.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=32)
+def _document_of_version(version: tuple) -> dict | None:
+    return read_document(Path(version[0]))
+
+
 def _document_rows(path: Path, series: str | None) -> list:
-    document = read_document(Path(path))
+    document = read_document_once(Path(path))
     if document is None:
         return []
     series = series or document.get("series") or \
@@ -259,7 +278,7 @@ def usable_counters_documents(run_dir):
     names the unreadable ones). load_functions and callpaths.load_call_graphs read these."""
     for path in store.counters_files(run_dir):
         try:
-            document = read_document(path)
+            document = read_document_once(path)
         except store.ResultFileError:
             continue
         if not document or misattributed_functions(document):
