@@ -47,6 +47,23 @@ def _own_iomatrix_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path_factory.mktemp("iomatrix-cache")))
 
 
+@pytest.fixture
+def no_changelog_download(monkeypatch):
+    """A changelog not in the test's cache is not fetched (news._fetch: Debian's source pool
+    through apt, then python.org). upstream and bisect name a step's candidate changes from
+    its NEW release's changelog, fetching it when the cache lacks it: in a test that was a
+    download of CPython's source (apt reaches Debian's pool on this machine) and a pass over
+    its .tar.xz (2 s of CPU per test), and what the test saw hung on the network. The tests
+    that take this fixture check what holds without a changelog ("no changelog for ..."); the
+    candidates have tests of their own with a tarball put in the cache."""
+    from iomatrix.analysing import news
+
+    def offline(version, tarballs, say):
+        say(f"no changelog fetched for {version}: the tests fetch nothing")
+        return None
+    monkeypatch.setattr(news, "_fetch", offline)
+
+
 @pytest.fixture(scope="session")
 def machine_interpreters():
     """Every interpreter discovery finds here, by label."""

@@ -14,8 +14,9 @@ QUIET = dict(log=lambda *a: None)
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    # python.org is not asked: the tests say what this offline machine can have
+def offline(monkeypatch, no_changelog_download):
+    # python.org is not asked: the tests say what this offline machine can have; nor is a
+    # changelog for the answer's candidates downloaded (conftest.no_changelog_download)
     monkeypatch.setattr(bisect_points, "python_org_reachable", lambda: False)
 
 

@@ -367,7 +367,8 @@ def test_the_reproducer_compiles_under_2_7_and_3_x(machine_interpreters):
                                         ("chunks_read_064KiB", True),
                                         ("chunks_read_99999999MiB", True),
                                         ("read_byLines_textMode\n", False)])
-def test_an_op_that_is_no_vetted_name_gets_no_reproducer(tmp_path, capsys, op, vetted):
+def test_an_op_that_is_no_vetted_name_gets_no_reproducer(tmp_path, capsys, op, vetted,
+                                                         no_changelog_download):
     assert reproducer.template_for(op) is None
     with pytest.raises(ValueError):
         reproducer.reproducer(op, "3.13.15", "3.14.7")
@@ -411,7 +412,8 @@ def test_upstream_out_dir_is_refused_with_one_line_and_nothing_left(tmp_path, ca
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
-def test_upstream_writes_its_directory_whole_and_leaves_no_staging(tmp_path, capsys):
+def test_upstream_writes_its_directory_whole_and_leaves_no_staging(tmp_path, capsys,
+                                                                    no_changelog_download):
     out_dir = tmp_path / "deep" / "er" / "u"
     status = upstream.main(upstream_args(out_dir, tmp_path / "results"), **QUIET)
     assert status == 0, capsys.readouterr().err
