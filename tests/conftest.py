@@ -166,12 +166,23 @@ def ensure_tool_venvs(env=None) -> None:
         # `-- --help`: the session makes its venv, then its tool prints its help and writes
         # nothing (--install-only would still run the tool: run_tool calls it itself, not
         # through session.run). Two different venvs: made side by side, not one after the other.
+        made = [name for name in TOOL_SESSIONS if not _tool_venv_ready(name)]
         making = [subprocess.Popen([sys.executable, "-m", "nox", "--noxfile",
                                     str(ROOT / "noxfile.py"), "-s", name, "--", "--help"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    cwd=ROOT, env=env)
-                  for name in TOOL_SESSIONS if not _tool_venv_ready(name)]
+                  for name in made]
         for process in making:
+            process.wait(timeout=900)
+        # uv installs no .pyc files: on a fresh checkout the first report processes, started
+        # at once by several workers as the lock was released, each compiled pandas, scipy and
+        # the rest (3 s of CPU each, 1.5 s to import them compiled). Compiled once here.
+        compiling = [subprocess.Popen([str(ROOT / ".nox" / name / "bin" / "python"), "-c",
+                                       "import " + ", ".join(REPORT_LIBRARIES)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      cwd=ROOT, env=env)
+                     for name in made if (ROOT / ".nox" / name / "bin" / "python").exists()]
+        for process in compiling:
             process.wait(timeout=900)
     _tool_venvs_ready = True
 
@@ -182,6 +193,8 @@ def ensure_tool_venvs(env=None) -> None:
 # to import them compiled).
 HEAVY_LIBRARIES = ("pandas", "matplotlib.pyplot", "pydantic", "hypothesis", "scipy.stats",
                    "statsmodels.stats.meta_analysis", "arch.bootstrap")
+# ... and what the report's tools import in the tool venvs (EXTRAS["report"]: no hypothesis)
+REPORT_LIBRARIES = tuple(name for name in HEAVY_LIBRARIES if name != "hypothesis")
 
 
 def compile_heavy_libraries_once() -> None:
