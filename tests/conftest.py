@@ -176,9 +176,10 @@ def ensure_tool_venvs(env=None) -> None:
             process.wait(timeout=900)
         # uv installs no .pyc files: on a fresh checkout the first report processes, started
         # at once by several workers as the lock was released, each compiled pandas, scipy and
-        # the rest (3 s of CPU each, 1.5 s to import them compiled). Compiled once here.
+        # the rest (3 s of CPU each, 1.5 s to import them compiled). Compiled once here, what
+        # each session's tool imports (the changelog's: pydantic alone).
         compiling = [subprocess.Popen([str(ROOT / ".nox" / name / "bin" / "python"), "-c",
-                                       "import " + ", ".join(REPORT_LIBRARIES)],
+                                       "import " + ", ".join(TOOL_LIBRARIES[name])],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       cwd=ROOT, env=env)
                      for name in made if (ROOT / ".nox" / name / "bin" / "python").exists()]
@@ -193,8 +194,9 @@ def ensure_tool_venvs(env=None) -> None:
 # to import them compiled).
 HEAVY_LIBRARIES = ("pandas", "matplotlib.pyplot", "pydantic", "hypothesis", "scipy.stats",
                    "statsmodels.stats.meta_analysis", "arch.bootstrap")
-# ... and what the report's tools import in the tool venvs (EXTRAS["report"]: no hypothesis)
-REPORT_LIBRARIES = tuple(name for name in HEAVY_LIBRARIES if name != "hypothesis")
+# ... and what the tools of TOOL_SESSIONS import in their venvs (EXTRAS["report"], no hypothesis)
+TOOL_LIBRARIES = {"report": tuple(name for name in HEAVY_LIBRARIES if name != "hypothesis"),
+                  "changelog": ("pydantic",)}
 
 
 def compile_heavy_libraries_once() -> None:
