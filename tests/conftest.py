@@ -65,6 +65,16 @@ def no_changelog_download(monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def lutz_count_fixtures(tmp_path_factory):
+    """lutz2009's fixtures at the smoke profile's sizes, as the counting pass makes them
+    (counters.make_fixtures): read only by the counting tests."""
+    from iomatrix.measuring import counters
+    directory = tmp_path_factory.mktemp("count-fixtures") / "fixtures"
+    counters.make_fixtures(["lutz2009"], "smoke", directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
 def machine_interpreters():
     """Every interpreter discovery finds here, by label."""
     return {i.label: i for i in discovery.discover()}

@@ -34,10 +34,8 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or
 
 
 @pytest.fixture(scope="module")
-def fixtures(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("count-fixtures") / "fixtures"
-    counters.make_fixtures(["lutz2009"], "smoke", directory)
-    return directory
+def fixtures(lutz_count_fixtures):
+    return lutz_count_fixtures
 
 
 @pytest.fixture(scope="module")

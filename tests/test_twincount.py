@@ -24,10 +24,8 @@ pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace n
 
 
 @pytest.fixture(scope="module")
-def fixtures(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("count-fixtures") / "fixtures"
-    counters.make_fixtures(["lutz2009"], "smoke", directory)
-    return directory
+def fixtures(lutz_count_fixtures):
+    return lutz_count_fixtures
 
 
 def count(directory, interp, fixtures, cache, label, aa_of=None, recount=None, slot=0):
