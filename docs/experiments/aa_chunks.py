@@ -110,7 +110,11 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mode", choices=("bare", "harness"), default="bare")
     p.add_argument("--envs", default=os.path.join(REPO, ".nox", "iomatrix-envs"))
-    p.add_argument("--executable", default="/root/.cache/iomatrix/pythons/3.15.0rc2/bin/python3",
+    # The provisioned 3.15.0rc2 in the iomatrix cache ($IOMATRIX_CACHE, else ~/.cache/iomatrix)
+    cache = os.environ.get("IOMATRIX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                              "iomatrix")
+    p.add_argument("--executable", default=os.path.join(cache, "pythons", "3.15.0rc2", "bin",
+                                                        "python3"),
                    help="for sys:LABEL conditions")
     p.add_argument("--conditions", default="venv:3.15,venv:3.15-aa")
     p.add_argument("--processes", type=int, default=30, help="per condition")
