@@ -197,20 +197,14 @@ def describe_step(step: dict, max_syscalls: int = 4) -> str:
             f"{md(step['after'])}: {text}")
 
 
-def aa_exactness(rows) -> list:
-    """Per A/A pair and counter: how many ops counted the same, and the largest difference.
-
-    Only the ops the twin counted again are compared: a twin's count taken from the counts
-    cache (``from_cache``: its original's, iomatrix.measuring.twincount) repeats nothing, so
-    it is left out and counted in ``copied``. Older runs' twins counted every op (copied 0).
-    """
-    out = []
+def _aa_comparisons(rows, counters):
+    """(original, twin, counter, relative differences of the ops the twin counted again, how
+    many of its counts it took from the counts cache) per A/A pair and counter of ``counters``."""
+    index = _index(rows)
     for a, b, kind in step_pairs(rows):
         if kind != "A/A":
             continue
-        index = _index(rows)
-        for counter in ("syscalls", "instructions", "estimated_cycles", "minflt", "majflt",
-                        "nvcsw", "nivcsw"):
+        for counter in counters:
             diffs, copied = [], 0
             for (series, op, c), r in index.items():
                 if series == a and c == counter and (b, op, c) in index:
@@ -220,32 +214,35 @@ def aa_exactness(rows) -> list:
                     other = index[(b, op, c)]["per_call"]
                     diffs.append(abs(other - r["per_call"]) / r["per_call"]
                                  if r["per_call"] else (0.0 if other == 0 else math.inf))
-            if diffs:
-                out.append({"original": a, "twin": b, "counter": counter, "ops": len(diffs),
-                            "identical": sum(d == 0 for d in diffs), "max_rel_diff": max(diffs),
-                            "copied": copied})
-    return out
+            yield a, b, counter, diffs, copied
+
+
+def aa_exactness(rows) -> list:
+    """Per A/A pair and counter: how many ops counted the same, and the largest difference.
+
+    Only the ops the twin counted again are compared: a twin's count taken from the counts
+    cache (``from_cache``: its original's, iomatrix.measuring.twincount) repeats nothing, so
+    it is left out and counted in ``copied``. Older runs' twins counted every op (copied 0).
+    """
+    return [{"original": a, "twin": b, "counter": counter, "ops": len(diffs),
+             "identical": sum(d == 0 for d in diffs), "max_rel_diff": max(diffs),
+             "copied": copied}
+            for a, b, counter, diffs, copied in _aa_comparisons(
+                rows, ("syscalls", "instructions", "estimated_cycles", "minflt", "majflt",
+                       "nvcsw", "nivcsw"))
+            if diffs]
 
 
 def aa_recounts(rows) -> dict:
     """{(original, twin): {counter: (ops counted again, ops taken from the counts cache)}} of
     syscalls and instructions, for each A/A twin that took some from the cache; {} for twins
     that counted every op (every run before the sample, and ``--aa-recount all``)."""
-    index = _index(rows)
-    out = {}
-    for a, b, kind in step_pairs(rows):
-        if kind != "A/A":
-            continue
-        found = {}
-        for counter in ("syscalls", "instructions"):
-            both = [op for (series, op, c) in index if series == a and c == counter
-                    and (b, op, c) in index]
-            copied = sum(1 for op in both if index[(b, op, counter)].get("from_cache"))
-            if both:
-                found[counter] = (len(both) - copied, copied)
-        if any(copied for _, copied in found.values()):
-            out[(a, b)] = found
-    return out
+    found: dict = {}
+    for a, b, counter, diffs, copied in _aa_comparisons(rows, ("syscalls", "instructions")):
+        if diffs or copied:
+            found.setdefault((a, b), {})[counter] = (len(diffs), copied)
+    return {pair: counts for pair, counts in found.items()
+            if any(copied for _, copied in counts.values())}
 
 
 def aa_sample_sentence(rows, exact: list) -> list:
