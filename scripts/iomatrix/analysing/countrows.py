@@ -37,20 +37,28 @@ def load_document_rows(path: Path, series: str | None = None) -> list:
     ``from_cache``: the count was taken from the counts cache, not counted in this run (an
     A/A twin's such counts are its original's, no evidence of repeating).
     """
+    version = _file_version(path)
+    if version is None:
+        return _document_rows(Path(path), series)     # read_document says what is wrong
+    # shallow copies: a caller that changes a row changes its own
+    return [dict(row) for row in _rows_of_version((*version, series))]
+
+
+def _file_version(path) -> tuple | None:
+    """(path, inode, size, mtime) of a regular file, the key of what is read once per
+    process and file version; None for anything else (read anew, to say what is wrong)."""
     try:
         info = os.stat(path)
     except OSError:
-        info = None
-    if info is None or not stat.S_ISREG(info.st_mode):
-        return _document_rows(Path(path), series)     # read_document says what is wrong
-    version = (str(path), series, info.st_ino, info.st_size, info.st_mtime_ns)
-    # shallow copies: a caller that changes a row changes its own
-    return [dict(row) for row in _rows_of_version(version)]
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return str(path), info.st_ino, info.st_size, info.st_mtime_ns
 
 
 @functools.lru_cache(maxsize=256)
 def _rows_of_version(version: tuple) -> tuple:
-    return tuple(_document_rows(Path(version[0]), version[1]))
+    return tuple(_document_rows(Path(version[0]), version[-1]))
 
 
 def read_document_once(path: Path) -> dict | None:
@@ -58,13 +66,10 @@ def read_document_once(path: Path) -> dict | None:
     the rows, the kept functions and the call graphs of a report each read every counters
     file of the run, and reading one (gzip, JSON, the schema) costs some 20 ms. Callers only
     read the document."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        info = None
-    if info is None or not stat.S_ISREG(info.st_mode):
+    version = _file_version(path)
+    if version is None:
         return read_document(Path(path))            # which says what is wrong
-    return _document_of_version((str(path), info.st_ino, info.st_size, info.st_mtime_ns))
+    return _document_of_version(version)
 
 
 @functools.lru_cache(maxsize=32)
