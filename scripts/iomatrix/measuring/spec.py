@@ -140,8 +140,7 @@ class RunSpec:
                             f"valid: {', '.join(COUNTERS)}")
         if counted_suites is None:
             counted_suites = chosen_suites
-        if aa_recount != twincount.ALL and (isinstance(aa_recount, bool) or not isinstance(
-                aa_recount, int) or not 1 <= aa_recount <= twincount.MAX_RECOUNT):
+        if not twincount.valid_recount(aa_recount):
             raise SpecError(f"--aa-recount {aa_recount!r}: the number of the A/A twin's ops "
                             f"to count again (1 to {twincount.MAX_RECOUNT}), or all")
         return cls(

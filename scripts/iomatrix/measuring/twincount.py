@@ -40,16 +40,20 @@ ALL = "all"
 MAX_RECOUNT = 100_000
 
 
+def valid_recount(value) -> bool:
+    """An ``--aa-recount`` value: ``all``, or an int from 1 to MAX_RECOUNT."""
+    return value == ALL or (type(value) is int and 1 <= value <= MAX_RECOUNT)
+
+
 def parse_aa_recount(value: str) -> int | str:
     """``--aa-recount``: ``all``, or how many of the twin's ops to count again (1 or more)."""
     value = value.strip()
-    if value == ALL:
-        return ALL
-    if not value.isdigit() or not 1 <= int(value) <= MAX_RECOUNT:
+    parsed = int(value) if value.isdigit() else value
+    if not valid_recount(parsed):
         raise argparse.ArgumentTypeError(
             f"{value!r}: the number of the A/A twin's ops to count again (1 to {MAX_RECOUNT}), "
             f"or {ALL}")
-    return int(value)
+    return parsed
 
 
 def recount_of(counter: str, sample: frozenset) -> frozenset:
