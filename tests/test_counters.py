@@ -17,6 +17,7 @@ import pytest
 
 from conftest import need, shared_between_workers
 from iomatrix.analysing import counts
+from iomatrix import procs
 from iomatrix.measuring import counters, countsizes, counttools, runner
 from iomatrix.reporting import count_csv
 from iomatrix.storing import contract, store
@@ -621,3 +622,16 @@ def test_only_an_older_runs_counts_have_their_size_said_in_the_summary(tmp_path)
     assert not counts.counted_smaller(new, WHOLE_TEXT, ("3.13",))
     assert counts.counted_smaller(old, WHOLE_TEXT, ("3.13",))
     assert not counts.counted_smaller(old, "no_such_op", ("3.13",))
+
+
+@needs_strace
+def test_strace_and_the_program_it_traces_start_on_the_one_cpu_given():
+    # pin() after the start would come too late: strace forks the traced program at once
+    cpu = max(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    done = procs.run(["strace", "-f", "-qq", "-o", os.devnull, sys.executable, "-c",
+                      "import os; print(sorted(os.sched_getaffinity(0)))"], timeout=60,
+                     cpus={cpu})
+    assert done.returncode == 0 and done.stdout.strip() == f"[{cpu}]"
+    assert os.sched_getaffinity(0) == before      # the calling thread is free again
+    assert counttools.STRACE_ON_ONE_CPU in counttools.methods(("syscalls",))["syscalls"]

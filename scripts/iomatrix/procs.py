@@ -6,6 +6,7 @@ someone else; only "no such process" means dead.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -77,6 +78,27 @@ def pin(proc: subprocess.Popen, cpus) -> None:
             pass  # it exited already: its exit status tells why
 
 
+@contextlib.contextmanager
+def children_start_on(cpus):
+    """Children started in the block run only on ``cpus`` from their first instruction (None:
+    leave them): the calling thread is restricted for the block, and a child inherits the
+    mask of the thread that starts it.
+
+    ``pin`` after the start comes too late for a child that starts its own at once: strace
+    forks the program it traces before the parent gets to pin strace. Only this thread is
+    restricted, and only for the block.
+    """
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def run(cmd, *, timeout: float, env=None, cwd=None, text=True,
         cpus=None) -> subprocess.CompletedProcess:
     """subprocess.run with a deadline that kills the child's whole process group.
@@ -84,10 +106,10 @@ def run(cmd, *, timeout: float, env=None, cwd=None, text=True,
     ``subprocess.run(timeout=...)`` kills only the child; a grandchild that holds the
     pipes open would keep us waiting. Raises subprocess.TimeoutExpired after the kill.
     """
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=text,
-                            **new_group_kwargs())
-    pin(proc, cpus)
+    with children_start_on(cpus):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=text,
+                                **new_group_kwargs())
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -127,9 +149,9 @@ def supervise(cmd, env, timeout: float, cwd=None, stderr_dir=None,
                 state["started"] = time.monotonic()
 
     with tempfile.TemporaryFile(dir=stderr_dir) as stderr:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                stdin=subprocess.DEVNULL, cwd=cwd, **new_group_kwargs())
-        pin(proc, cpus)
+        with children_start_on(cpus):
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                    stdin=subprocess.DEVNULL, cwd=cwd, **new_group_kwargs())
         reader = threading.Thread(target=follow, args=(proc.stdout,), daemon=True)
         reader.start()
         try:

@@ -5,7 +5,8 @@ run, this pass runs every op of every series again, outside any timed region,
 and counts what one call does:
 
 - ``syscalls``: system calls by name, from ``strace -f`` of the whole worker
-  process, cut to the counted window by the worker's markers; beside them
+  process (strace and the worker on one CPU: ``counttools.STRACE_ON_ONE_CPU``), cut to
+  the counted window by the worker's markers; beside them
   ``syscall_bytes``, the bytes the calls that move bytes (read, write, their p-, v- and
   pv- forms, sendfile, copy_file_range, splice) moved, the sum of their non-negative
   return values by name. What a call moves can differ from what the op returns: 3.14's
@@ -111,6 +112,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -249,9 +251,13 @@ ALL_SUITES = "all"
 
 def run_pass(kind: str, series: Series, suite: str | None, ops: list, *, fixtures: Path,
              work: Path, tmp_dir: Path, profile: str, conditions, timeout: float, log,
-             tag: str = "", bytes_out: dict | None = None) -> dict:
+             tag: str = "", bytes_out: dict | None = None, cpu: int | None = None) -> dict:
     """Count ``ops`` of one suite with one tool; {op: ("ok", value) | ("failed", why)}.
     ``suite`` None: ``ops`` are (suite, op) pairs, counted in one worker process.
+
+    ``cpu``: strace and the worker it traces run on this CPU only
+    (``counttools.STRACE_ON_ONE_CPU``); None: the first this process may use. The other
+    tools' workers are not pinned.
 
     ``tag``: in the attempt directories' names of a pass at a counting size (``@1``,
     ``@2``), whose rows' bytes are not the timed call's (``_fill_bytes`` skips them);
@@ -282,7 +288,8 @@ def run_pass(kind: str, series: Series, suite: str | None, ops: list, *, fixture
             profile, series.io_stack, conditions.output, first_index, switch)
         env = worker_environment(conditions.allocator, tmp_dir)
         culprit, fatal = procs.supervise(cmd, env, timeout, cwd=scratch,
-                                         stderr_dir=attempt_dir)
+                                         stderr_dir=attempt_dir,
+                                         cpus=_strace_cpus(cpu) if kind == "strace" else None)
         rows = _read_rows(output)
         if bytes_out is not None:
             bytes_out.update({row["op"]: row["bytes_per_call"] for row in rows
@@ -306,11 +313,22 @@ def run_pass(kind: str, series: Series, suite: str | None, ops: list, *, fixture
     return results
 
 
+def _strace_cpus(cpu: int | None) -> set | None:
+    """The one CPU of a strace pass: ``cpu``, or the first this process may use."""
+    if cpu is not None:
+        return {cpu}
+    usable = machine.usable_cpus()
+    return {min(usable)} if usable else None
+
+
 def count_series(run: store.Run, series: Series, counters, problems: dict, fixtures: Path,
                  work_root: Path, profile: str, conditions, timeout: float, tool_methods: dict,
                  slot: int = 0, log=print, stopping=None,
-                 cache: countcache.CountsCache | None = None, recount=None) -> dict:
+                 cache: countcache.CountsCache | None = None, recount=None,
+                 cpu: int | None = None) -> dict:
     """Count one series, resuming from its counters file; the manifest's entry for it.
+
+    ``cpu``: the CPU of its strace passes (``run_pass``).
 
     ``stopping``: a threading.Event; once set, no further pass is started.
     ``cache``: the counts cache (iomatrix.measuring.countcache): the syscalls and
@@ -420,7 +438,8 @@ def count_series(run: store.Run, series: Series, counters, problems: dict, fixtu
                             fixtures=fixture_dir(fixtures, size), work=work,
                             tmp_dir=work_root / "tmp", profile=profile, conditions=conditions,
                             timeout=timeout, log=log,
-                            tag="" if size == "timed" else f"@{size}", bytes_out=found), found
+                            tag="" if size == "timed" else f"@{size}", bytes_out=found,
+                            cpu=cpu), found
 
         def timed_bytes(ops):
             """{op: bytes of a call at the timed size}: from the passes at the timed
@@ -672,18 +691,25 @@ def count_run(run: store.Run, plans: dict, manifest: dict, counters, *, profile:
                 f"again ({', '.join(sorted(chosen))}); its other syscalls and its instructions "
                 "from the counts cache where there (--aa-recount all: every op)")
 
+    # Series counted at the same time trace on different CPUs (counttools.STRACE_ON_ONE_CPU).
+    free_cpus: queue.SimpleQueue = queue.SimpleQueue()
+    usable = sorted(machine.usable_cpus() or [None])
+    for lane in range(JOBS):
+        free_cpus.put(usable[lane % len(usable)])
+
     def one(slot, series):
-        return count_series(run, series, counters, problems, fixtures, work_root, profile,
-                            conditions, timeout, tool_methods, slot, log, stopping, cache,
-                            recount=samples.get(series.series))
-    try:
-        for name, entry in _schedule(all_series, one, stopping):
-            manifest["interpreters"][name]["counters"] = entry
-    except BaseException:
-        # Ctrl-C: no new pass starts; the passes running now finish (their worker is in
-        # its own process group, away from the terminal's SIGINT), their counts are kept.
-        stopping.set()
-        raise
+        cpu = free_cpus.get()
+        try:
+            return count_series(run, series, counters, problems, fixtures, work_root, profile,
+                                conditions, timeout, tool_methods, slot, log, stopping, cache,
+                                recount=samples.get(series.series), cpu=cpu)
+        finally:
+            free_cpus.put(cpu)
+    # Ctrl-C or a failed series: _schedule starts no new pass; the passes running now finish
+    # (their worker is in its own process group, away from the terminal's SIGINT), their
+    # counts kept.
+    for name, entry in _schedule(all_series, one, stopping):
+        manifest["interpreters"][name]["counters"] = entry
     taken = sum(len(ops) for s in all_series
                 for ops in manifest["interpreters"][s.series].get("counters", {})
                 .get("from_cache", {}).values())

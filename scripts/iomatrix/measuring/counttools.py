@@ -98,6 +98,15 @@ def _tool_version(cmd) -> str:
         else "unknown version"
 
 
+# strace and the worker it traces run on one CPU (the counting pass gives each series counted
+# at the same time its own). Under ptrace every system call stops the worker twice and wakes
+# strace each time; across two vCPUs each wake-up costs about 100 us here. On one CPU the
+# strace pass of 3.12's 42 ops took 5.6 s of CPU instead of 15.6 (wall 5.8 s instead of 20.9)
+# and counted the same calls, op by op (2026-11-28: only manyfiles_read_threads' futex, munmap
+# and exit calls moved, as they do between two passes either way).
+STRACE_ON_ONE_CPU = "strace and the worker on one CPU"
+
+
 # An op's instructions depend a little on what its process ran before it (up to 1.8% on
 # 3.15 when the ops of every suite share one process instead of one process per suite):
 # files counted the older way are another method (compare_counts does not compare them).
@@ -116,7 +125,8 @@ def methods(counters, environ=None) -> dict:
         # "bytes moved": a file counted before the bytes were has the older string, so a
         # resumed run counts its syscalls again, the bytes with them (counters.count_series).
         found["syscalls"] = (f"{_tool_version([shutil.which('strace', path=path), '-V'])}, "
-                             "strace -f -qq: every call of every thread between the markers; bytes "
+                             f"strace -f -qq, {STRACE_ON_ONE_CPU}: every call of every thread "
+                             "between the markers; bytes "
                              "moved from the return values of read/write-like calls")
     if "rusage" in counters:
         found["rusage"] = "getrusage(RUSAGE_SELF) deltas around the calls, in a plain process"
