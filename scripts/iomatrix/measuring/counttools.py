@@ -100,10 +100,12 @@ def _tool_version(cmd) -> str:
 
 # strace and the worker it traces run on one CPU (the counting pass gives each series counted
 # at the same time its own). Under ptrace every system call stops the worker twice and wakes
-# strace each time; across two vCPUs each wake-up costs about 100 us here. On one CPU the
-# strace pass of 3.12's 42 ops took 5.6 s of CPU instead of 15.6 (wall 5.8 s instead of 20.9)
-# and counted the same calls, op by op (2026-11-28: only manyfiles_read_threads' futex, munmap
-# and exit calls moved, as they do between two passes either way).
+# strace each time; across two vCPUs each wake-up costs about 100 us here. Alone on an idle
+# machine, the strace pass of 3.12's 42 ops took 5.6 s of CPU on one CPU instead of 15.6 (wall
+# 5.8 s instead of 20.9) and counted the same calls, op by op (2026-11-28: only
+# manyfiles_read_threads' futex, munmap and exit calls moved, as they do between two passes
+# either way). Beside another series' callgrind the scheduler already kept the two together:
+# the pin makes the pass's cost independent of what the other CPU does (docs/methodology.md).
 STRACE_ON_ONE_CPU = "strace and the worker on one CPU"
 
 
