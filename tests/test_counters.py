@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from conftest import need, shared_between_workers
-from iomatrix.analysing import counts
 from iomatrix import procs
+from iomatrix.analysing import counts
 from iomatrix.measuring import counters, countsizes, counttools, runner
 from iomatrix.reporting import count_csv
 from iomatrix.storing import contract, store
