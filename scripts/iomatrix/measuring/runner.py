@@ -206,6 +206,11 @@ def _close_session(run, spec: RunSpec, manifest: dict, plans: dict, work_root: P
             log(f"iomatrix: fixtures kept in {work_root}")
         else:
             shutil.rmtree(work_root, ignore_errors=True)
+        # Every worker of the session has exited, so a half-written file left now is one a
+        # group's cleanup did not reach: a Ctrl-C that lands inside that cleanup (under load,
+        # between a part sealed and its errors file removed) stops it there.
+        for partial in run.partial_files():
+            partial.unlink(missing_ok=True)
 
 
 def counted_plans(run, plans: dict, spec: RunSpec) -> dict:
