@@ -275,3 +275,21 @@ def test_keep_fixtures_keeps_them(tmp_path, machine_interpreters):
                       run_id="K", work_dir=work, keep_fixtures=True, log=lambda *a: None)
     kept = list(work.iterdir())
     assert len(kept) == 1 and (kept[0] / "fixtures" / "large.txt").exists()
+
+
+def test_a_ctrl_c_inside_a_groups_cleanup_leaves_no_half_written_file(tmp_path, monkeypatch,
+                                                                       machine_interpreters):
+    """A Ctrl-C that lands inside a group's cleanup (workers.run_groups' finally, under load
+    between a part sealed and its errors file removed) stops it there; the session's close
+    removes what it left, once every worker has exited."""
+    real = need(machine_interpreters, "3.13")
+
+    def interrupted(batch):
+        raise KeyboardInterrupt   # before this batch's errors file is removed
+    monkeypatch.setattr(workers, "remove_leftovers", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_matrix([real], suites=["lutz2009"], profile=PROFILES["smoke"],
+                          results_dir=tmp_path, run_id="L", counting=(), log=lambda *a: None)
+    run = store.Run(tmp_path, "L")
+    assert list((run.path / store.PARTS_DIR / "3.13").glob("r*--*.json"))   # its part is kept
+    assert run.partial_files() == []
