@@ -85,8 +85,7 @@ def children_start_on(cpus):
     mask of the thread that starts it.
 
     ``pin`` after the start comes too late for a child that starts its own at once: strace
-    forks the program it traces before the parent gets to pin strace. Only this thread is
-    restricted, and only for the block.
+    forks the program it traces before the parent gets to pin strace.
     """
     if not cpus:
         yield
