@@ -5,6 +5,8 @@ Like every file in this directory it runs under every interpreter, from Python
 3.x: no f-strings, no annotations, no pathlib. Modes:
 
     harness.py --list-suites                             the suites (JSON)
+    harness.py --system-metadata                         pyperf's metadata of this
+                                                         interpreter and machine (JSON)
     harness.py --list-ops SUITE[,SUITE] [IO] [PROFILE]   what this interpreter can run (JSON)
     harness.py --plan SUITE[,SUITE] PROFILE              disk the fixtures need (JSON)
     harness.py --make-fixtures SUITE[,SUITE] PROFILE DIR [counting[:K]]
@@ -15,7 +17,8 @@ Like every file in this directory it runs under every interpreter, from Python
 
 The matrix (``scripts/iomatrix/measuring/runner.py``) starts one ``--batch`` worker per
 (round, suite, series): it runs the suite's ops in the order given, each with
-its own warm-ups and timed values, and writes one pyperf run per op.
+its own warm-ups and timed values, and writes one pyperf run per op (pyperf's JSON
+format, written without importing pyperf: process_metadata says why).
 
 Conditions are chosen, not inherited: before every timed call the op's output
 files are put in the stated state (``--output new``: removed, so the call
@@ -42,10 +45,17 @@ preempted is taken again (make_timer).
 """
 from __future__ import division, print_function
 
+import datetime
 import errno
 import json
 import os
 import sys
+import time
+
+try:
+    from time import perf_counter  # 3.3+, pyperf's perf_counter there
+except ImportError:  # 2.7: pyperf 1.7.1 takes time.time off Windows (time.clock on it)
+    perf_counter = time.clock if sys.platform == "win32" else time.time
 
 import _results as results
 from _api import (KNOBS, TEXT_KNOBS, Context, SkipOp, available_suites, load_context,
@@ -53,7 +63,13 @@ from _api import (KNOBS, TEXT_KNOBS, Context, SkipOp, available_suites, load_con
 from _fixtures import (cold_cache_evictor, make_fixtures, peak_rss_delta,
                        planned_fixture_bytes)
 
-OP_METADATA = ("name", "loops", "inner_loops", "unit", "date")
+# What pyperf records of one process when it collects metadata (pyperf._collect_metadata:
+# the date, the load, the uptime, the peak RSS, the CPU affinity): a batch worker records
+# these of itself (process_metadata); every other key of pyperf's metadata describes the
+# interpreter and the machine, and the host collects it once per interpreter and session
+# (harness.py --system-metadata) and hands it to the workers (--system-metadata).
+PROCESS_METADATA = ("date", "load_avg_1min", "runnable_threads", "uptime", "mem_max_rss",
+                    "cpu_affinity")
 # Attempts after the first at a call that was not preempted (make_timer), for calls
 # shorter than RETAKE_BELOW_SECONDS: a longer call spans several scheduler slices, is
 # preempted nearly always on a loaded machine, and its CPU time averages over them.
@@ -215,8 +231,6 @@ def make_timer(op, ctx, evict_paths, evict, rusage_totals, clock="wall"):
     are, and the counts say so (KEY_RETAKES, KEY_NIVCSW of the kept calls).
     Ops with a clock of their own (threads, child processes) are not retaken.
     """
-    import pyperf
-    perf_counter = pyperf.perf_counter
     cpu_clock = clock == "cpu"
     # An op with a clock of its own (the wall clock: its work runs in threads or child
     # processes, manyfiles) switches among its own threads in every call, so a switch says
@@ -487,17 +501,15 @@ def settle(timer, rusage_totals, until_settled=False):
 
 
 def measure_in_batch(op, ctx, args, checked, system, before_value=None):
-    """Warm-ups and values of one op, as a pyperf Benchmark with one Run.
+    """Warm-ups and values of one op: a benchmark of pyperf's JSON format with one run.
 
     ``before_value(i)`` is called before each value, the first too (lockstep: the host
     lets every interpreter take its warm-ups before any takes its first value, and its
     value i before any takes value i + 1, so the values of one op follow each other
     closely). In lockstep every value of short calls is preceded by one settling call
-    (``settle``)."""
-    import datetime
+    (``settle``). ``system``: pyperf's metadata of the interpreter and the machine
+    (``system_metadata``)."""
     import platform
-    import time
-    import pyperf
     rusage_totals = {}
     earlier = start_timing(op.name, args.allocator)
     try:
@@ -536,15 +548,84 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     metadata.update({"name": op.name, "loops": loops, "unit": "second"})
     if op.inner_loops:
         metadata["inner_loops"] = op.inner_loops
-    if system is None:
-        run = pyperf.Run(values, warmups=warmups, metadata=metadata)
-    else:
-        # pyperf's system metadata takes tens of ms to collect: once per process is enough
-        for key, value in system.items():
-            metadata.setdefault(key, value)
-        metadata["date"] = datetime.datetime.now().isoformat(" ")
-        run = pyperf.Run(values, warmups=warmups, metadata=metadata, collect_metadata=False)
-    return pyperf.Benchmark([run])
+    for key, value in system.items():
+        metadata.setdefault(key, value)
+    metadata.update(process_metadata())
+    check_run(values, warmups)
+    # The whole metadata at the benchmark's level and none in the run, as pyperf writes a
+    # benchmark of one run.
+    return results.pyperf_benchmark(op.name, metadata, [({}, warmups, values)])
+
+
+def check_run(values, warmups):
+    """pyperf.Run's checks of its values and warm-ups, with its messages: a value that is
+    not a positive number fails the op here, not when the host reads the file."""
+    number = (int, float) if sys.version_info[0] >= 3 else (int, long, float)  # noqa: F821
+    if any(isinstance(v, bool) or not (isinstance(v, number) and v > 0) for v in values):
+        raise ValueError("values must be a sequence of number > 0.0")
+    if any(isinstance(loops, bool) or not isinstance(loops, int) or loops < 1
+           or not (isinstance(value, number) and value >= 0) for loops, value in warmups):
+        raise ValueError("warmups must be a sequence of (loops, value) where loops is a int "
+                         ">= 1 and value is a float >= 0.0")
+    if not values and not warmups:
+        raise ValueError("values and warmups are empty sequence")
+
+
+def system_metadata():
+    """pyperf's metadata of this interpreter and machine (``pyperf.Run``'s, as ``python -m
+    pyperf collect_metadata`` gathers it), without PROCESS_METADATA."""
+    import pyperf
+    collected = pyperf.Run([1.0]).get_metadata()
+    return dict((k, v) for k, v in collected.items() if k not in PROCESS_METADATA)
+
+
+def process_metadata():
+    """PROCESS_METADATA of this process, read as pyperf reads them.
+
+    Why not pyperf itself: importing it (its runner, psutil, importlib.metadata for its
+    hooks) and collecting its metadata took 40 to 70 ms a worker process here (2.7 to
+    3.13), more than the warm-ups and the value of a short op, and the untouched
+    allocator's one-op workers are started by the thousand (docs/methodology.md)."""
+    metadata = {"date": datetime.datetime.now().isoformat(" ")}
+    try:
+        with open("/proc/loadavg") as f:
+            fields = f.read().split()
+        metadata["load_avg_1min"] = float(fields[0])
+        if len(fields) >= 4 and "/" in fields[3]:
+            metadata["runnable_threads"] = int(fields[3].split("/", 1)[0])
+    except (IOError, OSError, ValueError, IndexError):
+        if hasattr(os, "getloadavg"):
+            metadata["load_avg_1min"] = os.getloadavg()[0]
+    try:
+        with open("/proc/stat") as f:
+            boot = [int(line[6:]) for line in f if line.startswith("btime ")]
+        if boot:
+            metadata["uptime"] = time.time() - boot[0]
+    except (IOError, OSError, ValueError):
+        pass
+    usage = _rusage()
+    if usage is not None:
+        # kilobytes on Linux, bytes on macOS (pyperf's get_max_rss)
+        metadata["mem_max_rss"] = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    if hasattr(os, "sched_getaffinity"):
+        cpus = os.sched_getaffinity(0)
+        count = os.cpu_count()
+        if count and set(cpus) != set(range(count)):  # pyperf records a restricted set only
+            metadata["cpu_affinity"] = format_cpu_list(cpus)
+    return metadata
+
+
+def format_cpu_list(cpus):
+    """"0-2,5" for {0, 1, 2, 5} (pyperf's format_cpu_list)."""
+    ranges = []
+    for cpu in sorted(cpus):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in ranges)
+
+
 
 
 class HostStopped(Exception):
@@ -581,7 +662,6 @@ def run_batch(argv):
     """
     import argparse
     import traceback
-    import pyperf
     parser = argparse.ArgumentParser(prog="harness.py --batch")
     add_common_options(parser)
     parser.add_argument("--ops", required=True, help="JSON list of op names, in run order")
@@ -593,7 +673,21 @@ def run_batch(argv):
     parser.add_argument("--errors", required=True)
     parser.add_argument("--lockstep", action="store_true",
                         help="wait for a line on stdin before each op (iomatrix.measuring.lockstep)")
+    parser.add_argument("--system-metadata", dest="system_metadata", default=None,
+                        help="JSON object: pyperf's metadata of this interpreter and machine, "
+                             "as harness.py --system-metadata prints it (the host collects it "
+                             "once per interpreter); without it the worker collects it itself "
+                             "with pyperf")
     args = parser.parse_args(argv)
+    if args.system_metadata is not None:
+        try:
+            system = json.loads(args.system_metadata)
+        except ValueError as exc:
+            refuse("--system-metadata is not JSON: %s" % exc)
+        if not isinstance(system, dict):
+            refuse("--system-metadata is not a JSON object")
+    else:
+        system = system_metadata()
     op_names = json.loads(args.ops)
     refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)
     if refusal:
@@ -606,7 +700,6 @@ def run_batch(argv):
     ctx = open_context(args)
     by_name = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))
     benchmarks, errors, checked = [], {}, set()
-    system = None  # pyperf's system metadata, from the first op's run
     def wait_for_host(step):
         print("WAIT %s" % step)
         sys.stdout.flush()
@@ -631,9 +724,6 @@ def run_batch(argv):
                 wait_for_host("%s#%d" % (name, index))
         try:
             benchmarks.append(measure_in_batch(op, ctx, args, checked, system, before_value))
-            if system is None:
-                system = dict((k, v) for k, v in benchmarks[-1].get_metadata().items()
-                              if not k.startswith(results.PREFIX) and k not in OP_METADATA)
         except HostStopped:
             return 3
         except SkipOp as exc:
@@ -647,7 +737,8 @@ def run_batch(argv):
     results.atomic_write_json(args.errors, errors)
     if benchmarks:
         # --output is already a half-written name: the host renames it when the worker is done
-        pyperf.BenchmarkSuite(benchmarks).dump(args.result_file)
+        with open(args.result_file, "w") as f:
+            json.dump(results.pyperf_document(benchmarks), f, sort_keys=True)
     return 0
 
 
@@ -663,6 +754,9 @@ def main(argv=None):
         io_stack = argv[2] if len(argv) > 2 else "c"
         profile = argv[3] if len(argv) > 3 else "quick"
         print(json.dumps({"python": sys.version, "ops": list_ops(suites, io_stack, profile)}))
+        return 0
+    if mode == "--system-metadata":
+        print(json.dumps(system_metadata(), sort_keys=True))
         return 0
     if mode == "--list-suites":
         print(json.dumps({"suites": available_suites()}))
@@ -701,9 +795,10 @@ if __name__ == "__main__":
     status = main()
     if sys.argv[1:2] == ["--batch"]:
         # A batch worker has written and closed its results by now: it ends without the
-        # interpreter's finalization (tearing down pyperf's, psutil's and the suite's modules,
-        # 10-25 ms a worker here), which the lockstep host would wait out before the next step.
-        # A main command starts about 2,500 workers.
+        # interpreter's finalization (tearing down the suite's modules, and pyperf's and
+        # psutil's where it collected pyperf's metadata itself: 10-25 ms a worker here with
+        # them), which the lockstep host would wait out before the next step. A main command
+        # starts about 2,500 workers.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status or 0)

@@ -59,6 +59,11 @@ def batch(tmp_path, fixtures, ops, *options, env=None):
     return proc, output, errors
 
 
+def op_metadata(document: dict, index: int = 0) -> dict:
+    """An op's metadata in a pyperf file: its benchmark's over the file's common metadata."""
+    return {**document.get("metadata", {}), **document["benchmarks"][index]["metadata"]}
+
+
 # -- the worker ----------------------------------------------------------------------
 
 def test_one_op_under_default_runs_alone_and_records_what_it_saw(tmp_path, lutz_fixtures):
@@ -70,8 +75,8 @@ def test_one_op_under_default_runs_alone_and_records_what_it_saw(tmp_path, lutz_
     assert rows[0]["allocator"] == "default"
     assert rows[0]["minflt"] is not None and rows[0]["minflt"] >= 0
     document = json.loads(output.read_text())
-    assert document["metadata"][contract.KEY_ALLOCATOR_ENV] == "none"
-    assert document["metadata"][contract.KEY_EARLIER_OPS] == 0
+    assert op_metadata(document)[contract.KEY_ALLOCATOR_ENV] == "none"
+    assert op_metadata(document)[contract.KEY_EARLIER_OPS] == 0
     # asked for one warm-up: three untimed calls at least (map and unmap, the heap's
     # growth, the first call of the settled heap), more while the calls still get faster
     # (harness.warm_until_settled, which compares from call 3 on)
@@ -96,7 +101,7 @@ def test_kept_allocator_variables_are_recorded(tmp_path, lutz_fixtures):
     proc, output, _ = batch(tmp_path, lutz_fixtures, [OP], "--allocator", "default",
                             "--keep-allocator-env", env=env)
     assert proc.returncode == 0, proc.stderr
-    metadata = json.loads(output.read_text())["metadata"]
+    metadata = op_metadata(json.loads(output.read_text()))
     assert metadata[contract.KEY_ALLOCATOR_ENV] == "MALLOC_ARENA_MAX=2"
     assert metadata[contract.KEY_ALLOCATOR] == "default with the caller's MALLOC_ARENA_MAX=2"
 
@@ -107,9 +112,9 @@ def test_steady_records_its_pinned_variables(tmp_path, lutz_fixtures):
                             "--allocator", "steady", env=env)
     assert proc.returncode == 0, proc.stderr
     document = json.loads(output.read_text())
-    assert "MALLOC_MMAP_THRESHOLD_=33554432" in document["metadata"][contract.KEY_ALLOCATOR_ENV]
-    earlier = sorted(b["metadata"].get(contract.KEY_EARLIER_OPS, document["metadata"].get(
-        contract.KEY_EARLIER_OPS)) for b in document["benchmarks"])
+    assert "MALLOC_MMAP_THRESHOLD_=33554432" in op_metadata(document)[contract.KEY_ALLOCATOR_ENV]
+    earlier = sorted(op_metadata(document, i)[contract.KEY_EARLIER_OPS]
+                     for i in range(len(document["benchmarks"])))
     assert earlier == [0, 1]  # a batch under a pinned condition still runs its ops in turn
 
 

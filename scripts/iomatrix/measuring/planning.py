@@ -54,6 +54,9 @@ class SeriesPlan:
     # again with one knob set, and (knob, value); its workers get --knob.
     ablation_of: str | None = None
     knob: tuple | None = None
+    # pyperf's metadata of the interpreter and the machine (harness.py --system-metadata),
+    # collected once per interpreter and session and handed to each of its workers.
+    system_metadata: dict | None = None
 
     def planned_rounds(self, profile: Profile) -> int:
         return self.rounds if self.rounds is not None else profile.rounds

@@ -63,10 +63,10 @@ class MatrixError(RuntimeError):
 # -- the worker side, as the host sees it -------------------------------------------
 
 def run_harness(*args: str, timeout: float = LIST_TIMEOUT_SECONDS, python: str = sys.executable,
-                env=None) -> dict:
+                env=None, cpus=None) -> dict:
     """Run a host-side mode of harness.py (listing, planning, fixtures); its JSON answer."""
     try:
-        proc = procs.run([python, str(HARNESS), *args], timeout=timeout, env=env)
+        proc = procs.run([python, str(HARNESS), *args], timeout=timeout, env=env, cpus=cpus)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"harness.py {args[0]} did not finish within {timeout:g} s")
     if proc.returncode != 0:
@@ -82,6 +82,14 @@ def list_ops(env: environments.BenchEnvironment, suites, io_stack: str,
     """What the interpreter of ``env`` can run: the rows of ``harness.py --list-ops``."""
     return run_harness("--list-ops", ",".join(suites), io_stack, profile, python=env.python,
                        env=env.command_env())["ops"]
+
+
+def system_metadata(env: environments.BenchEnvironment, cpus) -> dict:
+    """pyperf's metadata of the interpreter of ``env`` and the machine, collected by pyperf
+    in a process on ``cpus`` (the timed workers' CPUs: its CPU frequency and configuration
+    are theirs). The workers write it into their results without importing pyperf."""
+    return run_harness("--system-metadata", python=env.python, env=env.command_env(),
+                       cpus=cpus)
 
 
 # -- the run -------------------------------------------------------------------------
@@ -262,6 +270,8 @@ def _plan_series(run, interpreters, spec: RunSpec, manifest: dict, log) -> dict:
                     entry["pyperf_version"] = plan.env.pyperf_version
                     entry["environment_notes"] = plan.env.notes
                     plan.ops, plan.skipped, plan.op_info = _list_ops(plan, spec)
+                    plan.system_metadata = system_metadata(
+                        plan.env, machine.timing_cpus(spec.conditions.affinity)[0])
                 except (environments.EnvironmentSetupError, RuntimeError) as exc:
                     plan.error = str(exc)
                     log(f"iomatrix: {series} FAILED before running: {procs.tail(str(exc), 3)}")
@@ -313,7 +323,7 @@ def _plan_ablation(run, plan: SeriesPlan, knob, value: int, ops: list, spec: Run
     ablation = SeriesPlan(series, plan.interp, plan.io_stack, env=plan.env, ops=ops,
                           op_info=plan.op_info, skipped=plan.skipped, error=plan.error,
                           rounds=spec.profile.twin_rounds, ablation_of=plan.series,
-                          knob=(knob.name, value))
+                          knob=(knob.name, value), system_metadata=plan.system_metadata)
     entry = manifest["interpreters"].setdefault(series, {})
     entry.update({k: v for k, v in manifest["interpreters"][plan.series].items()
                   if k not in ("counters", "status", "missing", "results_file")})
@@ -336,7 +346,8 @@ def _plan_allocator_twin(run, plan: SeriesPlan, allocator: str, spec: RunSpec, m
                       ops=[(s, op) for s, op in plan.ops if s in ALLOCATOR_TWIN_SUITES
                            and not op.endswith(selection.CONTROL_SUFFIX)],
                       op_info=plan.op_info, skipped=plan.skipped, error=plan.error,
-                      allocator=allocator, rounds=spec.profile.twin_rounds)
+                      allocator=allocator, rounds=spec.profile.twin_rounds,
+                      system_metadata=plan.system_metadata)
     entry = manifest["interpreters"].setdefault(series, {})
     entry.update({k: v for k, v in manifest["interpreters"][plan.series].items()
                   if k not in ("counters", "status", "missing", "results_file")})

@@ -67,7 +67,9 @@ def worker_command(session: Session, batch: Batch, ops: list[str]) -> list[str]:
             *(["--knob", "%s=%d" % plan.knob] if plan.knob else []),
             "--round", str(task.round_index), "--warmups", str(warmups),
             "--values", str(profile.values), "--output", str(batch.partial),
-            "--errors", str(batch.errors_file)]
+            "--errors", str(batch.errors_file),
+            *(["--system-metadata", json.dumps(plan.system_metadata, sort_keys=True)]
+              if plan.system_metadata is not None else [])]
 
 
 def worker_environment(plan: SeriesPlan, spec: RunSpec) -> dict:
