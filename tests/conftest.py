@@ -65,6 +65,17 @@ def no_changelog_download(monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def lutz_fixtures(tmp_path_factory):
+    """lutz2009's fixtures at the smoke profile's sizes, as the timing pass makes them
+    (harness.py --make-fixtures): read only by the workers of the tests that take it."""
+    directory = tmp_path_factory.mktemp("fixtures")
+    subprocess.run([sys.executable, str(ROOT / "suites" / "harness.py"), "--make-fixtures",
+                    "lutz2009", "smoke", str(directory)], check=True, capture_output=True,
+                   timeout=300)
+    return directory
+
+
+@pytest.fixture(scope="session")
 def lutz_count_fixtures(tmp_path_factory):
     """lutz2009's fixtures at the smoke profile's sizes, as the counting pass makes them
     (counters.make_fixtures): read only by the counting tests."""

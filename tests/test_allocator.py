@@ -38,14 +38,6 @@ def clean_environment(**extra) -> dict:
     return env
 
 
-@pytest.fixture(scope="module")
-def lutz_fixtures(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("fixtures")
-    subprocess.run([sys.executable, str(HARNESS), "--make-fixtures", "lutz2009", "smoke",
-                    str(directory)], check=True, capture_output=True, timeout=300)
-    return directory
-
-
 def batch(tmp_path, fixtures, ops, *options, env=None):
     scratch = tmp_path / "scratch"
     scratch.mkdir(exist_ok=True)

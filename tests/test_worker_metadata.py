@@ -26,14 +26,6 @@ WITHOUT_PYPERF = ("import runpy, sys; sys.modules['pyperf'] = None; sys.argv = s
                   "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
-@pytest.fixture(scope="module")
-def fixtures(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("fixtures")
-    subprocess.run([sys.executable, str(HARNESS), "--make-fixtures", "lutz2009", "smoke",
-                    str(directory)], check=True, capture_output=True, timeout=300)
-    return directory
-
-
 def batch(tmp_path, fixtures, *options, python=(sys.executable,)):
     scratch = tmp_path / "scratch"
     scratch.mkdir(exist_ok=True)
@@ -55,11 +47,11 @@ def test_the_host_collects_pyperfs_metadata_without_what_belongs_to_one_process(
 
 
 def test_a_worker_given_the_metadata_never_imports_pyperf_and_pyperf_reads_its_file(
-        tmp_path, fixtures):
+        tmp_path, lutz_fixtures):
     system = json.loads(subprocess.run([sys.executable, str(HARNESS), "--system-metadata"],
                                        capture_output=True, text=True, check=True,
                                        timeout=120).stdout)
-    proc, output, errors = batch(tmp_path, fixtures, "--system-metadata", json.dumps(system),
+    proc, output, errors = batch(tmp_path, lutz_fixtures, "--system-metadata", json.dumps(system),
                                  python=(sys.executable, "-c", WITHOUT_PYPERF))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(errors.read_text()) == {}
@@ -73,16 +65,16 @@ def test_a_worker_given_the_metadata_never_imports_pyperf_and_pyperf_reads_its_f
     assert "load_avg_1min" in run_metadata and "uptime" in run_metadata
 
 
-def test_without_the_metadata_the_worker_collects_it_with_pyperf(tmp_path, fixtures):
-    proc, output, _ = batch(tmp_path, fixtures)
+def test_without_the_metadata_the_worker_collects_it_with_pyperf(tmp_path, lutz_fixtures):
+    proc, output, _ = batch(tmp_path, lutz_fixtures)
     assert proc.returncode == 0, proc.stderr
     metadata = pyperf.BenchmarkSuite.load(str(output)).get_benchmarks()[0].get_metadata()
     assert metadata["perf_version"] == pyperf.__version__ and metadata["mem_max_rss"] > 0
 
 
 @pytest.mark.parametrize("given", ["{not json", "[1, 2]"])
-def test_bad_metadata_is_one_line_and_nothing_is_timed_or_written(tmp_path, fixtures, given):
-    proc, output, errors = batch(tmp_path, fixtures, "--system-metadata", given)
+def test_bad_metadata_is_one_line_and_nothing_is_timed_or_written(tmp_path, lutz_fixtures, given):
+    proc, output, errors = batch(tmp_path, lutz_fixtures, "--system-metadata", given)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--system-metadata" in proc.stderr
     assert not output.exists() and not errors.exists()
