@@ -583,9 +583,10 @@ def process_metadata():
     """PROCESS_METADATA of this process, read as pyperf reads them.
 
     Why not pyperf itself: importing it (its runner, psutil, importlib.metadata for its
-    hooks) and collecting its metadata took 40 to 70 ms a worker process here (2.7 to
-    3.13), more than the warm-ups and the value of a short op, and the untouched
-    allocator's one-op workers are started by the thousand (docs/methodology.md)."""
+    hooks) and collecting its metadata made a worker's start, to its first WAIT, 27 ms
+    (3.6) to 52 ms (3.12) longer here, more than the warm-ups and the value of a short op,
+    and the untouched allocator's one-op workers are started by the thousand
+    (docs/methodology.md, "Lockstep rounds")."""
     metadata = {"date": datetime.datetime.now().isoformat(" ")}
     try:
         with open("/proc/loadavg") as f:
@@ -624,7 +625,6 @@ def format_cpu_list(cpus):
         else:
             ranges.append([cpu, cpu])
     return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in ranges)
-
 
 
 
