@@ -315,3 +315,26 @@ def test_a_verdicts_detail_shows_the_entrys_role_as_code_and_escapes_the_rest():
                         "(':mod:`io`')")
     assert "`io`" in shown and ":mod:" not in shown
     assert "<b>" not in detail_text("a <b>bold</b> [link](http://x) name")
+
+
+def test_a_step_whose_instructions_were_not_counted_says_so_and_not_that_none_moved():
+    """A run with ``--counters syscalls,rusage`` (or a PyPy side) has no instructions to
+    name a function from: what the data shows says why, never "no function moved"."""
+    op = "read_byLines_textMode"
+    rows = [{"series": s, "op": op, "suite": "lutz2009", "counter": "syscalls", "per_call": 10,
+             "per_MiB": None, "bytes_per_call": 1000, "implementation": "cpython",
+             "method": "strace"} for s in ("3.11", "3.12")]
+    uncompared = evidence.instructions_uncompared(rows, op, "3.11", "3.12")
+    assert uncompared == "syscalls only: no instruction counts for 3.11 and 3.12"
+    verdict = evidence.judge(step_why(op, "3.11.7", "3.12.1"), suite="lutz2009", op=op,
+                             category="read-text", old="3.11.7", new="3.12.1", moved=[],
+                             uncompared=uncompared)
+    assert not verdict.named
+    assert "no function named (syscalls only: no instruction counts for 3.11 and 3.12)" \
+        in verdict.shows
+    assert "moved beyond" not in verdict.shows
+    assert evidence.instructions_uncompared([], op, "3.11", "3.12") == \
+        "the op was not counted on both sides"
+    counted = rows + [{**r, "counter": "instructions", "per_call": 1000, "method": "callgrind"}
+                      for r in rows]
+    assert evidence.instructions_uncompared(counted, op, "3.11", "3.12") is None

@@ -404,3 +404,21 @@ def test_a_counters_file_without_bytes_is_read_and_nothing_is_said_of_them(tmp_p
     assert ("3.12", "throughput_MBps") in statistics
     assert ("3.12", "moved_throughput_MBps") not in statistics
     assert ("3.13", "moved_throughput_MBps") in statistics
+
+
+def test_a_row_whose_instructions_were_not_compared_says_so_and_not_no_change():
+    """Unchanged system calls with no instructions to compare (PyPy, ``--counters`` without
+    instructions) are not "counts: no change"."""
+    from iomatrix.reporting.findings import finding_notes
+    op = "read_byLines_textMode"
+    rows = [{"series": s, "op": op, "suite": "lutz2009", "counter": "syscalls", "per_call": 10,
+             "per_MiB": None, "bytes_per_call": 1000, "implementation": "cpython",
+             "method": "strace"} for s in ("3.11", "3.12")]
+    found = comparisons.Finding(op, "3.11", "3.12",
+                                stats.Comparison(1.3, 1.2, 1.4, True, 10, 10, True))
+    cell = finding_notes(found, rows).replace("\u00a0", " ")
+    assert "system calls: no change" in cell and "instructions not compared" in cell
+    assert "counts: no change" not in cell
+    both = rows + [{**r, "counter": "instructions", "per_call": 1000, "method": "callgrind"}
+                   for r in rows]
+    assert "counts: no change" in finding_notes(found, both).replace("\u00a0", " ")

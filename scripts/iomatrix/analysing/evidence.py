@@ -310,11 +310,12 @@ class Verdict:
 
 def judge(why: StepWhy, *, suite: str, op: str, category: str, old: str, new: str,
           moved: list, placed: Placed | None = None, ablation=None,
-          changelogs: list = ()) -> Verdict:
+          changelogs: list = (), uncompared: str | None = None) -> Verdict:
     """The acceptance rule of the module docstring. ``why``: the step's ranked candidates;
     ``old``/``new``: the sides' exact versions; ``moved``: moved_functions; ``placed``:
     bisect_of; ``ablation``: the ablation's outcome (analysing.ablation.Outcome) or None;
-    ``changelogs``: those whose sections tell backports (bisect_carries)."""
+    ``changelogs``: those whose sections tell backports (bisect_carries); ``uncompared``:
+    why the step's instructions were not compared (instructions_uncompared), or None."""
     verdict = Verdict(moved=moved)
     if ablation is not None:
         verdict.ablation = ablation.words
@@ -322,7 +323,8 @@ def judge(why: StepWhy, *, suite: str, op: str, category: str, old: str, new: st
         # the code around the I/O (the op's loop over data in memory): no I/O change, no
         # stated io-stack cause, is its cause; what moved is said as for any step
         verdict.shows = (f"{CONTROL_SHOWS}; "
-                         + shows(moved, old, new, placed, dataclasses.replace(why, cause=None)))
+                         + shows(moved, old, new, placed, dataclasses.replace(why, cause=None),
+                                 uncompared))
         return verdict
     if why.cause is not None and not io_module_on_2x(suite, op):
         verdict.cause, verdict.evidence = why.cause, API
@@ -356,7 +358,7 @@ def judge(why: StepWhy, *, suite: str, op: str, category: str, old: str, new: st
             verdict.candidate, verdict.evidence = candidate, ABLATION
             verdict.detail = ablation.words
             return verdict
-    verdict.shows = shows(moved, old, new, placed, why)
+    verdict.shows = shows(moved, old, new, placed, why, uncompared)
     return verdict
 
 
@@ -371,9 +373,10 @@ def maybe_backported(candidate: Candidate, old: str, new: str, why: StepWhy) -> 
         entered.release[2] > 0 and lo.release[:2] < hi.release[:2] and not why.old_known
 
 
-def shows(moved: list, old: str, new: str, placed: Placed | None, why: StepWhy) -> str:
+def shows(moved: list, old: str, new: str, placed: Placed | None, why: StepWhy,
+          uncompared: str | None = None) -> str:
     """What the data shows where no entry passed: the release range (a bisect's, narrower),
-    the functions that moved."""
+    the functions that moved, or why none can be named (``uncompared``)."""
     if placed is not None:
         said = f"the change is between {placed.before} and {placed.after} (bisect)"
     elif old and new:
@@ -384,9 +387,23 @@ def shows(moved: list, old: str, new: str, placed: Placed | None, why: StepWhy) 
         said += " (Misc/NEWS begins at 3.5.0a1; the 2.7 side uses the io module too)"
     if moved:
         said += "; moved most: " + "; ".join(m.words() for m in moved[:3])
+    elif uncompared:
+        said += f"; no function named ({uncompared})"
     else:
         said += "; no function's instructions moved beyond the counts' threshold"
     return said
+
+
+def instructions_uncompared(counted: list, op: str, a: str, b: str) -> str | None:
+    """Why ``op``'s instructions were not compared across the step ``a`` -> ``b`` (not
+    counted on a side: PyPy, a run with ``--counters`` without instructions, no valgrind;
+    counted by different methods), or None when they were."""
+    move = counts.count_move(counted, op, a, b) if counted else None
+    if move is None:
+        return "the op was not counted on both sides"
+    if move["instructions"] is None:
+        return move["note"] or "its instructions were not compared"
+    return None
 
 
 # -- from a report's analysis -------------------------------------------------------------
@@ -416,9 +433,11 @@ def _verdict(an, f) -> Verdict:
     tarballs = source_tarballs(old, new, an.why.directory) if old and new else None
     moved = moved_functions(an.functions, an.counted, f.op, f.a, f.b, f.comparison.ratio,
                             tarballs)
+    uncompared = instructions_uncompared(an.counted, f.op, f.a, f.b)
     results_dir = an.data.run.path.parent if an.data.run else None
     placed = bisect_of(results_dir, f.op, old, new, f.comparison.ratio) if old and new else None
     logs = [log for log in (an.why.changelog(new),) if log is not None] if new else []
     return judge(why, suite=an.suite_of.get(f.op, ""), op=f.op,
                  category=an.category_of.get(f.op, ""), old=old, new=new, moved=moved,
-                 placed=placed, ablation=ablations.outcome(an, f), changelogs=logs)
+                 placed=placed, ablation=ablations.outcome(an, f), changelogs=logs,
+                 uncompared=uncompared)

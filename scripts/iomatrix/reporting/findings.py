@@ -161,12 +161,22 @@ def finding_notes(f: Finding, counted: list, untouched_note: str | None = None,
         changed = counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1)
         was_counted = counts.counted_series(counted, f.op) >= {f.a, f.b}
         parts += [nowrap(part) for part in changed.split("; ")] if changed \
-            else ["counts: no change"] if was_counted else ["not counted"]
+            else unchanged_counts(counted, f) if was_counted else ["not counted"]
     if where:
         # a function's name may be long: this line may wrap (between words), the ratio
         # and counts above it never do
         parts.append(where)
     return "<br>".join(parts)
+
+
+def unchanged_counts(counted: list, f: Finding) -> list[str]:
+    """The cell's lines for a step whose counts did not move: all of them, or the system calls
+    alone where the instructions were not compared (a side not counted under callgrind:
+    PyPy, ``--counters`` without instructions, no valgrind), which the cell then says."""
+    move = counts.count_move(counted, f.op, f.a, f.b)
+    if move is not None and move["instructions"] is None:
+        return [nowrap("system calls: no change"), nowrap("instructions not compared")]
+    return ["counts: no change"]
 
 
 def classes_sentence(listed: list, threshold: float) -> str:
