@@ -315,3 +315,55 @@ def test_the_read_ops_files_are_the_files_the_write_ops_make():
     for files, rows in ((3, 4), (50, 200)):
         assert manyfiles.csv_texts(files, rows) == [manyfiles.csv_text(k, rows)
                                                     for k in range(files)]
+
+
+# ascii_text and DeterministicBytes.block draw their numbers with the generator's step written
+# out (suites/_data.py, for speed); what they make must be what the methods make, byte for byte,
+# under every Python (fixtures are the same bytes wherever they are made).
+BY_THE_METHODS = r'''
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+import _data
+
+def ascii_text_by_the_methods(size, seed, max_words=14):
+    rng = _data.DeterministicBytes(seed)
+    out, total = [], 0
+    while total < size:
+        n = 1 + rng.next() % max_words
+        line = " ".join(rng.choice(_data.WORDS) for _ in range(n))
+        if rng.next() % 5 == 0:
+            line = "- Issue #%d: %s." % (1000 + rng.next() % 9000, line)
+        line += "\n"
+        out.append(line)
+        total += len(line)
+    text = "".join(out)[:size]
+    return text[:-1] + "\n"
+
+def block_by_the_methods(rng, size):
+    pool = bytearray(rng.next() & 0xFF for _ in range(65536 + 4096))
+    out = bytearray()
+    while len(out) < size:
+        start = rng.next() % 4096
+        out += pool[start:start + 65536]
+    return bytes(out[:size])
+
+for size, seed, words in ((1, 7, 14), (777, 2020, 5), (300000, 2009, 14)):
+    assert _data.ascii_text(size, seed, words) == ascii_text_by_the_methods(size, seed, words)
+rng, by_hand = _data.DeterministicBytes(1230), _data.DeterministicBytes(1230)
+assert rng.block(200000) == block_by_the_methods(by_hand, 200000)
+assert rng.next() == by_hand.next()      # and the generator is left where the methods leave it
+print(hashlib.sha256(_data.ascii_text(300000, 2009).encode("ascii")).hexdigest())
+'''
+
+
+@pytest.mark.parametrize("label", ["2.7", "3.13"])
+def test_fixture_text_and_blocks_are_the_methods_bytes_under_every_python(label,
+                                                                           machine_interpreters):
+    interp = need(machine_interpreters, label)
+    proc = subprocess.run([interp.executable, "-c", BY_THE_METHODS, SUITES_DIR],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    here = subprocess.run([sys.executable, "-c", BY_THE_METHODS, SUITES_DIR],
+                          capture_output=True, text=True, timeout=120)
+    assert here.returncode == 0, here.stderr
+    assert proc.stdout == here.stdout      # the same bytes under the host's Python
