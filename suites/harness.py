@@ -679,6 +679,7 @@ def run_batch(argv):
                              "once per interpreter); without it the worker collects it itself "
                              "with pyperf")
     args = parser.parse_args(argv)
+    system = None
     if args.system_metadata is not None:
         try:
             system = json.loads(args.system_metadata)
@@ -686,8 +687,6 @@ def run_batch(argv):
             refuse("--system-metadata is not JSON: %s" % exc)
         if not isinstance(system, dict):
             refuse("--system-metadata is not a JSON object")
-    else:
-        system = system_metadata()
     op_names = json.loads(args.ops)
     refusal = inherited_allocator_refusal(args.allocator, args.keep_allocator_env)
     if refusal:
@@ -696,6 +695,10 @@ def run_batch(argv):
         refuse("--allocator default times one op per worker process (glibc's thresholds "
                "depend on what the process freed before); --ops names %d: start one worker "
                "per op" % len(op_names))
+    if system is None:
+        # A worker started by hand: pyperf collects it here, after the refusals (a refused
+        # worker does nothing else: it imports no pyperf and times nothing)
+        system = system_metadata()
     control = take_control_channel() if args.lockstep else None
     ctx = open_context(args)
     by_name = dict((op.name, op) for op in load_suite(args.suite).ops(ctx))

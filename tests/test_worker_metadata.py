@@ -87,3 +87,21 @@ def test_pyperfs_checks_of_values_hold_without_pyperf():
         with pytest.raises(ValueError):
             harness.check_run(values, warmups)
     assert harness.format_cpu_list({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
+
+
+def test_a_refused_worker_started_by_hand_refuses_before_it_imports_pyperf(tmp_path, lutz_fixtures):
+    # No --system-metadata (a worker started by hand) and a MALLOC_* variable under the untouched
+    # allocator: the one-line refusal, not pyperf's import (made to fail here) nor a traceback.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    output = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PYPERF, str(HARNESS), "--batch", "--suite", "lutz2009",
+         "--ops", json.dumps([OP]), "--fixtures", str(lutz_fixtures), "--scratch", str(scratch),
+         "--iomatrix-profile", "smoke", "--allocator", "default", "--warmups", "1", "--values",
+         "2", "--output", str(output), "--errors", str(tmp_path / "errors.json")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "MALLOC_ARENA_MAX": "2"})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "MALLOC_ARENA_MAX" in proc.stderr
+    assert not output.exists()
