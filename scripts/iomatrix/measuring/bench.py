@@ -85,9 +85,8 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                    help="the counting pass after timing: on, off, or some of "
                         + ",".join(counters.COUNTERS) + " (default: on for the matrix "
                         "session's quick and full profiles, for the suites with counting "
-                        "sizes (lutz2009), which keeps the main command within 10 minutes "
-                        "here; off for smoke runs and bench sessions; given, it counts every "
-                        "chosen op)")
+                        "sizes (COUNT_DIVISOR: every suite today); off for smoke runs and "
+                        "bench sessions; given, it counts every chosen op)")
     p.add_argument("--list", action="store_true",
                    help="print the chosen suites and their ops, marking those in core")
     if matrix:

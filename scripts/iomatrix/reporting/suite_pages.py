@@ -479,7 +479,7 @@ def section_moved_throughput(an: Analysis, moving: list, order: list, time_of,
             f"ops where that differs from the bytes the op returns by more than "
             f"{counts.MOVED_DIFFERS:.0%} (a buffer that reads ahead moves more than a record "
             "it returns): the bytes the calls moved per byte returned, counted in the counting "
-            "pass on its own smaller fixtures (see COUNT_DIVISOR), times the throughput above. "
+            "pass at the timed size, times the throughput above. "
             "—: not counted, or its calls moved no bytes.", ""] + wide_table(
         differing, [(column_title(an.data, s), lambda op, s=s: moved(op, s)) for s in order],
         max_columns=MAX_COLUMNS + 2)
