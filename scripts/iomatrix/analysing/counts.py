@@ -512,8 +512,9 @@ def moved_per_returned(rows, op: str, series: str) -> float | None:
     pass (``bytes_per_call`` of its call: the timed size; in older files counted at the
     counting sizes, COUNT_DIVISOR times smaller, the ratio, not the bytes, carries over);
     None without a byte count or for an op that returns no bytes. Times it by a timing
-    throughput for the bytes moved at the timing pass's sizes. None too where the calls moved no bytes: an
-    op on a memory map reads through page faults, and "0 MB/s" would say it stood still."""
+    throughput for the bytes moved at the timing pass's sizes. None too where the calls moved
+    no bytes: an op on a memory map reads through page faults, and "0 MB/s" would say it
+    stood still."""
     row = lookup(rows).by_key.get((series, op, "syscall_bytes"))
     if row is None or not row.get("bytes_per_call") or not row["per_call"]:
         return None

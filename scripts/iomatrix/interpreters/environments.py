@@ -238,5 +238,3 @@ def _inside(path: str, directory: Path) -> bool:
     """A marker's file is trusted only inside its own environment."""
     resolved = Path(os.path.realpath(path))
     return resolved.is_relative_to(Path(os.path.realpath(directory)))
-
-
