@@ -202,9 +202,9 @@ class Context(object):
     """What an op may use: fixture paths and facts, a scratch dir, the io stack.
 
     ``cache`` and ``output`` are the run's stated conditions (see _results.py).
-    ``counting`` is true when the fixtures were made for the counting pass
-    (``fixtures.json`` says so): a suite with ``COUNT_DIVISOR`` then makes its
-    files and writes that many times smaller (see _counting.py).
+    ``counting`` is true when the fixtures were made at the counting pass's smaller
+    sizes (``fixtures.json`` says so): a suite with ``COUNT_DIVISOR`` then makes its
+    files and writes that many times smaller (see iomatrix.measuring.countsizes).
     """
 
     def __init__(self, fixtures_dir, scratch_dir, profile="quick", io_stack="c",

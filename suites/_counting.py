@@ -3,8 +3,10 @@
 Runs under every interpreter of the matrix (Python 2.7, 3.6+, free-threaded
 builds, PyPy), so it is written in the common subset of 2.7 and 3.x, and it
 never imports pyperf: counting needs only the standard library. The host side
-is ``scripts/iomatrix/measuring/counters.py``; it runs this three times per series (plain,
-under strace, under valgrind) and cuts the counted windows out.
+is ``scripts/iomatrix/measuring/counters.py``; it runs this once per counter and size for
+each series (plain and under strace at the timed size; under valgrind at the timed size, and
+for the ops of ``countsizes.SCALED`` at the two counting sizes) and cuts the counted windows
+out.
 
     python suites/harness.py --count --suite lutz2009 --ops '["read_byBlocks_binaryMode"]' \\
         --fixtures DIR --scratch DIR --iomatrix-profile smoke --io c --calls 1 \\
@@ -14,9 +16,9 @@ The host starts it with the scratch directory as its working directory (the
 markers below are relative paths). For each op, in the order given:
 
 1. print ``START <op>`` (the host times out, or blames, the op it was in);
-2. fixture check (which is also the warm read), setup, and the op's output
-   files put in the run's stated state (as the timing pass does);
-3. one warm-up call, verified; ``gc.collect()``, so that the counted calls do
+2. fixture check (which is also the warm read), setup;
+3. one warm-up call, verified; the op's output files put in the run's stated state
+   (as the timing pass does); ``gc.collect()``, so that the counted calls do
    not depend on what earlier ops of the batch allocated;
 4. ``getrusage``; the begin markers; K calls (results kept, not verified yet);
    the end markers; ``getrusage``;
@@ -242,7 +244,7 @@ def run_count(argv):
     parser.add_argument("--ops", required=True,
                         help="JSON list of op names (of --suite) or [suite, op] pairs, in run "
                              "order: one process counts the ops of several suites (the host "
-                             "gives every op of a series to one worker per tool: under valgrind "
+                             "gives every op of a series to one worker per tool and size: under valgrind "
                              "each process's start-up took 1.4 s of CPU, 7 of a pass's 26 s)")
     parser.add_argument("--fixtures", required=True)
     parser.add_argument("--scratch", required=True)

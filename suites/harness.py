@@ -15,13 +15,14 @@ Like every file in this directory it runs under every interpreter, from Python
     harness.py --count ...                               the counting pass (_counting.py)
     harness.py --suite S --op OP ... [pyperf options]    one op as an ordinary pyperf script
 
-The matrix (``scripts/iomatrix/measuring/runner.py``) starts one ``--batch`` worker per
-(round, suite, series): it runs the suite's ops in the order given, each with
+The matrix (``scripts/iomatrix/measuring/workers.py``) starts one ``--batch`` worker per
+(round, suite, series), or per op under ``--allocator default`` and for the further allocator
+conditions' series: it runs the suite's ops in the order given, each with
 its own warm-ups and timed values, and writes one pyperf run per op (pyperf's JSON
 format, written without importing pyperf: process_metadata says why).
 
 Conditions are chosen, not inherited: before every timed call the op's output
-files are put in the stated state (``--output new``: removed, so the call
+files are put in the stated state (``--output-state new``: removed, so the call
 creates them; ``overwrite``: left by the previous call), outside the timed
 region; the allocator state is pinned by the host through glibc's environment
 variables (``--allocator``, see _results.py) and recorded here as seen. Under
@@ -75,7 +76,7 @@ PROCESS_METADATA = ("date", "load_avg_1min", "runnable_threads", "uptime", "mem_
 # preempted nearly always on a loaded machine, and its CPU time averages over them.
 RETAKES = 3
 RETAKE_BELOW_SECONDS = 0.02
-# A value times as many calls as it takes to last this long (judged by the last warm-up):
+# A value times as many calls as it takes to last this long (judged by the fastest warm-up):
 # a call of 0.3 ms (2.7 reading the study's file whole) varies by its own size from call
 # to call on a shared machine, and one call per value made the ratios of the shortest
 # ops the least reproducible of the suite. Each value is still the time of one call.
@@ -507,7 +508,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     lets every interpreter take its warm-ups before any takes its first value, and its
     value i before any takes value i + 1, so the values of one op follow each other
     closely). In lockstep every value of short calls is preceded by one settling call
-    (``settle``). ``system``: pyperf's metadata of the interpreter and the machine
+    (``settle``; under ``--allocator default``, calls until they have settled). ``system``: pyperf's metadata of the interpreter and the machine
     (``system_metadata``)."""
     import platform
     rusage_totals = {}
@@ -646,7 +647,8 @@ def run_batch(argv):
     """Several ops of one suite in one worker process, written as one pyperf file.
 
     This is what the matrix runs: starting a process per op costs more than
-    most ops, so each process runs a batch of ops (in the order given), each
+    most ops, so each process runs a batch of ops (in the order given; one op under
+    --allocator default, whose thresholds depend on what the process freed before), each
     with its own warm-ups and values, and writes one pyperf Run per op. Before
     each op it prints "START <op>" so the host can time out, or blame, the
     op that hangs or crashes. An op that raises (a verification failure, a

@@ -17,7 +17,7 @@ The key of one count, all of it compared on reading:
 - ``suite_source``: the SHA-256 of the suite's file, ``harness.py`` and every ``_*.py``
   module of ``suites/`` (the worker side, the fixtures and their sizes);
 - ``counting_code``: the SHA-256 of the host-side code that turns the tools' output into
-  counts (counters, counttools, callgrind, countsfile, syscallbytes);
+  counts (counters, counttools, countsizes, callgrind, countsfile, syscallbytes);
 - ``op``, ``profile`` (the fixture sizes, with the counting divisor), the io stack, the
   output state, the allocator, the counted calls;
 - ``worker``: the ops the op's counting worker runs, in order, with their suites' sources
@@ -39,7 +39,7 @@ counted again.
 
 Files: ``<cache root>/counts/<interpreter hash>/<key hash>.json`` (the cache root of
 ``iomatrix.interpreters.cache``: ``$IOMATRIX_CACHE`` or ``~/.cache/iomatrix``), each
-``{"iomatrix_counts_cache_version": 1, "key": {...}, "value": {...},
+``{"iomatrix_counts_cache_version": 2, "key": {...}, "value": {...},
 "bytes_per_call": N}``, written to a temporary file in the same directory and renamed
 into place, so that runs counting at the same time never leave a half-written entry. An
 entry that cannot be read or whose key or value is not what it should be is named in one

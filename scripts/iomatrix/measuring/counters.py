@@ -19,8 +19,9 @@ and counts what one call does:
   and ``PYTHONHASHSEED=0``, so that a count repeats.
 
 The worker side is ``suites/_counting.py`` (its docstring describes the
-markers). Each counter is its own worker process per series: ``plain``,
-``strace`` and ``valgrind``, each running the ops of every suite, suite by suite (one
+markers). Each counter is its own worker process per series and size: ``plain``,
+``strace`` and ``valgrind`` (at the timed size, and for the ops of ``countsizes.SCALED`` at
+the two counting sizes), each running the ops of every suite, suite by suite (one
 process per suite cost a valgrind start-up each: 1.4 s of CPU, 10 of a series' 26 s
 under callgrind with 7 suites, 2026-11-27). Every op gets one warm-up call and then
 ``COUNT_CALLS`` counted calls; the stored numbers are totals over those calls.

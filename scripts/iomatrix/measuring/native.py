@@ -26,10 +26,10 @@ from iomatrix.storing import contract
 from iomatrix.paths import SUITES_DIR
 
 SERIES = "native"
-# The C program's 1 MiB blocks (once called the machine's best; Python can beat it): the same files read, written and copied by the C program in
-# page-aligned 1 MiB blocks, fastest of the profile's native_repeat. Measured once per
-# session, after the timed work, so Python's throughput can be shown against what the
-# machine does at best.
+# The C program's 1 MiB blocks (once called the machine's best; Python can beat it): the same
+# files read, written and copied by the C program in page-aligned 1 MiB blocks, fastest of the
+# profile's native_repeat. Measured once per session, after the planned rounds (before the
+# extra rounds), so Python's throughput can be shown against what the machine does at best.
 BEST_BLOCK = 1 << 20
 SOURCE = SUITES_DIR / "native_ceiling.c"
 COMPILE_TIMEOUT_SECONDS = 120

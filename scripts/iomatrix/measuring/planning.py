@@ -1,8 +1,9 @@
 """What a run still has to do: its tasks, the parts on disk, and each series' status.
 
 A run's state is its files: a part ``.parts/<series>/r003--lutz2009.json`` holds
-one batch (one worker process, one round of one suite); a redo of an incomplete
-batch is ``r003--lutz2009--2.json``. Everything here is derived from those files
+one batch (one worker process, one round of one suite); a further worker of the same
+round and suite (a redo of an incomplete batch, or the next one-op worker) writes
+``r003--lutz2009--2.json``, ``--3`` and so on. Everything here is derived from those files
 on every call, never remembered, so a resumed or damaged run is planned from what
 is really there.
 """

@@ -169,9 +169,9 @@ class RunSpec:
         """The spec of a parsed bench or matrix command line (``bench.parser``).
 
         Without --counters, the matrix session counts beyond smoke, and counts only the
-        suites that have counting sizes (``COUNT_DIVISOR``: every suite of the core
-        selection has them): another suite would run under valgrind at full size,
-        minutes per interpreter, so it is counted only when --counters asks.
+        suites that declare ``COUNT_DIVISOR`` (every suite today), the counting sizes at
+        which the instructions of the ops in ``countsizes.SCALED`` are counted; a suite
+        without it is counted only when --counters asks.
         """
         counting, counted = args.counters, None
         if counting is None:

@@ -3,10 +3,12 @@
 Why: the main command must fit a time (10 minutes here for every interpreter), and what
 takes it moves as interpreters, suites and the host change; a run that states its own
 stages says where, without a profiler. Each session of a run records ``stages`` in its
-manifest entry, in the order they ran: ``environments`` (each interpreter's pyperf
-environment made or checked, and its ops listed), ``fixtures``, ``planned_rounds``,
-``native`` (the C reference's best blocks), ``extra_rounds``, ``merge`` (the parts into
-series files) and ``counting``; a stage that did not run is absent. The main command prints
+manifest entry (stored with sorted keys; ``SESSION_STAGES`` gives the order to print them
+in): ``environments`` (each interpreter's pyperf environment made or checked, its ops listed
+and pyperf's metadata of it collected), ``fixtures``, ``planned_rounds``, ``native`` (the C
+reference compiled before the planned rounds, and its best blocks measured after them),
+``extra_rounds``, ``merge`` (the parts into series files) and ``counting``; a stage that did
+not run is absent. The main command prints
 them at its end (``table``), with the changelog step and the report, which run after the
 manifest is written (nox sessions of their own).
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-# The stages of a session, in the order they run (the manifest keeps this order).
+# The stages of a session, in the order to print them (the manifest stores them sorted).
 SESSION_STAGES = ("environments", "fixtures", "planned_rounds", "native", "extra_rounds",
                   "merge", "counting")
 

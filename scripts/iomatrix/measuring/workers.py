@@ -90,8 +90,8 @@ def worker_cpus(batch: Batch, spec: RunSpec):
 def run_groups(run: store.Run, session: Session, plans: dict, groups: list[list[Task]],
                on_start: Callable, on_done: Callable) -> None:
     """Run the lockstep groups one after the other. While a group is timed, the next group's
-    workers start on the spare CPU (``start_ahead``): a worker's start-up (interpreter, pyperf
-    and the suite imported, its ops built) is most of a short op's cost, and the groups of
+    workers start on the spare CPU (``start_ahead``): a worker's start-up (interpreter and the
+    suite imported, its ops built) is most of a short op's cost, and the groups of
     the untouched allocator's one-op workers are many. ``on_start(task)`` and ``on_done()``
     are called for each task of a group as it begins and ends."""
     reserved: set = set()   # parts of batches not yet collected: no two batches share one
