@@ -6,10 +6,10 @@
     nox -s report -- --run-id R
     nox -s tests
 
-Interpreters are found by scripts/discovery.py, not by nox: nox's own search
+Interpreters are found by iomatrix.interpreters.discovery, not by nox: nox's own search
 sees only what is on PATH, and virtualenv refuses Pythons older than 3.9.
 So bench sessions run with ``venv_backend="none"`` and make their own
-environment per interpreter (scripts/environments.py); the session's
+environment per interpreter (iomatrix.interpreters.environments); the session's
 ``python`` is the interpreter's label, which is what ``nox -p LABEL`` selects.
 """
 from __future__ import annotations
@@ -266,7 +266,8 @@ def history(session: nox.Session) -> None:
 @nox.session(default=False)
 def release(session: nox.Session) -> None:
     """Release day: NEW against the previous release of its minor version, as a PR comment
-    (posargs: NEW [--against OLD] [--debian-source]); exit 0, 1 (regression) or 2."""
+    (posargs: NEW [--against OLD] [--debian-source]); exit 0, 1 (regression), 2 (bad input,
+    or a side that did not complete) or 3 (an internal error)."""
     session.install(*EXTRAS["report"])
     status = release_check.main(session.posargs, compare_python=session.virtualenv.bin + "/python",
                                 log=session.log)

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from iomatrix import cli
-# compare() is the library call the tests and the release command use, re-exported here
+# compare() is the library call the tests use, re-exported here (the release command runs
+# this script)
 from iomatrix.commands.compare import (DEFAULT_FAIL_ABOVE, CompareError, as_json,  # noqa: F401
                                        compare, compare_full, json_text)
 from iomatrix.storing import schema, store

@@ -36,10 +36,10 @@ def write_report(text: str, out: Path, figures=()) -> None:
 
 
 def write_pages(result: pages.Pages, out: Path, figures=()) -> list[Path]:
-    """The main page at ``out``; its suite pages, other pages (counts, machine) and CSV in
-    ``out``'s stem directory, all replaced together (store.write_report_pages: an interrupted
-    report leaves the previous one whole). A page's file name is its suite's name, which the
-    schema vetted, and is checked again to stay in the pages directory."""
+    """The main page at ``out``; its suite pages, other pages (counts, machine, allocator,
+    pool) and CSV in ``out``'s stem directory, all replaced together (store.write_report_pages:
+    an interrupted report leaves the previous one whole). A page's file name is its suite's
+    name, which the schema vetted, and is checked again to stay in the pages directory."""
     overlap = set(result.suites) & set(result.others)
     if overlap:   # pages.extra_page_name renames the report's own pages; never overwrite one
         raise cli.BadInput(f"suite(s) {', '.join(sorted(overlap))}: named like one of the "

@@ -1,8 +1,8 @@
 """One validation layer for every command line, and one way to fail on bad input.
 
-Every tool (``report``, ``compare``, ``history``, the matrix sessions, ``provision``)
-parses with argparse and these types, so a bad value gets the same kind of
-message everywhere, and the same exit status:
+Every tool (``report``, ``compare``, ``history``, the matrix sessions; ``provision`` uses
+argparse's own parser with the same exit statuses) parses with argparse and these types, so a
+bad value gets the same kind of message everywhere, and the same exit status:
 
     0  done (compare/the gate: no regression)
     1  the gate found a regression (compare, release, crosscheck only)

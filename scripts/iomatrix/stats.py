@@ -391,15 +391,15 @@ def next_run_interval(diffs: list[float], confidence: float = CONFIDENCE) \
 # The rule: sort a series' log per-process means; it splits into two modes where a gap between
 # neighbours, with at least MODE_MIN_PROCESSES on each side, exceeds MODE_GAP times the pooled
 # standard deviation within the two groups. Why a gap and not a dip test or a two-component
-# fit: with 10-25 processes a dip test has little power, a mixture fit is unstable, and the
-# gap names the two groups outright (which processes, how many, how far apart), which is what
-# a finding's row has to say. Why 5: on simulated unimodal series (normal and Student t with 3
-# degrees of freedom, 1000 each) the rule splits 0.3% of 10-process series and none of 25;
-# the split of the issue (6 of 10 processes 1.3-2.1 ms against 0.2-0.3 ms) scores 8.5.
-# Fewer processes need a wider gap: with 5 the rule split 3.5% of unimodal 6-process series
-# (the quick profile plans 6 rounds), so below 10 the gap is the score a unimodal series of
-# that many processes exceeds in 0.5% of cases (the larger of normal and Student t3, 4000
-# simulated series each).
+# fit: with 10-25 processes a dip test has little power, a mixture fit is unstable, and the gap
+# names the two groups outright (which processes, how many, how far apart), which is what a
+# finding's row has to say. Why 5: on simulated unimodal series (normal and Student t with 3
+# degrees of freedom, 1000 each) the rule splits 0.3% of 10-process series and none of 25; the
+# split of the issue (6 of 10 processes 1.3-2.1 ms against 0.2-0.3 ms) scores 8.5. Fewer
+# processes need a wider gap: with 5 the rule split 3.5% of unimodal 6-process series (the
+# quick profile planned 6 rounds then; it plans 8 now), so below 10 the gap is the score a
+# unimodal series of that many processes exceeds in 0.5% of cases (the larger of normal and
+# Student t3, 4000 simulated series each).
 MODE_GAP = 5.0
 MODE_GAP_FEW = {4: 26.0, 5: 12.6, 6: 9.1, 7: 7.7, 8: 6.4, 9: 5.2}
 MODE_MIN_PROCESSES = 2

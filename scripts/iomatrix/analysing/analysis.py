@@ -189,8 +189,8 @@ def cell_values(frame: pd.DataFrame, column: str) -> dict:
 
 
 def ordered_ops(data: RunData) -> list[str]:
-    """Ops in suite order as the suites define them (first appearance in the results); an
-    op's control (``<op>__control``) right after it."""
+    """Ops by the manifest's suite order, within a suite the 2009 study's order
+    (``study.ORDER``) and then by name; an op's control (``<op>__control``) right after it."""
     frame = data.frame
     suite_rank = {s: i for i, s in enumerate(data.manifest.get("suites", []))}
     firsts = frame.drop_duplicates("op")[["op", "suite"]]

@@ -28,7 +28,7 @@ instructions of each edge), ``explain`` says:
 
 Functions are matched across versions by ``callgrind.canonical_function`` (its stated
 tables ``RENAMED`` and ``SAME_WORK``: ``fastsearch`` is ``unicode_count_impl``, 2.7's file
-object's ``file_read`` is ``_io__Buffered_read_impl``, ...), in edges as in self costs.
+object's ``file_read`` is ``_io__Buffered_read``, ...), in edges as in self costs.
 
 Where the call edges are missing (a file counted before they were kept) ``explain`` raises
 ``Unavailable`` with ``absent`` set; where they are not what the counting pass writes (a

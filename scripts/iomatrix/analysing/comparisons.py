@@ -5,8 +5,11 @@ A finding (a release step significant and beyond the threshold either way) carri
 classes that say how far to trust it (issue 26):
 
 - ``evidence``: do the counts of the same run move with it? "confirmed" (instructions beyond
-  ``counts.INSTRUCTIONS_MOVE`` the same way, or a syscall count changed), "time only"
-  (counts flat or the other way), None when a side has no counts. Steps whose counts moved
+  ``counts.INSTRUCTIONS_MOVE``, the system calls per call, or the bytes they moved beyond
+  ``counts.BYTES_MOVE``, the step's way; or a mix of system calls or bytes that changed at the
+  same total: ``counts.count_move``), "memory" (instructions and system calls flat, the
+  estimated cycles moving the step's way), "time only" (counts flat or the other way), None
+  when a side has no counts. Steps whose counts moved
   while the timing did not decide are "counts only" (``Analysis.counts_only``).
 - ``firmness``: "firm" when the interval for the next run (``stats.next_run_interval``, a
   block bootstrap of the per-round log ratios) lies wholly beyond the threshold by at least

@@ -265,7 +265,8 @@ def misattributed_functions(document: dict) -> bool:
 
 
 def load_functions(run_dir) -> dict:
-    """{(series, op): (counted calls, [[name, file, self instructions]])} of a run's counters
+    """{(series, op): (counted calls, [[name, file, self instructions, times entered]])}
+    (files counted before calls were kept: three elements) of a run's counters
     files, for the ops whose functions were kept (iomatrix.callgrind); unreadable files and
     files whose functions are misattributed (``misattributed_functions``) are left out here
     (load_counts names the unreadable ones)."""

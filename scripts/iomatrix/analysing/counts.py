@@ -291,10 +291,10 @@ def markdown_section(rows, skipped: dict | None = None, top: int = 15,
                      order: list | None = None) -> list:
     """The report's counters section: markdown lines.
 
-    Tables of counts per call per op and series (system calls, the bytes they moved where
-    counted, instructions and
-    instructions per MiB, minor page faults), how exact each counter is (A/A),
-    then the biggest version steps, each naming the syscalls that changed.
+    How exact each counter is (A/A), then tables of counts per call per op and series
+    (system calls, the bytes they moved where counted, instructions and instructions per
+    MiB, minor page faults), then the biggest version steps and the biggest steps to other
+    builds and implementations of the same version, each naming the syscalls that changed.
     """
     lines = [heading, ""]
     if not rows:

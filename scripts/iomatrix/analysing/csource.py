@@ -3,7 +3,9 @@
 A finding's counts name the functions whose instructions moved (``counts.where_instructions_
 went``; callgrind gives each function's file, ``.../Python-3.12.1/./Modules/_io/bufferedio.c``).
 Where the source tarballs of both sides are in the cache (provisioned builds leave them
-there), the file is read from each (one member, streamed, bounded: nothing is extracted),
+there), the file is read from each (from the zip of its C files ``keep_c_files`` left beside
+the tarball, else from the tarball's C files read in one streamed, bounded pass: nothing is
+extracted),
 split into its functions, and the function's text compared: "its source changed
 (Modules/_io/bufferedio.c)" or "its source is the same".
 

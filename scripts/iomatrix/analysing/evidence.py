@@ -245,8 +245,8 @@ def bisect_of(results_dir: Path | None, op: str, old: str, new: str, ratio: floa
     direction, significantly; None without such a run."""
     if results_dir is None or not Path(results_dir).is_dir():
         return None
-    from iomatrix.analysing import analysis        # analysis imports comparisons, which
-    from iomatrix.storing import store              # imports changelog: none imports this
+    from iomatrix.analysing import analysis
+    from iomatrix.storing import store
     lo, hi = version_key(old), version_key(new)
     if lo is None or hi is None:
         return None
@@ -425,7 +425,7 @@ def verdict_for(an, f) -> Verdict:
 
 
 def _verdict(an, f) -> Verdict:
-    from iomatrix.analysing import ablation as ablations    # ablation imports this module
+    from iomatrix.analysing import ablation as ablations
     from iomatrix.analysing.analysis import series_info
     old = series_info(an.data, f.a).get("version") or ""
     new = series_info(an.data, f.b).get("version") or ""

@@ -1,17 +1,17 @@
 """Numbers that travel: one cell's ratio pooled over stored runs of several hosts and boots.
 
-A *cell* is one ratio of a report's release-step table (an op at ``3.12 → 3.13``). Each
-run gives a cell its estimate and 95% interval (``comparisons.analyse``: the report's own
+A *cell* is one ratio of a report's release-step table (an op at ``3.12 → 3.13``). Each run
+gives a cell its estimate and 95% interval (``comparisons.analyse``: the report's own
 arithmetic). ``pool_cells`` combines the runs' log ratios by a two-level random-effects
-meta-analysis (statsmodels' ``combine_effects``, Paule-Mandel's tau²; runs within boots,
-then boots): the between-run and between-boot variances are estimated from how far the
-runs differ beyond their own intervals (the between-boot one at least a floor learned over
-all the pool's cells, ``boot_floor``), and every interval printed includes them. For each
-cell it keeps each run's ratio, the pooled estimate, the interval a reader's rerun on another
-boot is expected in (``rerun_interval``, a prediction interval) apart from the pooled mean's
-own confidence interval, how many runs and boots it rests on,
-how many runs agree with the pooled verdict ("held in k of n runs"), and whether the host
-moves the cell more than the runs' own noise ("depends on the host"). Method and
+meta-analysis (statsmodels' ``combine_effects``, Paule-Mandel's tau²; runs within boots, then
+boots): the between-run and between-boot variances are estimated from how far the runs differ
+beyond their own intervals (their sum, where a cell's runs span two boots or more, at least the
+square of a floor learned over all the pool's cells, ``boot_floor``), and every interval
+printed includes them. For each cell it keeps each run's ratio, the pooled estimate, the
+interval a reader's rerun on another boot is expected in (``rerun_interval``, a prediction
+interval) apart from the pooled mean's own confidence interval, how many runs and boots it
+rests on, how many runs agree with the pooled verdict ("held in k of n runs"), and whether the
+host moves the cell more than the runs' own noise ("depends on the host"). Method and
 thresholds: docs/methodology.md, "Pooled numbers".
 
 The cells are keyed by whatever the caller uses ((op, a, b) in the report, agree's Cell
@@ -115,7 +115,8 @@ class PooledCell:
     i2: float                 # share of a typical run's spread beyond its own noise
     verdict: str              # slower | faster | same: the findings rule on low/high
     held: int                 # runs whose own verdict is the pooled verdict
-    tau_boot: float = 0.0     # between-boot SD (second level; the floor where it decided)
+    tau_boot: float = 0.0     # between-boot SD (second level; sqrt(floor² - tau_run²) where
+                              # the floor decided)
     tau_run: float = 0.0      # between-run SD within one boot (first level)
     se_mean: float = 0.0      # SE of the pooled mean (log scale)
     tau_seen: float = 0.0     # the between-run SD the runs themselves show (before the floor)
@@ -171,7 +172,8 @@ def random_effects(effects: list, ses: list) -> tuple[float, float, float]:
 def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
             floor: float = 0.0) -> PooledCell:
     """One cell pooled: ``runs`` {name: Comparison} with intervals, ``boots`` {name: boot},
-    ``verdicts`` {name: the run's own verdict}; ``floor``: the least between-boot SD
+    ``verdicts`` {name: the run's own verdict}; ``floor``: the least SD between runs of
+    different boots, sqrt(tau_boot² + tau_run²), where the cell's runs span two boots or more
     (``boot_floor``).
 
     Two levels (runs within boots, boots within the machine kind): the runs of each boot are
@@ -274,7 +276,8 @@ FLOOR_MIN_VALUES = 20
 
 
 def boot_floor(runs: list[RunCells], keys) -> float:
-    """The least between-boot SD of the log ratio, learned from the pool's own runs: for
+    """The least SD between runs of different boots of the log ratio (what bounds
+    sqrt(tau_boot² + tau_run²) in ``combine``), learned from the pool's own runs: for
     every pair of runs on different boots and every cell both have with an interval, the SD
     τ that makes their difference d just consistent with their SEs at 95%
     (|d| = 1.96 √(s₁² + s₂² + 2τ²)), and of those the 95th percentile. One number for all

@@ -130,7 +130,7 @@ def newest_known(an, minors) -> dict:
 def moved_back(an, f, judged: list) -> tuple | None:
     """(the last patch at hand that had it, the first after it that moved it back) within a
     branch: the first adjacent pair of its patches at hand whose state got better (HAS to
-    PART or FIXED, PART to FIXED) with the newer one significantly faster than the older,
+    PART, UNCLEAR or FIXED; PART to FIXED) with the newer one significantly faster than the older,
     paired as the step; None when none did."""
     rank = {HAS: 2, PART: 1, UNCLEAR: 1, FIXED: 0}
     for (ka, va, sa, _, xa), (kb, vb, sb, _, xb) in zip(judged, judged[1:]):

@@ -1,1 +1,2 @@
-"""Commands built on the stages below: release, crosscheck, sensitivity and agree."""
+"""Commands built on the stages below: compare, release, history, agree, bisect, upstream,
+changelogs, crosscheck and sensitivity, with their helper modules."""

@@ -12,20 +12,21 @@ OLD and NEW are CPython releases (``3.13.15``, ``3.15.0rc2``) or labels of this 
 (``3.9``: pyenv's 3.9.18). The releases between them are taken in version order:
 patch releases and pre-releases of one minor version, or across minors (3.13.15 ..
 3.14.7 is 3.13.15 < 3.14.0a1 < ... < 3.14.0 < 3.14.1 < ... < 3.14.7; a minor between
-them brings every release of it; OLD's own later patches are left out across minors:
-they are backports beside the path, not on it). Of these, the points are the builds at
-hand (pyenv's, and the iomatrix cache's provisioned builds) of the lineage's recipe
-(NEW's, else ``lineage``), and those that can be built by that recipe (a tarball at
-hand, Debian's source pool, python.org when it answers within seconds); a build in the
-cache is reused, never rebuilt. Up to ``TIME_ALL`` points are all timed, in one
-lockstep run with an A/A twin of OLD and the counting pass; more are bisected: OLD,
-NEW and the middle point in one run, then the half whose step moved more in OLD -> NEW's
-direction, until two timed points are adjacent.
+them brings every release of it; OLD's own later patches are left out across minors: they are
+backports beside the path, not on it). Of these, the points are the builds at hand (pyenv's,
+and the iomatrix cache's provisioned builds) of the lineage's recipe (NEW's build's, else
+OLD's, else ``lineage``), and those that can be built by that recipe (a tarball at hand,
+Debian's source pool, python.org when it answers within seconds); a build in the cache is
+reused, never rebuilt. Up to ``TIME_ALL`` points are all timed, in one lockstep run with an A/A
+twin of OLD and the counting pass; more are bisected: OLD, NEW and the middle point in one run,
+then the half whose step moved more in OLD -> NEW's direction, until two timed points are
+adjacent.
 
-The answer (markdown, on stdout and in reports/): the step where the change appears
-(the adjacent step with the largest significant move in OLD -> NEW's direction), every
-timed step's ratio with its interval and counts per call, what could not be narrowed and
-why, and the candidate upstream changes (iomatrix.analysing.changelog, when present).
+The answer (markdown, on stdout and in ``--out``: by default reports/<run id>.md, or bisect.md
+in the run's directory for another results directory): the step where the change appears (the
+adjacent step with the largest significant move in OLD -> NEW's direction), every timed step's
+ratio with its interval and counts per call, what could not be narrowed and why, and the
+candidate upstream changes (iomatrix.analysing.changelog, when present).
 
 Exit status: 0 done; 2 bad input (an unknown op or release, an empty range, OLD newer
 than NEW; nothing is run or written); 3 a build failed (its log's tail on stderr; every

@@ -1,13 +1,13 @@
 """Down to the commit: ``nox -s bisect -- OP --between OLD NEW --cpython-repo PATH``.
 
 PATH is a git clone of CPython. OLD and NEW are releases; their tags (``v3.13.15``,
-``v3.15.0rc2``, as CPython names them) must be in the clone. The commits bisected are those
-on NEW's first-parent line that OLD does not contain (``git rev-list --first-parent
-OLD..NEW``), oldest first; NEW's own commit is the last. Each commit is built by the release
-recipe of the lineage (``interpreters.commit_build``: the same configure arguments as the
-provisioned builds, ccache when installed, every build cached by commit hash in the iomatrix
-cache and reused, never redone), and the clone is only read: its HEAD, index, branches and
-work tree stay as they were.
+``v3.15.0rc2``, as CPython names them) must be in the clone. The commits bisected are those on
+NEW's first-parent line that OLD does not contain (``git rev-list --first-parent OLD..NEW``),
+oldest first; NEW's own commit is the last. Each commit is built by the lineage's recipe (NEW's
+build's, else OLD's, else ``lineage``; ``interpreters.commit_build``: the same configure
+arguments as the provisioned builds, ccache when installed, every build cached by commit hash
+in the iomatrix cache and reused, never redone), and the clone is only read: its HEAD, index,
+branches and work tree stay as they were.
 
 Each step of the search is one lockstep run of OP under OLD's build, NEW's build and the
 middle commit's build (with an A/A twin of OLD and, unless ``--counters off``, the counting

@@ -12,7 +12,9 @@ a run and a file: the file against the run's series with the file's label (or
 ``--label``).
 
 Exit status: 0 when no op is significantly slower in B by more than
-``--fail-above``; 1 when some are (the "Regressions" table lists them); 2 for
+``--fail-above`` (of the classes ``--fail-on`` names) and no op's instructions per call
+rose by more than ``--fail-above``; 1 otherwise (the "Regressions" table and the counts
+table list them); 2 for
 bad input: a missing run or file, a series or op missing on one side, a file
 that is not an iomatrix pyperf result (named with the field), an output path
 that is a directory, lies among a run's results or cannot be written; 3 for an

@@ -13,7 +13,7 @@ Two plain statistics come from the same processes, and the command prints both:
 
 - the mean of the settled calls (the like-for-like one, which the agreement is judged
   on): per process, the calls after its warm-ups by the harness's rule under the untouched
-  allocator (at least 2, more while a call is more than 10% faster than the one before, at
+  allocator (at least 3, more while a call is more than 10% faster than the one before, at
   most 12: ``settled_from``), those not preempted (the harness takes a preempted call
   again), averaged; the median over processes. This is the plain loop's figure for what an
   ordinary program sees: a program's time is the sum of its calls, so its cost per call is

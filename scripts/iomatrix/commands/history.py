@@ -3,7 +3,8 @@
     nox -s history -- LABEL [--results-dir results] [--out FILE] [--figure PNG]
 
 Rows are ops, columns are the runs that have LABEL (oldest first, by the
-manifest's ``started``), cells the op's mean time; the last column is the
+manifest's ``started``), cells the op's time (exp of the Hodges-Lehmann location of its
+log per-process means); the last column is the
 newest run's time over the first run's, with the report's test (stats.compare,
 a Mann-Whitney U test on per-process means; different runs ran at different
 times, so there are no rounds to pair). The

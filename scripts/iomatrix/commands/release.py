@@ -19,7 +19,9 @@ interpreter and itself. The comment is ``compare``'s, ready for a pull request:
     exit 0: no significant regression beyond --fail-above; 1: a regression; 2: bad input
     (nothing is run or written: an unknown label, a version that cannot be built here,
     no OLD to compare with, an --out among a run's results; or compare found a stored
-    file it refuses); 3: an internal error (a traceback).
+    file it refuses); also 2 when the run could not be made or a side or its A/A twin did
+    not complete (the run's directory is kept and its manifest says why; the matrix exits 3
+    there); 3: an internal error (a traceback).
 """
 from __future__ import annotations
 
@@ -52,8 +54,9 @@ def parser() -> cli.Parser:
     p.add_argument("new", metavar="NEW", type=cli.label,
                    help="label here (3.13.15) or version to build (3.14.8, 3.15.0rc3, 3.14.8t)")
     p.add_argument("--against", metavar="OLD", type=cli.label, default=None,
-                   help="label to compare with (default: the newest other release of NEW's "
-                        "minor version here)")
+                   help="label to compare with (default: the previous patch release of NEW's "
+                        "minor version built by NEW's recipe: the one here, else built from a "
+                        "tarball at hand, else the newest older release here of that recipe)")
     p.add_argument("--debian-source", action="store_true",
                    help="when NEW or OLD must be built, let provisioning fetch Debian's source "
                         "package")

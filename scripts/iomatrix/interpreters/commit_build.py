@@ -4,11 +4,11 @@
 bisects the commits between two release tags of a CPython clone. This module is its git and
 its builds:
 
-- The clone is only read: ``git rev-parse``, ``rev-list``, ``log``, ``cat-file``, ``show`` and
-  ``archive -o FILE`` (the file is in the build's own staging directory), every one with
-  ``GIT_OPTIONAL_LOCKS=0`` (no index refresh) and ``GIT_CEILING_DIRECTORIES`` set to the
-  clone's parent, so a directory that is not a repository is never taken for the repository
-  around it. Its HEAD, index, branches, tags and work tree stay as they were (tests/
+- The clone is only read: ``git rev-parse``, ``rev-list``, ``log``, ``cat-file``,
+  ``diff-tree`` and ``archive -o FILE`` (the file is in the build's own staging directory),
+  every one with ``GIT_OPTIONAL_LOCKS=0`` (no index refresh) and ``GIT_CEILING_DIRECTORIES``
+  set to the clone's parent, so a directory that is not a repository is never taken for the
+  repository around it. Its HEAD, index, branches, tags and work tree stay as they were (tests/
   test_bisect_commits.py checks ``git status`` and every ref before and after).
 - A commit is built by a release recipe (``interpreters.cache.RECIPES``: the same configure
   arguments as the provisioned builds of that recipe) into the iomatrix cache,

@@ -55,7 +55,7 @@ _DIR_RE = re.compile(r'href="(?P<release>3\.[0-9]+\.[0-9]+)/"')
 @dataclasses.dataclass
 class Offer:
     version: Version
-    where: str  # "tarballs/", "apt", "Debian's pool", "python.org"
+    where: str  # "the cache's tarballs/", "apt's deb-src index", "Debian's pool", "python.org"
 
 
 @dataclasses.dataclass

@@ -9,12 +9,12 @@ VERSION is X.Y.Z with an optional pre-release (3.15.0rc2) and an optional traili
 fetched and checked by ``iomatrix.interpreters.sources``; this module builds it (its
 stages, their log and the new interpreter's checks: ``iomatrix.interpreters.build_stages``).
 
-A recipe is how a version is built, and so part of what a benchmark of it measures
-(RECIPES below). ``lineage``, the default, is the recipe of the interpreters already
-on the machine (pyenv's: a shared libpython, CPython's own -O3), so a new release
-extends the same lineage and a step between two releases is not a step between two
-build scripts. One version can be built under several recipes side by side: each
-recipe has its own directory, pythons/<version><suffix> (3.13.15, 3.13.15-pgo).
+A recipe is how a version is built, and so part of what a benchmark of it measures (RECIPES, in
+iomatrix.interpreters.cache). ``lineage``, the default, is the recipe of the interpreters
+already on the machine (pyenv's: a shared libpython, CPython's own -O3), so a new release
+extends the same lineage and a step between two releases is not a step between two build
+scripts. One version can be built under several recipes side by side: each recipe has its own
+directory, pythons/<version><suffix> (3.13.15, 3.13.15-pgo).
 
 A build is configured with --prefix=pythons/<version><suffix> and installed with
 DESTDIR into a hidden pythons/.<version><suffix>.partial-<pid>/ staging directory;

@@ -63,7 +63,7 @@ Say = Callable[[str], None]
 
 
 class ProvisionError(Exception):
-    """A download or build failed; exit status 1."""
+    """A download or build failed; exit status 3."""
 
 
 class UsageError(ProvisionError):

@@ -30,8 +30,8 @@ def pool_runs(pool: pooling.Pool, op: str) -> list:
 
 
 def pool_note(pool: pooling.Pool, op: str) -> str:
-    """Below a pooled figure: "A/A flags this op in k of n runs", or '' where no pooled run's
-    twin flags it (lines as narrow as the findings table's "[95% interval]")."""
+    """Below a pooled figure: "A/A flags it" and "in k of n runs" on two lines, or '' where
+    no pooled run's twin flags it (lines as narrow as the findings table's "[95% interval]")."""
     runs = pool_runs(pool, op)
     if not runs:
         return ""

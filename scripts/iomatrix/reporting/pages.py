@@ -1,10 +1,13 @@
 """A run's report: a main page that answers first, one detail page per suite, and a tidy CSV.
 
-The main page opens with the findings (consecutive releases of the lineage whose
-change is significant and beyond the threshold, largest first), then geometric
-means, the variants against their twins, and links to the suite pages, which
-hold the per-op tables. Tables have at most ``markdown.MAX_COLUMNS`` value columns, so
-they read at GitHub's page width. ``build_merged_report`` puts the main pages of
+The main page opens with the summary in words, then the findings (consecutive releases of
+the lineage whose change is significant and beyond the threshold, largest first), the
+release steps and their heatmap, and links to the suite pages, which hold the per-op
+tables; geometric means, the A/A check and the variants against their twins follow in
+collapsed sections. Tables made by ``markdown.wide_table`` are split at
+``markdown.MAX_COLUMNS`` value columns (the suite pages' per-series tables at
+``MAX_COLUMNS + 2``) so they read at GitHub's page width; those made by ``markdown.table``
+are not split. ``build_merged_report`` puts the main pages of
 runs on several hosts together. All are generated files: regenerate, never edit.
 
 Here is the page's assembly (``build_pages``) and its smaller sections; the summary
@@ -58,7 +61,8 @@ class Pages:
     main: str
     suites: dict          # suite -> markdown of its detail page
     csv: str              # the tidy table: one row per run, series, op and statistic
-    others: dict = dataclasses.field(default_factory=dict)  # name -> page: counts, machine
+    others: dict = dataclasses.field(default_factory=dict)  # name -> page: counts, machine,
+                                                            # allocator, pool
     summary: str = ""     # the findings in words, plain text (summary_paragraph)
 
 
@@ -362,7 +366,9 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += pool_section.section_pool(pool, an, pages_link)
     elif data.run is not None:
         lines += [pool_section.one_run_line(data), ""]
-    # A main page shown without its pages (a merged report) links none of them.
+    # A main page shown without its pages (a merged report) drops the scope line's links to
+    # the counts and machine pages; its links to the suite pages and the allocator page stay,
+    # and there they point at pages the merged report does not write.
     lines += [scope_line(an, label, pages_link, extra if link_pages else {}), ""]
     lines += section_problems(data)
     if len(order) == 1:
@@ -423,7 +429,8 @@ def build_pages(data: RunData, baseline: str | None = None,
 def build_report(data: RunData, baseline: str | None = None,
                  threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
                  figures_link: str = "figures") -> str:
-    """The main page alone, without links to the run's other pages (see build_pages)."""
+    """The main page alone (see build_pages): without the scope line's links to the counts
+    and machine pages; its links to the suite and allocator pages stay."""
     return build_pages(data, baseline, threshold, figures_dir, figures_link,
                        link_pages=False).main
 

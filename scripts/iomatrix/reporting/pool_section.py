@@ -131,7 +131,8 @@ ALIGN = ["left", "left", "right", "right", "right", "left"]
 
 
 def section_pool(pool: pooling.Pool, an: Analysis, link: str) -> list[str]:
-    """The main page's pooled findings, the study's row first."""
+    """The main page's pooled findings, largest change first; the study's row is added at
+    the top when it is not among them."""
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
     shown = findings(pool)[:SHOWN]
     study = pool.cells.get(STUDY_CELL)

@@ -2,19 +2,18 @@
 
     python scripts/preview.py [--run-id ID | PAGE.md] [--out DIR] [--screenshot]
 
-Renders the pages of a run (built as ``scripts/report.py`` builds them), or one
-markdown page and the pages beside it, to HTML the way GitHub renders markdown:
-markdown-it-py's GFM-like preset (tables; of raw HTML only the tags the report itself
-writes, without attributes but an id, the rest shown as text), headings with GitHub's ids,
-in a page of GitHub's column (1012 px, its font stack at 16 px, table cells padded
-6px 13px). The HTML goes to DIR (default /tmp/iomatrix-preview/<run-id>/), never
-into results/ or reports/: DIR is absent, empty or a preview this tool wrote, and is
-replaced whole (built beside it, then renamed) or not at all. A page loads only images inside the pages' own directory tree
-(no file:// or absolute paths, no symbolic links), and a linked page is never followed.
-With ``--screenshot``, Debian's chromium draws the main
-page headless at 1280x900 and measures it: its height in screens of 900 px, what
-the first screen shows, which table cells wrap (more lines than their ``<br>``
-ask for) and which tables are wider than the column.
+Renders the pages of a run (built as ``scripts/report.py`` builds them), or one markdown page
+and the pages beside it, to HTML the way GitHub renders markdown: markdown-it-py's GFM-like
+preset (tables; of raw HTML only the tags the report itself writes, without attributes but an
+id, the rest shown as text), headings with GitHub's ids, in a page of GitHub's column (1012 px,
+its font stack at 16 px, table cells padded 6px 13px). The HTML goes to DIR (default
+/tmp/iomatrix-preview/<run-id>/), never into results/ or reports/: DIR is absent, empty or a
+preview this tool wrote, and is replaced whole (built beside it, then renamed) or not at all. A
+page loads only images inside the pages' own directory tree (no file:// or absolute paths, no
+symbolic links), and a linked page is never followed. With ``--screenshot``, Debian's chromium
+draws the main page headless at 1280x900 as a PNG and lays out every rendered page to measure
+it: its height in screens of 900 px, what the first screen shows, which table cells wrap (more
+lines than their ``<br>`` ask for) and which tables are wider than the column.
 """
 from __future__ import annotations
 

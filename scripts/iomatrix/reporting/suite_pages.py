@@ -617,7 +617,8 @@ def throughput_rows(an: Analysis, writer, run_id: str) -> None:
     """The pages' throughputs (MB/s, 10^6 bytes a second) as statistics: ``throughput_MBps``
     of the bytes an op returns or writes, and, where the counting pass summed the bytes its
     system calls moved, ``moved_throughput_MBps``: those bytes per byte returned (counting
-    sizes) times the first. Both from the ``time_s`` row of the same series and op."""
+    pass, at the timed size; older runs at the counting sizes) times the first. Both from the
+    ``time_s`` row of the same series and op."""
     nbytes = dict(zip(an.data.frame["op"], an.data.frame["bytes"]))
     for (s, op), by_process in sorted(an.means.items()):
         size = nbytes.get(op)

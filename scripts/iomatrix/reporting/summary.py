@@ -1,6 +1,7 @@
 """The findings in words: the summary paragraph a reader can quote, and its pieces.
 
-The main page opens with ``summary_paragraph`` and the report command prints it: the
+The main page opens with ``summary_paragraph`` (after the pooled figures' sentence in a
+pooled report) and the report command prints it: the
 findings grouped by release step, direction and kind of op (``op_kind``, ``kind_phrase``),
 each group with the range of its ratios (``magnitude``) and what the counts say
 (``counts_phrase``). ``Labeller`` shows an interpreter's exact version where its label
@@ -135,7 +136,7 @@ def counts_index(data: RunData) -> dict:
 def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
     """The findings in words, plain text (the main page opens with it; the report command
     prints it): grouped by release step, direction and kind of op, each group with the
-    range of its ratios and what the counts say, largest groups first."""
+    range of its ratios and what the counts say, the group with the largest change first."""
     label = label or Labeller(an.data)
     if len(an.lin.releases) < 2:
         return (f"This run has no release lineage ({len(an.lin.releases)} plain CPython "

@@ -41,19 +41,19 @@ PROFILES = {
     "smoke": Profile("smoke", rounds=1, max_rounds=1, budget_seconds=0, values=1, warmups=0,
                      pypy_warmups=0, twin_rounds=1, native_repeat=2,
                      description="seconds per interpreter, one value per op; for tests"),
-    # 8 planned rounds of one value each, then extra rounds for the ops whose release steps
-    # are still borderline (iomatrix.sampling) while the budget allows. One value, not two:
-    # every estimate counts processes, and with 6 rounds (two values each, to fit the main
+    # 8 planned rounds of one value each, then extra rounds for the ops whose release steps are
+    # still borderline (iomatrix.measuring.sampling) while the budget allows. One value, not
+    # two: every estimate counts processes, and with 6 rounds (two values each, to fit the main
     # command's 10 minutes) one wild round of the 6 took a step's significance, so a firm
-    # finding of one run was not a finding in the next (41 of 48 in every other run); with 8
-    # a round can go the other way and the step stay significant. The untouched allocator's
-    # one-op series keep 6 rounds (twin_rounds).
-    # The extra rounds: until 300 s from the start of the run, and at least 75 s after the
-    # planned rounds (450 and 150 before 2026-11-27: the main command then took 11 min 42 s
-    # with its counts cached). Cut at 75 s, the extra rounds of the reference run and of the
-    # next main command left 6 and 9 of 462 release-step and A/A cells with another
-    # verdict than the whole 150 s gave, all of them borderline either way, none reversed,
-    # the A/A twin flagging 0 of 25 ops (docs/experiments/2026-11-27-main-speed.md).
+    # finding of one run was not a finding in the next (41 of 48 in every other run); with 8 a
+    # round can go the other way and the step stay significant. The untouched allocator's
+    # one-op series keep 6 rounds (twin_rounds). The extra rounds: until 300 s from the start
+    # of the run, and at least 75 s after the planned rounds (450 and 150 before 2026-11-27:
+    # the main command then took 11 min 42 s with its counts cached). Cut at 75 s, the extra
+    # rounds of the reference run and of the next main command left 6 and 9 of 462 release-step
+    # and A/A cells with another verdict than the whole 150 s gave, all of them borderline
+    # either way, none reversed, the A/A twin flagging 0 of 25 ops
+    # (docs/experiments/2026-11-27-main-speed.md).
     "quick": Profile("quick", rounds=8, max_rounds=60, budget_seconds=300, values=1, warmups=1,
                      pypy_warmups=3, twin_rounds=6, extra_seconds=75,
                      description="the default: minutes for the whole machine"),

@@ -21,7 +21,7 @@ Names: every op, suite, label and series name a document holds (as a value or as
 follows its rule, ``iomatrix.cli.name_problem`` (the command line checks the same rule):
 
     label    [A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters
-    series   LABEL[+pyio][@ALLOCATOR], at most 80 characters
+    series   LABEL[+pyio][@ALLOCATOR][~KNOB=VALUE], at most 80 characters
     suite    [A-Za-z0-9_][A-Za-z0-9_.-]*, at most 80 characters
     op       [A-Za-z0-9_][A-Za-z0-9_.+\\[\\]-]*, at most 80 characters
 
@@ -38,7 +38,7 @@ error naming the field, and the report and history skip the file with that reaso
     a ratio of two such times              their quotient's range (``Ratio``)
     bytes one call reads or writes         0 to 64 GiB (``BytesPerCall``)
     peak RSS growth of a call              -1 TiB to 1 TiB; a process's max RSS up to 1 TiB
-    page faults, context switches          0 to 10**8 per call (``PerCall``)
+    page faults, context switches          0 to 10**8 per call (``PerValue``)
     instructions of one counted op         1 to 10**14 (0 would make every ratio infinite)
     syscalls of one kind, one op           0 to 10**9
     bytes syscalls of one kind moved       0 to 2**50 (``syscallbytes.MAX_SYSCALL_BYTES``)

@@ -638,7 +638,7 @@ def _part_benchmark_problem(bench, metadata: dict, suite: str | None) -> str | N
 def read_part(run: "Run", series: str, path: Path) -> dict:
     """A part file of ``series`` in ``run``, checked as a series file is (the schema, where
     pydantic is installed; on the bench side, the names and times it holds) and as one of
-    this run's: its stamp names this run and this series, its file name its suite and round.
+    this run's: its stamp names this run and this series, its file name its suite.
     ResultFileError naming the file and the reason otherwise."""
     where = f"{path}: part file refused, not merged"
     try:
