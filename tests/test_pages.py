@@ -79,6 +79,18 @@ def test_findings_come_first_and_follow_the_lineage(tmp_path):
     assert set(built.suites) == {"lutz2009"}
 
 
+def test_a_main_page_shown_without_its_pages_links_none_of_them(tmp_path):
+    """A merged report writes each run's main page alone: an op names its row, the variants
+    and the suite pages are not links to pages it does not write (latest/ is another run's)."""
+    data = analysis.load_run(lineage_run(tmp_path))
+    alone = pages.build_report(data).replace(markdown.NBSP, " ")
+    assert "3.13 → 3.14" in alone and f"`{READ}`" in alone
+    assert "](latest/" not in alone and ".md)" not in alone and "(latest/)" not in alone
+    assert "## Suite pages" not in alone
+    with_pages = pages.build_pages(data).main
+    assert f"(latest/lutz2009.md#op-{READ.lower()})" in with_pages and "## Suite pages" in with_pages
+
+
 def test_the_csv_is_tidy_with_interval_bounds(tmp_path):
     data = analysis.load_run(lineage_run(tmp_path))
     built = pages.build_pages(data)

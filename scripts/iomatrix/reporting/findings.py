@@ -210,13 +210,21 @@ def classes_sentence(listed: list, threshold: float) -> str:
             + ", ".join(markers) + ".")
 
 
-def op_link(op: str, target: str) -> str:
+def op_link(op: str, target: str | None) -> str:
     """An op linking to its row, its name on several lines where long (``code_lines``), so
-    the column stays narrow."""
+    the column stays narrow; ``target`` None (a main page shown without its suite pages, a
+    merged report): the name alone."""
+    if target is None:
+        return code_lines(op)
     return f"[{code_lines(op)}]({url(target)}#{row_id(op)})"
 
 
-def section_findings(an: Analysis, link: str, strip_figures: list[str],
+def suite_page(an: Analysis, op: str, link: str | None) -> str | None:
+    """The suite page an op's row is on, under ``link``; None without suite pages."""
+    return f"{link}/{an.suite_of[op]}.md" if link is not None else None
+
+
+def section_findings(an: Analysis, link: str | None, strip_figures: list[str],
                      label: Labeller, pooled=None) -> list[str]:
     """``pooled``: (op, a, b) -> the text below a finding's ratio (pool_section.finding_note)."""
     lines = ["## Findings", ""]
@@ -274,8 +282,7 @@ def section_findings(an: Analysis, link: str, strip_figures: list[str],
         for f in listed:
             rank += 1
             numbers[id(f)] = rank
-            suite = an.suite_of[f.op]
-            op_cell = op_link(f.op, f"{link}/{suite}.md")
+            op_cell = op_link(f.op, suite_page(an, f.op, link))
             step = nowrap(f"{md(label(f.a))} → {md(label(f.b))}")
             if with_why:    # below the step it is about, not a column of its own (width)
                 step += "<br>" + why_cell(why[id(f)], verdicts[id(f)])
@@ -349,14 +356,15 @@ def control_cell(found) -> str | None:
                        .replace(" (", "<br>(").split("<br>"))
 
 
-def controls_paragraph(an: Analysis, link: str) -> list[str]:
+def controls_paragraph(an: Analysis, link: str | None) -> list[str]:
     """How many findings are the code around the I/O (their control explains them) and
     are therefore not listed above, with where they are; [] when none."""
     apart = controls.set_apart(an)
     if not apart:
         return []
-    named = "; ".join(f"[{code(f.op)}]({url(f'{link}/{an.suite_of[f.op]}.md')}#{row_id(f.op)}) "
-                      f"{nowrap(f'{md(f.a)} → {md(f.b)}')}" for f in apart[:MAX_FINDINGS])
+    named = "; ".join((code(f.op) if link is None else
+                       f"[{code(f.op)}]({url(suite_page(an, f.op, link))}#{row_id(f.op)})")
+                      + f" {nowrap(f'{md(f.a)} → {md(f.b)}')}" for f in apart[:MAX_FINDINGS])
     more = f" and {len(apart) - MAX_FINDINGS} more" if len(apart) > MAX_FINDINGS else ""
     steps = "1 significant step is" if len(apart) == 1 else f"{len(apart)} significant steps are"
     return [f"{steps} {controls.AROUND}: the op's control (the "
@@ -404,14 +412,14 @@ def section_later_and_shared(an: Analysis, numbered: list) -> list[str]:
             "libpython runs, where it is 5% or more.", ""] + lines + [""]
 
 
-def section_counts_only(an: Analysis, link: str) -> list[str]:
+def section_counts_only(an: Analysis, link: str | None) -> list[str]:
     """Steps whose counts moved while their timing found nothing, when the analysis names
     them (``Analysis.counts_only``): a short collapsed table."""
     found = getattr(an, "counts_only", lambda: [])()
     if not found:
         return []
     counted = counts.load_counts(an.data.run.path) if an.data.run else []
-    rows = [[op_link(f.op, f"{link}/{an.suite_of[f.op]}.md"), nowrap(f"{md(f.a)} → {md(f.b)}"),
+    rows = [[op_link(f.op, suite_page(an, f.op, link)), nowrap(f"{md(f.a)} → {md(f.b)}"),
              nowrap(fmt_ratio(f.comparison, an.threshold)),
              "; ".join(nowrap(part) for part in
                        counts.change_of(counted, f.op, f.a, f.b, max_syscalls=1).split("; "))]

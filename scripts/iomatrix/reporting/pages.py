@@ -156,7 +156,7 @@ def section_steps(an: Analysis, label: Labeller) -> list[str]:
                          f"regressions > {an.threshold:.0%}"]), ""] + notes + ([""] if notes else [])
 
 
-def section_variants(an: Analysis, link: str) -> list[str]:
+def section_variants(an: Analysis, link: str | None) -> list[str]:
     lines = []
     for kind, title in VARIANT_KINDS.items():
         variants = [v for v in an.lin.variants if v.kind == kind]
@@ -188,8 +188,8 @@ def section_variants(an: Analysis, link: str) -> list[str]:
                                  for op, c in top],
                                 ["largest significant changes", "ratio [95% interval]"]), ""]
     if lines:
-        lines = [f"Each variant against its twin; per-op tables are on the suite pages "
-                 f"({link}/).", ""] + lines
+        lines = ["Each variant against its twin" + (f"; per-op tables are on the suite pages "
+                 f"({link}/)." if link else "."), ""] + lines
     return lines
 
 
@@ -366,28 +366,28 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += pool_section.section_pool(pool, an, pages_link)
     elif data.run is not None:
         lines += [pool_section.one_run_line(data), ""]
-    # A main page shown without its pages (a merged report) drops the scope line's links to
-    # the counts and machine pages; its links to the suite pages and the allocator page stay,
-    # and there they point at pages the merged report does not write.
+    # A main page shown without its pages (a merged report) links none of them: they are
+    # not written beside it (and latest/ holds another run's).
+    linked_pages = pages_link if link_pages else None
     lines += [scope_line(an, label, pages_link, extra if link_pages else {}), ""]
     lines += section_problems(data)
     if len(order) == 1:
         lines += [f"Only {code(order[0])} is in this run: there is nothing to compare, so "
                   f"there are no ratios; its times are on the suite pages.", ""]
     else:
-        lines += section_findings(an, pages_link, [f"{figures_link}/{n}" for n in strips],
+        lines += section_findings(an, linked_pages, [f"{figures_link}/{n}" for n in strips],
                                   label, pool_section.finding_note(pool) if pool else None)
         lines += allocator_section.main_page_lines(data, label)
-        if data.all_conditions is not None and "allocator" in extra:
+        if data.all_conditions is not None and "allocator" in extra and linked_pages:
             lines += [f"Every op under both conditions, with faults per call: "
-                      f"[the allocator page]({pages_link}/allocator.md).", ""]
+                      f"[the allocator page]({linked_pages}/allocator.md).", ""]
         lines += section_steps(an, label)
         if "steps.png" in main_figures:
             lines += ["## Heatmap", "",
                       "Every release against the one before it, per op (red slower, blue "
                       f"faster; {SLOWER}/{FASTER}: significant).", "",
                       f"![ratio of each release step per op]({figures_link}/steps.png)", ""]
-    lines += section_suite_links(an, pages_link)
+    lines += section_suite_links(an, linked_pages) if linked_pages else []
     lines += ["## More about this run", ""]
     notes = timer_notes(data)
     lines += details("How this run was measured: conditions, machine phase, timers",
@@ -403,7 +403,7 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += details("A/A check: one interpreter against itself",
                          demoted(section_aa(data, an.ops, an.means)))
         lines += details("Variants against their twins (free-threaded, other builds, PyPy, "
-                         "pure-Python io)", demoted(section_variants(an, pages_link)))
+                         "pure-Python io)", demoted(section_variants(an, linked_pages)))
         figure_lines = []
         titles = {"categories.png": "geometric mean per category along the lineage",
                   "chunks.png": "throughput by chunk size along the lineage"}
@@ -429,8 +429,7 @@ def build_pages(data: RunData, baseline: str | None = None,
 def build_report(data: RunData, baseline: str | None = None,
                  threshold: float = DEFAULT_THRESHOLD, figures_dir: Path | None = None,
                  figures_link: str = "figures") -> str:
-    """The main page alone (see build_pages): without the scope line's links to the counts
-    and machine pages; its links to the suite and allocator pages stay."""
+    """The main page alone, without links to the run's other pages (see build_pages)."""
     return build_pages(data, baseline, threshold, figures_dir, figures_link,
                        link_pages=False).main
 
