@@ -266,8 +266,8 @@ def history(session: nox.Session) -> None:
 @nox.session(default=False)
 def release(session: nox.Session) -> None:
     """Release day: NEW against the previous release of its minor version, as a PR comment
-    (posargs: NEW [--against OLD] [--debian-source]); exit 0, 1 (regression), 2 (bad input,
-    or a side that did not complete) or 3 (an internal error)."""
+    (posargs: NEW [--against OLD] [--debian-source]); exit 0, 1 (regression), 2 (bad input)
+    or 3 (a side that did not complete, an internal error)."""
     session.install(*EXTRAS["report"])
     status = release_check.main(session.posargs, compare_python=session.virtualenv.bin + "/python",
                                 log=session.log)

@@ -1,10 +1,14 @@
 """Release day: NEW against OLD with an A/A twin, as a comment with the gate's exit code."""
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
+from iomatrix import cli
 from iomatrix.commands import release
-from iomatrix.interpreters import discovery
+from iomatrix.interpreters import discovery, environments
 from conftest import need, run_nox
 
 
@@ -199,3 +203,40 @@ def test_a_release_comment_is_named_by_the_release_where_the_label_is_only_the_m
     unknown = Interpreter("3.14", "/x/bin/python3", "cache", {})
     assert [release_name(i) for i in (newest, older, pgo, free, unknown)] == \
         ["3.14.7", "3.14.6", "3.13.15-pgo", "3.14t", "3.14"]
+
+
+def test_a_side_that_does_not_complete_is_exit_3_and_its_run_is_kept(tmp_path, monkeypatch,
+                                                                     capsys,
+                                                                     machine_interpreters):
+    """NEW's every worker crashes: the run is made and kept, the manifest says why, and the
+    exit is 3, the tool's own failure as the matrix's, not 2 (bad input: nothing written)."""
+    real = need(machine_interpreters, "2.7")
+    wrapper = tmp_path / "bin" / "python"
+    wrapper.parent.mkdir()
+    # 2.7 itself but for the timing workers (what its probe, listing and metadata run works)
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *--batch*) kill -SEGV $$ ;; esac\n'
+                       f'exec {real.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("IOMATRIX_PYTHONS", f"crashy={wrapper}")
+    # Its environment is 2.7's with the wrapper as its python (written here, as a made one is
+    # marked: making one would install pyperf with 2.7's pip, seconds for nothing).
+    env = environments.ensure_environment(real, log=lambda *a: None)
+    own = environments.ENVS_DIR / "crashy"
+    shutil.rmtree(own, ignore_errors=True)
+    own.mkdir(parents=True)
+    try:
+        (own / environments.MARKER).write_text(json.dumps({
+            "executable": str(wrapper), "version": real.version,
+            "pyperf": environments.pyperf_pin(real.version_info), "python": str(wrapper),
+            "pythonpath": env.pythonpath}))
+        status = release.main(["crashy", "--against", "2.7", "--profile", "smoke", "--suite",
+                               "lutz2009", "--results-dir", str(tmp_path / "results"),
+                               "--run-id", "R", "--allow-recipe-change"], log=lambda *a: None)
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+    err = capsys.readouterr().err
+    assert status == cli.EXIT_INTERNAL_ERROR, err
+    assert "release: error: not complete: crashy (failed)" in err
+    manifest = json.loads((tmp_path / "results" / "R" / "manifest.json").read_text())
+    assert manifest["interpreters"]["crashy"]["status"] == "failed"
+    assert manifest["interpreters"]["2.7"]["status"] == "ok"

@@ -19,9 +19,9 @@ interpreter and itself. The comment is ``compare``'s, ready for a pull request:
     exit 0: no significant regression beyond --fail-above; 1: a regression; 2: bad input
     (nothing is run or written: an unknown label, a version that cannot be built here,
     no OLD to compare with, an --out among a run's results; or compare found a stored
-    file it refuses); also 2 when the run could not be made or a side or its A/A twin did
-    not complete (the run's directory is kept and its manifest says why; the matrix exits 3
-    there); 3: an internal error (a traceback).
+    file it refuses, or a run the benchmark refused to start); 3: a side or its A/A twin
+    that did not complete (the run's directory is kept and its manifest says why, as the
+    matrix's exit 3), or an internal error (a traceback).
 """
 from __future__ import annotations
 
@@ -408,7 +408,7 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
     if failed:
         print(f"release: error: not complete: {', '.join(failed)} (see {run_dir}/manifest.json)",
               file=sys.stderr)
-        return cli.EXIT_BAD_INPUT
+        return cli.EXIT_INTERNAL_ERROR   # as the matrix's: the run is written, and kept
     run = store.Run(Path(args.results_dir), args.run_id)   # its files plain or .json.gz
     gate, comment = compare_files(compare_python, run.series_file(old.label),
                                   run.series_file(new.label), args.fail_above,
