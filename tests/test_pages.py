@@ -88,7 +88,8 @@ def test_a_main_page_shown_without_its_pages_links_none_of_them(tmp_path):
     assert "](latest/" not in alone and ".md)" not in alone and "(latest/)" not in alone
     assert "## Suite pages" not in alone
     with_pages = pages.build_pages(data).main
-    assert f"(latest/lutz2009.md#op-{READ.lower()})" in with_pages and "## Suite pages" in with_pages
+    assert f"(latest/lutz2009.md#op-{READ.lower()})" in with_pages
+    assert "## Suite pages" in with_pages
 
 
 def test_the_csv_is_tidy_with_interval_bounds(tmp_path):

@@ -5,11 +5,11 @@ phases of seconds. Running one interpreter after the other would turn that
 drift into a fake difference between interpreters. So the matrix runs in
 rounds: each round visits every suite in a shuffled order, and for each suite
 starts one worker process per series (a "batch": the suite's ops, each with its
-warm-ups and values; one op a worker under the untouched allocator) and steps them through the ops together: each op's warm-ups,
-then each of its values, are taken by every series' worker one right after the
-other, in version order either way (iomatrix.measuring.lockstep,
-iomatrix.measuring.workers). Both sides of a ratio are thus measured
-in the same phase, round by round, and the report pairs them by round
+warm-ups and values; one op a worker under the untouched allocator) and steps them
+through the ops together: each op's warm-ups, then each of its values, are taken by
+every series' worker one right after the other, in version order either way
+(iomatrix.measuring.lockstep, iomatrix.measuring.workers). Both sides of a ratio are thus
+measured in the same phase, round by round, and the report pairs them by round
 (stats.compare). Fresh processes every round let the rounds also sample what
 differs between processes. The shuffle seed is in the manifest.
 

@@ -210,13 +210,14 @@ def classes_sentence(listed: list, threshold: float) -> str:
             + ", ".join(markers) + ".")
 
 
-def op_link(op: str, target: str | None) -> str:
+def op_link(op: str, target: str | None, inline: bool = False) -> str:
     """An op linking to its row, its name on several lines where long (``code_lines``), so
-    the column stays narrow; ``target`` None (a main page shown without its suite pages, a
-    merged report): the name alone."""
+    the column stays narrow (``inline``: on one line, in a sentence); ``target`` None (a main
+    page shown without its suite pages, a merged report): the name alone."""
+    name = code(op) if inline else code_lines(op)
     if target is None:
-        return code_lines(op)
-    return f"[{code_lines(op)}]({url(target)}#{row_id(op)})"
+        return name
+    return f"[{name}]({url(target)}#{row_id(op)})"
 
 
 def suite_page(an: Analysis, op: str, link: str | None) -> str | None:
@@ -362,9 +363,8 @@ def controls_paragraph(an: Analysis, link: str | None) -> list[str]:
     apart = controls.set_apart(an)
     if not apart:
         return []
-    named = "; ".join((code(f.op) if link is None else
-                       f"[{code(f.op)}]({url(suite_page(an, f.op, link))}#{row_id(f.op)})")
-                      + f" {nowrap(f'{md(f.a)} → {md(f.b)}')}" for f in apart[:MAX_FINDINGS])
+    named = "; ".join(f"{op_link(f.op, suite_page(an, f.op, link), inline=True)} "
+                      f"{nowrap(f'{md(f.a)} → {md(f.b)}')}" for f in apart[:MAX_FINDINGS])
     more = f" and {len(apart) - MAX_FINDINGS} more" if len(apart) > MAX_FINDINGS else ""
     steps = "1 significant step is" if len(apart) == 1 else f"{len(apart)} significant steps are"
     return [f"{steps} {controls.AROUND}: the op's control (the "
