@@ -793,6 +793,7 @@ def cases() -> list[Case]:
 
     out += changelog_cases()
     out += interpreter_config_generated_cases()
+    out += fifth_pass_cases()
     return out
 
 
@@ -1266,6 +1267,20 @@ def outputs_cases() -> list[Case]:
 
 
 # -- the command line ------------------------------------------------------------------
+
+def fifth_pass_cases() -> list[Case]:
+    """Issue 56's families, one module each beside this file (``hostile_cases_<family>.py``,
+    each with ``cases(probe)`` taking this module for its helpers), so that each family's
+    cases stay in one place with the family's own inputs."""
+    import importlib.util
+    out: list[Case] = []
+    for path in sorted(Path(__file__).parent.glob("hostile_cases_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out += module.cases(sys.modules[__name__])
+    return out
+
 
 def report_case(k: int, count: int, case: Case, problems: list, result, totals: dict) -> None:
     verdict = "BAD" if problems else "GOOD"
