@@ -10,7 +10,8 @@ bad value gets the same kind of message everywhere, and the same exit status:
        output path that cannot be written (one line naming it)
     3  internal error: a bug of iomatrix (the traceback, and "please report"); the
        matrix and bench sessions also end with 3 when an interpreter failed or the
-       run could not go on (their report names it): neither a regression nor bad input
+       run could not go on (their report names it): neither a regression nor bad input;
+       the machine's failure (a full disk: ``MachineFailure``) is 3 with one line
 
 Bad input found later (a manifest that is not an object, a result file of the
 wrong shape) raises ``BadInput`` naming the file and the field; ``main_guard``
@@ -83,6 +84,11 @@ MAX_THRESHOLD = 10.0
 
 class BadInput(ValueError):
     """Bad input from the command line or from disk: exit status 2 with this message."""
+
+
+class MachineFailure(RuntimeError):
+    """The machine failed the tool (a full disk, an I/O error): exit status 3 with this
+    one-line message, which says what was written and kept (no traceback: it is no bug)."""
 
 
 def reserved(name: str) -> bool:
@@ -286,14 +292,18 @@ def terminal_text(text) -> str:
 def main_guard(main):
     """Wrap a tool's ``main(argv) -> int``: the one place exit statuses are mapped.
 
-    BadInput is exit 2 with its one-line message; any other exception is exit 3 with
-    the traceback (argparse's own exit 2 and Ctrl-C pass through)."""
+    BadInput is exit 2 with its one-line message, MachineFailure exit 3 with its one
+    line; any other exception is exit 3 with the traceback (argparse's own exit 2 and
+    Ctrl-C pass through)."""
     def guarded(argv=None, *args, **kwargs) -> int:
         try:
             return main(argv, *args, **kwargs)
         except BadInput as exc:
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        except MachineFailure as exc:
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return EXIT_INTERNAL_ERROR
         except Exception:  # noqa: BLE001 - whatever it is, it must not read as exit 1
             traceback.print_exc()
             print("internal error: please report (the traceback above, and the command)",
