@@ -16,6 +16,7 @@ import pandas as pd
 
 from iomatrix import stats
 from iomatrix.analysing import counts, study
+from iomatrix.markup import code, md
 from iomatrix.measuring import knobs, native, phase, selection
 from iomatrix.storing import store
 
@@ -289,10 +290,10 @@ class Lineage:
     # The recipe the lineage is built by (comparable_recipe); None when the run records
     # no recipes (a run from before build facts: its steps may mix recipes).
     recipe: str | None = None
-    # (a, b) -> "shared-O3 → static-O3": steps between builds of two recipes. Not findings:
-    # they measure the build as much as the release.
+    # (a, b) -> "shared-O3 → static-O3" (page text: the recipes escaped): steps between
+    # builds of two recipes. Not findings: they measure the build as much as the release.
     recipe_differs: dict = dataclasses.field(default_factory=dict)
-    # (a, b) -> a note on a step that stays a finding (a default the release changed).
+    # (a, b) -> a note on a step that stays a finding (a default the release changed), page text.
     step_notes: dict = dataclasses.field(default_factory=dict)
     # chosen release -> the other plain builds of its minor version, which it was chosen over
     passed_over: dict = dataclasses.field(default_factory=dict)
@@ -402,9 +403,9 @@ def lineage(data: RunData, order: list[str]) -> Lineage:
         info_a, info_b = series_info(data, a), series_info(data, b)
         recipe_a, recipe_b = comparable_recipe(info_a), comparable_recipe(info_b)
         if recipe_a and recipe_b and recipe_a != recipe_b:
-            recipe_differs[(a, b)] = f"{info_a['recipe']} → {info_b['recipe']}"
+            recipe_differs[(a, b)] = f"{md(info_a['recipe'])} → {md(info_b['recipe'])}"
         elif frame_pointers_by_default(info_b) and not frame_pointers_by_default(info_a):
-            step_notes[(a, b)] = FRAME_POINTERS_NOTE.format(b=b)
+            step_notes[(a, b)] = FRAME_POINTERS_NOTE.format(b=code(b))
     variants = []
     for series in order:
         if series in chosen:
@@ -448,18 +449,20 @@ def lineage_recipe_lines(data: RunData, lin: Lineage) -> list[str]:
     if lin.recipe is None:
         return ["This run records no build recipes (it predates build facts): its lineage "
                 "steps may mix builds made by different recipes."]
-    lines = [f"The lineage is built by one recipe, `{lin.recipe}`: per minor version, the "
+    # Recipes and versions are the manifest's strings: page text through code() and md().
+    lines = [f"The lineage is built by one recipe, {code(lin.recipe)}: per minor version, the "
              "newest patch release built that way."]
     for release, others in lin.passed_over.items():
         if release in lin.releases:
-            lines.append(f"`{release}` ({series_info(data, release).get('version', '?')}, "
-                         f"{series_info(data, release).get('recipe') or 'recipe unknown'}) "
+            info = series_info(data, release)
+            lines.append(f"{code(release)} ({md(info.get('version', '?'))}, "
+                         f"{md(info.get('recipe') or 'recipe unknown')}) "
                          f"stands for its minor version, not "
-                         + ", ".join(f"`{s}` ({series_info(data, s).get('recipe') or '?'})"
+                         + ", ".join(f"{code(s)} ({md(series_info(data, s).get('recipe') or '?')})"
                                      for s in others) + ".")
     for (a, b), change in lin.recipe_differs.items():
-        lines.append(f"The step `{a}` → `{b}` is between two recipes ({change}): it is shown "
-                     "apart and is not a finding.")
+        lines.append(f"The step {code(a)} → {code(b)} is between two recipes ({change}): it is "
+                     "shown apart and is not a finding.")
     return lines
 
 

@@ -26,14 +26,14 @@ from iomatrix.analysing import changelog, counts
 from iomatrix.measuring import native
 from iomatrix.reporting import allocator_section, pool_section
 from iomatrix.storing import store
-from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_differences, ordered_ops,
-                                         is_condition_twin, lineage_recipe_lines, ordered_series,
-                                         process_means, series_info, step_recipe_note,
-                                         with_all_conditions)
+from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_differences, context,
+                                         is_condition_twin, lineage_recipe_lines, ordered_ops,
+                                         ordered_series, process_means, series_info,
+                                         step_recipe_note, with_all_conditions)
 from iomatrix.analysing.comparisons import Analysis, analyse
-from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables, details,
-                                         demoted, fmt_ratio, fmt_time, fmt_value, md, nowrap,
-                                         table, url, wide_table)
+from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables,
+                                         context_differences, details, demoted, fmt_ratio,
+                                         fmt_time, fmt_value, md, nowrap, table, url, wide_table)
 from iomatrix.reporting.sections import (column_title, section_aa, section_header, section_metadata,
                                          section_problems, section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
@@ -493,12 +493,13 @@ def build_merged_report(runs: list[RunData], missing: list[str], baseline, thres
              "Runs: " + ", ".join(f"{md(host_title(d))}" for d in runs) + ".", ""]
     if missing:
         lines += ["Not found, skipped: " + ", ".join(md(m) for m in missing) + ".", ""]
-    contexts = {(d.manifest.get("profile"), d.manifest.get("cache"),
-                 (d.manifest.get("fixture_filesystem") or {}).get("type")) for d in runs}
-    if len(contexts) > 1:
-        lines += ["> **Warning:** the runs differ in profile, page-cache mode or file system "
-                  f"({'; '.join(', '.join(map(str, c)) for c in sorted(contexts, key=str))}); "
-                  "compare them with care.", ""]
+    # The runs' conditions as the manifests state them, each value escaped for the page
+    # (context_differences); the hosts differ by design and are named above.
+    differ = context_differences([{field: value for field, value in context(d.manifest).items()
+                                   if field != "host"} for d in runs])
+    if differ:
+        lines += [f"> **Warning:** the runs differ in {'; '.join(differ)}; compare them with "
+                  "care.", ""]
     lines += section_cross_host(runs)
     for data in runs:
         figures_dir = figures_root / data.run.run_id if figures_root else None

@@ -18,7 +18,7 @@ from iomatrix.analysing.analysis import process_means, with_all_conditions
 from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
-                                         table, url, wide_table)
+                                         table, url, visible, wide_table)
 from iomatrix.reporting import aa_caveat, allocator_section, count_csv
 from iomatrix.reporting.sections import column_title, section_memory, section_sentences
 from iomatrix.reporting.why import candidate_lines, later_line
@@ -566,6 +566,8 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # one) as a formula: =HYPERLINK(...) in an op name would be a live link. The rule: a TEXT
 # column's cell (a name, a class: TEXT_FIELDS) that starts with one of those gets a leading
 # ' and is then plain text; the number columns are never touched, so -0.5 stays a number.
+# A text cell's control characters (an ANSI escape in a category a series file states) are
+# shown escaped, as on the pages (markup.visible): a terminal's `cat data.csv` runs none.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
                "modes", "candidate", "candidate_release", "cause_evidence", "status",
                "aa_caveat", "count_basis"}
@@ -573,7 +575,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_text(value) -> str:
-    text = "" if value is None else str(value)
+    text = "" if value is None else visible(value)
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
