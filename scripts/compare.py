@@ -17,7 +17,7 @@ from iomatrix import cli
 # this script)
 from iomatrix.commands.compare import (DEFAULT_FAIL_ABOVE, CompareError, as_json,  # noqa: F401
                                        compare, compare_full, json_text)
-from iomatrix.storing import schema, store
+from iomatrix.storing import outputs, schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     parser = cli.Parser(prog="nox -s compare --", description=__doc__.split("\n")[0])
     parser.add_argument("a", metavar="A", help="run directory, run id or result file (before)")
     parser.add_argument("b", metavar="B", help="run directory, run id or result file (after)")
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "results",
+    parser.add_argument("--results-dir", type=cli.results_dir, default=ROOT / "results",
                         help="where run ids are looked up (default: results/)")
     parser.add_argument("--label", default=None,
                         help="compare only this series (default: every series both runs have)")
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     for path, option in ((args.out, "--out"), (args.json, "--json")):
         if path is not None:
-            store.check_output(path, option)   # refused before any work, not after
+            outputs.check_outputs([path], option)   # refused before any work, not after
     if args.out is not None and args.json is not None and \
             os.path.abspath(args.out) == os.path.abspath(args.json):
         raise CompareError(f"--out and --json are the same file ({args.out})")
@@ -56,15 +56,17 @@ def main(argv=None) -> int:
         print(f"compare: error: {cli.one_line(exc)}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     print(cli.terminal_text(result.text))
+    files, options = {}, {}
     if args.json:
         document = as_json(result.sections, args.fail_above, result.phases, result.differences,
                            result.gated, result.counts_host, args.fail_on)
         schema.check("compare output", document)  # what we write is what we promise to read
-        store.write_output(args.json, json_text(document), "--json")
-        print(f"compare: wrote {args.json}", file=sys.stderr)
+        files[args.json], options[args.json] = json_text(document), "--json"
     if args.out:
-        store.write_output(args.out, result.text + "\n", "--out")
-        print(f"compare: wrote {args.out}", file=sys.stderr)
+        files[args.out], options[args.out] = result.text + "\n", "--out"
+    if files:   # all or none: a full disk while writing one leaves neither changed
+        outputs.write_outputs(files, options)
+        print(f"compare: wrote {', '.join(map(str, files))}", file=sys.stderr)
     return result.status
 
 

@@ -18,14 +18,17 @@ interpreter and itself. The comment is ``compare``'s, ready for a pull request:
 
     exit 0: no significant regression beyond --fail-above; 1: a regression; 2: bad input
     (nothing is run or written: an unknown label, a version that cannot be built here,
-    no OLD to compare with, an --out among a run's results; or compare found a stored
-    file it refuses, or a run the benchmark refused to start); 3: a side or its A/A twin
-    that did not complete (the run's directory is kept and its manifest says why, as the
-    matrix's exit 3), or an internal error (a traceback).
+    no OLD to compare with, an --out among a run's results, a --run-id of a run made
+    with other options); 3, one line naming the run, which is kept: a side or its A/A
+    twin that did not complete (its manifest says why, as the matrix's exit 3), a full
+    disk (the run stops where a later call with its --run-id resumes it), a stored file
+    compare refuses, a comment that cannot be written (it is printed); or an internal
+    error (a traceback).
 """
 from __future__ import annotations
 
 import html
+import os
 import re
 import shlex
 import subprocess
@@ -69,7 +72,7 @@ def parser() -> cli.Parser:
                         "says so at its top)")
     p.add_argument("--profile", default="quick", choices=contract.PROFILES)
     p.add_argument("--suite", default=runner.CORE_SUITE, help="suite(s), comma-separated, or all")
-    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    p.add_argument("--results-dir", type=cli.results_dir, default=RESULTS_DIR)
     p.add_argument("--run-id", type=cli.run_id, default=None,
                    help="default: release-NEW-vs-OLD-<UTC time>")
     p.add_argument("--fail-above", type=cli.threshold, default=DEFAULT_FAIL_ABOVE,
@@ -354,8 +357,9 @@ def compare_files(python: str, before: Path, after: Path, fail_above: float,
         -> tuple[int, str]:
     """(exit status, markdown) of scripts/compare.py; its exit status is the gate's.
 
-    compare's bad input (a stored file it refuses) is ReleaseError, exit 2; anything else
-    but 0 or 1 is compare's internal error, raised (exit 3)."""
+    compare's bad input (a stored file it refuses) is ReleaseError (main makes it exit 3
+    naming the run, which is written); anything else but 0 or 1 is compare's internal
+    error, raised (exit 3)."""
     command = [python, str(REPO_ROOT / "scripts" / "compare.py"), str(before), str(after),
                "--fail-above", repr(fail_above), *(["--out", str(out)] if out else []),
                *(["--allow-condition-change"] if allow_condition_change else [])]
@@ -398,24 +402,34 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
          # The comparison is NEW against OLD under one condition: a further allocator
          # condition would time the lineage's newest release alone (planning.lineage_labels).
          "--allocator", "steady"])
+    run_dir = Path(args.results_dir) / args.run_id
+    kept = f"run {args.run_id} is written and kept in {run_dir}"
     try:
         manifest = bench.run(interpreters, [old.label, new.label], run_args, aa=old.label, log=log)
-    except bench.BenchError as exc:
+    except bench.BadBenchInput as exc:   # refused before anything was written
         print(f"release: error: {exc}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
-    run_dir = Path(args.results_dir) / args.run_id
+    except bench.BenchError as exc:   # a full disk mid-run, a run id in use: as the matrix's
+        named = str(run_dir) in str(exc) or not os.path.lexists(run_dir / store.MANIFEST)
+        print(cli.one_line(f"release: error: {exc}{'' if named else '; ' + kept}"),
+              file=sys.stderr)
+        return cli.EXIT_INTERNAL_ERROR
     failed = bench.failures(manifest, [old.label, new.label, f"{old.label}-aa"])
     if failed:
         print(f"release: error: not complete: {', '.join(failed)} (see {run_dir}/manifest.json)",
               file=sys.stderr)
         return cli.EXIT_INTERNAL_ERROR   # as the matrix's: the run is written, and kept
+    # From here the run is written: whatever fails is exit 3 naming it (2 says nothing was).
     run = store.Run(Path(args.results_dir), args.run_id)   # its files plain or .json.gz
-    gate, comment = compare_files(compare_python, run.series_file(old.label),
-                                  run.series_file(new.label), args.fail_above,
-                                  allow_condition_change=args.allow_condition_change)
-    _, aa_comment = compare_files(compare_python, run.series_file(old.label),
-                                  run.series_file(f"{old.label}-aa"), args.fail_above,
-                                  allow_condition_change=args.allow_condition_change)
+    try:
+        gate, comment = compare_files(compare_python, run.series_file(old.label),
+                                      run.series_file(new.label), args.fail_above,
+                                      allow_condition_change=args.allow_condition_change)
+        _, aa_comment = compare_files(compare_python, run.series_file(old.label),
+                                      run.series_file(f"{old.label}-aa"), args.fail_above,
+                                      allow_condition_change=args.allow_condition_change)
+    except ReleaseError as exc:
+        raise cli.MachineFailure(f"{exc}; {kept}") from None
     verdict = "a regression" if gate else "no significant regression"
     text = (f"## Release check: {code(new.label)} ({md(new.version)}) against {code(old.label)} "
             f"({md(old.version)})\n\n**{verdict}** beyond {args.fail_above:.0%} (exit {gate}); "
@@ -426,10 +440,12 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
             "flags a difference that is not there)</summary>\n\n" + aa_comment.strip()
             + "\n\n</details>\n")
     print(cli.terminal_text(text))   # first: whatever happens to the file, it is not lost
+    printed = f"the comment ({verdict}) is printed above; {kept}"
     try:
-        outputs.write_outputs({out: text}, "--out", replaceable=is_release_comment)
-    except cli.BadInput as exc:
-        raise cli.BadInput(f"{exc} (the comment, {verdict}, is printed above)") from None
+        outputs.write_outputs({out: text}, "--out", replaceable=is_release_comment,
+                              unchanged=f"{out} is left as it was; {printed}")
+    except cli.BadInput as exc:   # the place was taken meanwhile: the run is written all the same
+        raise cli.MachineFailure(f"{exc}; {printed}") from None
     log(cli.terminal_text(f"release: wrote {out}; exit {gate}"))
     return gate
 

@@ -15,6 +15,7 @@ marker file names what it wrote, ``remove_owned`` removes only that. Split from 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -474,19 +475,33 @@ class _Swap:
                       "did not write)", file=sys.stderr)
 
 
+# The machine's failures, not the user's: a full disk or quota, a file too large for the
+# file system (or the process's limit), an I/O error. A write they stop is exit 3
+# (cli.MachineFailure); any other (read-only, no permission, a link) is the place the user
+# named, exit 2.
+MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def write_failure(exc: OSError, message: str) -> Exception:
+    """The error a failed write raises, with ``message``: MachineFailure (exit 3) for a full
+    disk or an I/O error, BadInput (exit 2) for a place that cannot be written."""
+    return cli.MachineFailure(message) if exc.errno in MACHINE_ERRNOS else cli.BadInput(message)
+
+
 @contextlib.contextmanager
 def swapping(what: str, unchanged: str = "nothing was changed"):
     """A _Swap whose failure (an OSError: read-only, disk full, a link) undoes every rename
-    and removes everything it wrote or made: BadInput naming ``what``, saying ``unchanged``.
-    An interrupt undoes it too and propagates."""
+    and removes everything it wrote or made: BadInput naming ``what``, saying ``unchanged``
+    (MachineFailure, exit 3, for a full disk: ``write_failure``). An interrupt undoes it too
+    and propagates."""
     swap = _Swap()
     try:
         yield swap
     except BaseException as exc:
         swap.undo()
         if isinstance(exc, OSError):
-            raise cli.BadInput(f"{what}: cannot write ({exc.strerror or exc}); {unchanged}") \
-                from None
+            raise write_failure(exc, f"{what}: cannot write ({exc.strerror or exc}); "
+                                     f"{unchanged}") from None
         raise
     swap.commit()
 
@@ -502,15 +517,22 @@ def published(text: str) -> str:
     return re.sub(re.escape(home.rstrip(os.sep)) + r"(?![\w.-])", "~", text)
 
 
-def write_outputs(files: dict, option: str, replaceable=None) -> list[Path]:
+def write_outputs(files: dict, option, replaceable=None,
+                  unchanged: str = "nothing was changed") -> list[Path]:
     """Write several output files ({path: text or bytes}) all or none: each checked first
     (check_outputs), written under its hidden half-written name, then renamed into place
     together; a failure (read-only, disk full, a dangling link, permission) undoes the
     renames and removes what was written and every directory made for it: BadInput naming
-    the option, one line. For a tool's outputs (upstream's --out-dir can use it too)."""
+    the option, one line (MachineFailure for a full disk). ``option`` names the option of
+    every file, or is {path: option} for the outputs of several options of one command
+    (compare's --out and --json); ``unchanged`` is what the failure's line says is left as
+    it was. For a tool's outputs (upstream's --out-dir can use it too)."""
     paths = [Path(path) for path in files]
-    check_outputs(paths, option, replaceable)
-    with swapping(f"{option} {', '.join(map(str, paths))}") as swap:
+    options = {Path(path): name for path, name in option.items()} \
+        if isinstance(option, dict) else dict.fromkeys(paths, option)
+    for path in paths:
+        check_outputs([path], options[path], replaceable)
+    with swapping(", ".join(f"{options[path]} {path}" for path in paths), unchanged) as swap:
         staged = [swap.staged_file(path, published(text).encode("utf-8")
                                    if isinstance(text, str) else bytes(text))
                   for path, text in zip(paths, files.values())]
@@ -542,8 +564,8 @@ def staged_directory(target: Path):
         os.mkdir(staged)
         yield staged
     except OSError as exc:
-        raise cli.BadInput(f"{target}: cannot write ({exc.strerror or exc}); nothing was "
-                           "changed") from None
+        raise write_failure(exc, f"{target}: cannot write ({exc.strerror or exc}); nothing "
+                                 "was changed") from None
     finally:
         if os.path.isdir(staged) and not os.path.islink(staged):
             shutil.rmtree(staged, ignore_errors=True)

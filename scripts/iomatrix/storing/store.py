@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import functools
 import gzip
 import itertools
@@ -30,7 +31,7 @@ import zlib
 from pathlib import Path
 
 from iomatrix import cli
-from iomatrix.storing import contract
+from iomatrix.storing import contract, outputs
 # Where a tool may write and a report's pages written whole live in outputs.py; their names
 # stay importable from here, where every tool has found them.
 from iomatrix.storing.outputs import (  # noqa: F401
@@ -205,54 +206,111 @@ def write_json_document(path: Path, document) -> None:
 
 
 def compress_file(path: Path) -> Path:
-    """``path`` replaced by ``path.gz`` holding the same bytes (checked by reading them back
-    before the plain file is removed); the compressed file's name and time are not stored
-    in it (``gzip -n``), so one content always compresses to one file."""
+    """``path`` replaced by ``path.gz`` holding the same bytes: the compressed file written
+    under its half-written name, synced and renamed into place, read back and compared, and
+    only then the plain file removed, so a kill at any point leaves the plain file whole
+    beside at most a complete compressed one (``pair_state``), never a half ``.json.gz``.
+    A compressed file already there is taken when it holds the same bytes (a compress
+    stopped before it removed the plain file) and written again when damaged; one holding
+    other results is refused (ResultFileError). The compressed file's name and time are not
+    stored in it (``gzip -n``), so one content always compresses to one file. OSError for a
+    write that fails (a full disk: the plain file stays, nothing half-written is left)."""
     data = contract.read_bytes(str(path))
     target = path.with_name(path.name + GZ_SUFFIX)
-    contract.atomic_write_bytes(str(target), gzip.compress(data, 9, mtime=0), overwrite=False)
-    if gunzip(contract.read_bytes(str(target)), len(data), target) != data:
-        os.unlink(target)
-        raise ResultFileError(f"{target}: does not read back as {path.name}; not compressed")
+    state = pair_state(path) if os.path.lexists(target) else None
+    if state == DIFFERENT:
+        raise ResultFileError(f"{target}: holds other results than {path.name}; keep one and "
+                              "compress again")
+    if state != SAME:
+        contract.atomic_write_bytes(str(target), gzip.compress(data, 9, mtime=0))
+        _sync_directory(path.parent)
+        try:
+            same = gunzip(contract.read_bytes(str(target)), len(data), target) == data
+        except ResultFileError:
+            same = False
+        if not same:
+            os.unlink(target)
+            raise OSError(errno.EIO, f"does not read back as {path.name}; not compressed",
+                          str(target))
     os.unlink(path)
+    _sync_directory(path.parent)
     return target
 
 
-def compress_finished(run: "Run") -> list[Path]:
+def _sync_directory(directory: Path) -> None:
+    """The renames and removals in ``directory`` made durable, in their order: a crash never
+    keeps the plain file's removal and loses the compressed file's rename."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def compressing(run: "Run"):
     """Compress the run's finished series and counters files, the caller holding the run's
-    lock: every plain ``<series>.json`` whose series has no unmerged parts left, and its
-    ``.counters.json`` (a series still in parts is resumed by a later session, which merges
-    and compresses it then). A file already stored compressed as well is left as it is (the
-    readers name it). The matrix calls this at the end of every session that finished; the
-    files compressed."""
-    done = []
+    lock, yielding each compressed file as it is done: every plain ``<series>.json`` whose
+    series has no unmerged parts left, and its ``.counters.json`` (a series still in parts
+    is resumed by a later session, which merges and compresses it then). What a killed
+    compress left is finished first: its half-written compressed files removed (never the
+    data: the plain file stays until its compressed one is in place), a plain file beside
+    its complete compressed copy removed, a damaged compressed file written again. A file
+    stored both ways with other results in each is left as it is (the readers name it)."""
+    for leftover in run.path.glob(".*" + GZ_SUFFIX + ".partial-*"):
+        os.unlink(leftover)
     for path in sorted(run.series_files() + counters_files(run.path)):
         series = plain_name(path)[:-len(COUNTERS_SUFFIX)] \
             if plain_name(path).endswith(COUNTERS_SUFFIX) else plain_name(path)[:-len(".json")]
-        if is_gzip(path) or os.path.lexists(path.with_name(path.name + GZ_SUFFIX)) \
-                or run.parts_dir(series).exists():
+        if is_gzip(path) or run.parts_dir(series).exists() or (
+                os.path.lexists(path.with_name(path.name + GZ_SUFFIX))
+                and pair_state(path) == DIFFERENT):
             continue
-        done.append(compress_file(path))
-    return done
+        yield compress_file(path)
+
+
+def compress_finished(run: "Run") -> list[Path]:
+    """``compressing`` to its end (the matrix calls this at the end of every session that
+    finished); the files compressed."""
+    return list(compressing(run))
 
 
 def compress_run(run: "Run") -> list[Path]:
     """Compress a finished run's series and counters files (the manifest, phase files and
-    anything half-written stay as they are); the files compressed."""
-    if run.partial_files() or (run.path / PARTS_DIR).exists():
+    anything half-written stay as they are); the files compressed. A run with unmerged
+    parts, a file a session left half-written or a file stored both ways with other results
+    in each is refused (BadInput); a failed write (a full disk) is MachineFailure, exit 3,
+    saying what is complete: the files compressed before it, every other one plain."""
+    leftovers = [p for p in run.partial_files() if p.parent == run.path
+                 and p.name.split(".partial-")[0].endswith(GZ_SUFFIX)]
+    if len(run.partial_files()) > len(leftovers) or (run.path / PARTS_DIR).exists():
         raise cli.BadInput(f"run {run.run_id}: has unmerged parts or half-written files; "
                            "compress a finished run")
     files = run.series_files() + counters_files(run.path)
+    odd = [p.name for p in files if p.is_symlink() or not p.is_file()]
+    if odd:
+        raise cli.BadInput(f"run {run.run_id}: {', '.join(odd)} not a regular file (a link, "
+                           "a directory, a device); a run's files are plain files")
     twice = twice_stored(files + [p.with_name(p.name + GZ_SUFFIX) for p in files
                                   if os.path.lexists(p.with_name(p.name + GZ_SUFFIX))])
     if twice:
         raise cli.BadInput(f"run {run.run_id}: {', '.join(twice)} stored both plain and "
-                           "compressed; keep one and compress again")
+                           "compressed, with other results in each; keep one and compress "
+                           "again")
+    done = []
     try:
         with run.exclusive():
-            return compress_finished(run)
+            for target in compressing(run):
+                done.append(target)
     except RunInUseError as exc:
         raise cli.BadInput(str(exc))
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        raise outputs.write_failure(exc, f"run {run.run_id}: cannot compress{where} "
+                                         f"({exc.strerror or exc}); {len(done)} files "
+                                         "compressed before it are complete and every other "
+                                         "one is stored plain, whole, as before (nothing is "
+                                         "lost); free space and compress again") from None
+    return done
 
 
 def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None):
@@ -330,32 +388,63 @@ class Run:
     def exclusive(self):
         """Hold the run's lock: a second live writer is refused, not interleaved.
 
-        The lock file is opened without following a symlink and must be a regular
-        file: a planted ``.lock -> somewhere`` is refused, never written through.
+        The lock file is there only while the lock is held: made (without following a
+        symlink: a planted ``.lock -> somewhere`` is refused, never written through), locked,
+        and removed, still locked, when the block ends however it ends, so that a refusal
+        inside the block (a resume that asks for another spec) leaves the run as it was and
+        a finished run holds no lock file. One left by a killed process is taken over. The
+        directories made for it that are left empty (a refusal's) are removed too.
         """
-        self.make_directory()
+        made = []
+        directory = Path(os.path.abspath(self.path))
+        while not os.path.lexists(directory) and directory != directory.parent:
+            made.append(directory)
+            directory = directory.parent
         lock_path = str(self.path / LOCK_FILE)
+        fd = None
         try:
-            fd = contract.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
-        except contract.UnsafeFileError as exc:
-            raise cli.BadInput(f"{exc}; remove it (a lock file is a plain file iomatrix makes)")
-        except OSError as exc:  # a read-only file system, a directory it may not write in
-            raise cli.BadInput(f"--results-dir {self.results_dir}: cannot write in {self.path} "
-                               f"({exc.strerror or exc})")
-        try:
-            try:
-                _lock_exclusively(fd)
-            except OSError:
-                holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
-                raise RunInUseError(
-                    f"run {self.run_id} in {self.results_dir} is in use by {holder}; "
-                    "wait for it or choose another --run-id")
+            self.make_directory()
+            fd = self._take_lock(lock_path)
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {utc_now()}\n"
                      .encode())
             yield self
         finally:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(lock_path)   # still locked: no one else holds this file
+                os.close(fd)
+            for path in made:   # deepest first; a directory that holds anything stays
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+
+    def _take_lock(self, lock_path: str) -> int:
+        """The locked lock file's descriptor; RunInUseError when a live process holds it."""
+        while True:
+            try:
+                fd = contract.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
+            except contract.UnsafeFileError as exc:
+                raise cli.BadInput(f"{exc}; remove it (a lock file is a plain file iomatrix "
+                                   "makes)")
+            except OSError as exc:  # a read-only file system, a directory it may not write in
+                raise cli.BadInput(f"--results-dir {self.results_dir}: cannot write in "
+                                   f"{self.path} ({exc.strerror or exc})")
+            try:
+                _lock_exclusively(fd)
+            except OSError:
+                holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+                os.close(fd)
+                raise RunInUseError(
+                    f"run {self.run_id} in {self.results_dir} is in use by {holder}; "
+                    "wait for it or choose another --run-id") from None
+            try:   # the holder before may have removed it between the open and the lock
+                held = os.fstat(fd)
+                named = os.lstat(lock_path)
+                if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino):
+                    return fd
+            except FileNotFoundError:
+                pass
             os.close(fd)
 
     # -- manifest ---------------------------------------------------------------
@@ -393,10 +482,11 @@ class Run:
 
     def series_files(self) -> list[Path]:
         """The merged pyperf files of this run, plain or compressed (not the manifest,
-        counters or hidden files)."""
-        return sorted(p for p in list(self.path.glob("*.json"))
-                      + list(self.path.glob("*.json" + GZ_SUFFIX))
-                      if p.name != MANIFEST and not plain_name(p).endswith(COUNTERS_SUFFIX))
+        counters or hidden files), each read once (``read_once``)."""
+        return read_once(sorted(p for p in list(self.path.glob("*.json"))
+                                + list(self.path.glob("*.json" + GZ_SUFFIX))
+                                if p.name != MANIFEST
+                                and not plain_name(p).endswith(COUNTERS_SUFFIX)))
 
     def partial_files(self) -> list[Path]:
         """Half-written files of any kind (the contract's one naming scheme)."""
@@ -438,11 +528,47 @@ def counters_files(run_dir) -> list[Path]:
                            if plain_name(p) not in have])
 
 
+# How a compressed file stands beside its plain one when a run holds both (pair_state).
+SAME, DAMAGED, DIFFERENT = "same", "damaged", "different"
+
+
+def pair_state(plain: Path) -> str:
+    """How ``plain.gz`` stands beside ``plain`` when a run holds both: SAME (whole, and
+    holding plain's very bytes: the plain file is the leftover of a compress stopped before
+    it removed it), DAMAGED (truncated or not gzip: the plain file is the data), or
+    DIFFERENT (whole, with other results, or one of them unreadable: which one is the run's
+    is not known)."""
+    plain = Path(plain)
+    compressed = plain.with_name(plain.name + GZ_SUFFIX)
+    try:
+        data = contract.read_bytes(str(plain))
+        packed = contract.read_bytes(str(compressed))
+    except (OSError, ValueError):   # UnsafeFileError is a ValueError
+        return DIFFERENT
+    try:
+        return SAME if gunzip(packed, MAX_RESULT_BYTES, compressed) == data else DIFFERENT
+    except ResultFileError:
+        return DAMAGED
+
+
 def twice_stored(paths) -> list[str]:
-    """Names of files a run holds both plain and compressed: which one counts is not known,
-    so neither is read (each reader names them as problems)."""
+    """Names of files a run holds both plain and compressed with other results in each
+    (``pair_state`` DIFFERENT): which one counts is not known, so neither is read (each
+    reader names them as problems). A pair a stopped compress left is not one of them: its
+    plain file is the data, read once (``read_once``), and compress finishes the job."""
+    by_name = {Path(p).name: Path(p) for p in paths}
+    return sorted(name for name, path in by_name.items()
+                  if name + GZ_SUFFIX in by_name and pair_state(path) == DIFFERENT)
+
+
+def read_once(paths) -> list[Path]:
+    """``paths`` without the compressed file of a pair a stopped compress left (complete
+    and the same, or damaged: ``pair_state``), whose plain file holds the data: nothing is
+    lost and nothing read twice."""
     names = {Path(p).name for p in paths}
-    return sorted(name for name in names if name + GZ_SUFFIX in names)
+    return [Path(p) for p in paths
+            if not (is_gzip(p) and plain_name(p) in names
+                    and pair_state(Path(p).with_name(plain_name(p))) != DIFFERENT)]
 
 
 def list_runs(results_dir: Path) -> list[Run]:
