@@ -8,8 +8,9 @@ classes that say how far to trust it (issue 26):
   ``counts.INSTRUCTIONS_MOVE``, the system calls per call, or the bytes they moved beyond
   ``counts.BYTES_MOVE``, the step's way; or a mix of system calls or bytes that changed at the
   same total: ``counts.count_move``), "memory" (instructions and system calls flat, the
-  estimated cycles moving the step's way), "time only" (counts flat or the other way), None
-  when a side has no counts. Steps whose counts moved
+  estimated cycles moving the step's way), "repeats" (counts flat or the other way, and the
+  step held in every run of a pool: ``REPEATS``), "time only" (counts flat or the other way),
+  None when a side has no counts. Steps whose counts moved
   while the timing did not decide are "counts only" (``Analysis.counts_only``).
 - ``firmness``: "firm" when the interval for the next run (``stats.next_run_interval``, a
   block bootstrap of the per-round log ratios) lies wholly beyond the threshold by at least
@@ -36,7 +37,49 @@ from iomatrix.analysing.analysis import (Lineage, RunData, compare_all, default_
 MAX_FINDINGS = 10         # per direction on the main page; every finding is on its suite's page
 
 
-EVIDENCE = ("confirmed", "memory", "time only", "counts only")
+EVIDENCE = ("confirmed", "memory", "repeats", "time only", "counts only")
+# A step whose counts do not move its way (instructions may even fall while the time rises: a
+# second pass over the data, cache and memory behaviour) but that held in every run of a pool
+# of at least REPEAT_RUNS runs on REPEAT_BOOTS boots or more, the same way: repetition is its
+# evidence, not "time only". read_allAtOnce_textMode 3.13.15 -> 3.14 (held 12 of 12 on 3
+# boots, instructions -23%: 3.14's UTF-8 decoder scans ASCII, then copies it) is one.
+REPEATS = "repeats"
+REPEAT_RUNS = 3
+REPEAT_BOOTS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Repeated:
+    """A pooled cell that held in every run (pooling.PooledCell's figures)."""
+    held: int
+    runs: int
+    boots: int
+    cpu_kinds: int | None = None    # the CPU kinds it was seen on, where the pool knows them
+
+    @property
+    def may_be_firm(self) -> bool:
+        """Seen on one CPU kind only, a step the counts do not back is never firm (the
+        pool's rule, pooling.Pool.one_cpu_time_only): repetition on one kind is still one
+        kind's code layout and caches."""
+        return self.cpu_kinds is not None and self.cpu_kinds >= 2
+
+    def words(self) -> str:
+        kinds = f", {self.cpu_kinds} CPU kinds" if self.cpu_kinds else ""
+        return (f"the same way in every run ({self.held} of {self.runs}, {self.boots} boots"
+                f"{kinds})")
+
+
+def repeated_cells(pool) -> dict:
+    """{(op, a, b): Repeated} of a pool's cells (pooling.Pool) that held in every run, at
+    least REPEAT_RUNS runs on REPEAT_BOOTS boots, with a verdict (slower or faster)."""
+    found = {}
+    for key, cell in pool.cells.items():
+        if cell.verdict in ("slower", "faster") and cell.held == cell.n >= REPEAT_RUNS \
+                and cell.boots >= REPEAT_BOOTS:
+            kinds = getattr(cell, "known_cpus", None)
+            found[key] = Repeated(cell.held, cell.n, cell.boots,
+                                  len(kinds) if kinds is not None else None)
+    return found
 FIRMNESS = ("firm", "borderline")
 
 
@@ -62,10 +105,13 @@ def is_finding(comparison: stats.Comparison, threshold: float) -> bool:
                                              or comparison.ratio < 1 / (1 + threshold))
 
 
-def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | None) -> str | None:
+def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | None,
+                repeated: bool = False) -> str | None:
     """The class of one step from its timing and its counts' move (``counts.count_move``):
     "confirmed", "memory" (estimated cycles, not instructions or system calls, move with
-    it), "time only", "counts only", or None (no counts on a side, or nothing moved)."""
+    it), "repeats" (neither, and ``repeated``: it held in every pooled run, REPEATS), "time
+    only", "counts only", or None (no counts on a side, or nothing moved). A step's counts
+    moving the other way (instructions fell, the time rose) never demote a repeated one."""
     if move is None:
         return None
     if is_finding(comparison, threshold):
@@ -74,7 +120,9 @@ def evidence_of(comparison: stats.Comparison, threshold: float, move: dict | Non
             return "confirmed"
         # Instructions and system calls flat, but the simulated cache misses move the estimated
         # cycles the same way: explained by memory behaviour, not by the code run.
-        return "memory" if move.get(f"cycles_{side}") else "time only"
+        if move.get(f"cycles_{side}"):
+            return "memory"
+        return REPEATS if repeated else "time only"
     return "counts only" if move["up"] or move["down"] else None
 
 
@@ -123,6 +171,22 @@ class Analysis:
     twin_cmp: dict                # (op, series) -> Comparison of a variant against its twin
     baseline_cmp: dict            # (op, series) -> Comparison against --baseline
     counted: list = dataclasses.field(default_factory=list)   # counts.load_counts rows
+    repeated: dict = dataclasses.field(default_factory=dict)  # (op, a, b) -> Repeated
+
+    def note_repetition(self, pool) -> None:
+        """Take the pool's repeated cells (repeated_cells) into the findings' classes: the
+        findings and verdicts computed before are dropped and made again (once: the same
+        pool again changes nothing)."""
+        cells = repeated_cells(pool)
+        if cells == self.repeated:
+            return
+        self.repeated = cells
+        for name in ("_classified", "_verdicts"):
+            self.__dict__.pop(name, None)
+
+    def repeated_of(self, f) -> Repeated | None:
+        """The finding's repetition where its class is REPEATS, else None."""
+        return self.repeated.get((f.op, f.a, f.b)) if f.evidence == REPEATS else None
 
     @property
     def suites(self) -> list:
@@ -184,10 +248,13 @@ class Analysis:
         if self.data.paired and is_finding(c, self.threshold):
             next_run = stats.next_run_interval(self.round_log_ratios(op, a, b))
             floor = self.firm_floor(op, a, b)
-        evidence = evidence_of(c, self.threshold, move)
+        repeated = self.repeated.get((op, a, b))
+        evidence = evidence_of(c, self.threshold, move, repeated is not None)
+        # repetition backs firmness as the counts do, where it was seen on two CPU kinds
+        backing = "confirmed" if evidence == REPEATS and repeated.may_be_firm else evidence
         return Finding(op, a, b, c, evidence,
                        firmness_of(c, self.threshold, next_run, bool(split), floor or 0.0,
-                                   evidence, counted=bool(self.counted)),
+                                   backing, counted=bool(self.counted)),
                        "; ".join(split) or None, move["note"] if move else None, next_run,
                        floor)
 

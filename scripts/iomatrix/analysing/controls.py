@@ -19,6 +19,11 @@ within the report's threshold). Such a step stays in data.csv and on the suite p
 labelled, and is not among the main page's I/O findings nor in the summary; neither is
 any step of a control op itself.
 
+A control slower than its op on a side (its time at least the op's) is a bug in the
+control (it does work the op does not: ``chunks_iterate_lines``' once walked 57 MB of distinct
+pieces the op never holds at once): nothing is subtracted (``ControlStep.subtracted`` false,
+no ``without``), the step is judged as I/O and its row says why (``sentence``).
+
 An op whose suite declares a control (``CONTROLS``, read from the suite with ``ast`` by
 iomatrix.measuring.selection) but whose control has no times on a side (it failed, did not
 verify, or the run predates controls) is "control missing": its findings are reported as
@@ -73,6 +78,20 @@ class ControlStep:
     def around(self) -> bool:
         return self.verdict == AROUND
 
+    @property
+    def subtracted(self) -> bool:
+        """Whether the control may be subtracted: it is faster than its op on both sides."""
+        return self.op_times is not None and self.control_times is not None and all(
+            c < t for c, t in zip(self.control_times, self.op_times))
+
+    @property
+    def slower_sides(self) -> list:
+        """The sides (a, b) whose control took at least its op's time."""
+        if self.op_times is None or self.control_times is None:
+            return []
+        return [s for s, c, t in zip((self.a, self.b), self.control_times, self.op_times)
+                if c >= t]
+
 
 def has_control(an, op: str) -> bool:
     """Whether ``op`` has a control: its suite declares one, or the run timed one."""
@@ -126,10 +145,12 @@ def _step(an, op: str, a: str, b: str) -> ControlStep | None:
         change, control_change))) else None
     residual = [without_control(an.means[(s, op)], an.means[(s, control)]) for s in (a, b)]
     without = None
-    if all(any(v > 0 for v in side.values()) for side in residual):
+    slower = any(c >= t for c, t in zip(control_times, times))
+    if not slower and all(any(v > 0 for v in side.values()) for side in residual):
         without = stats.compare(*residual, paired=an.data.paired)
-    return ControlStep(op, a, b, judge(share, without, an.threshold), times, control_times,
-                       share, without)
+    # a control slower than its op: nothing subtracted, the step is I/O (module docstring)
+    return ControlStep(op, a, b, IO if slower else judge(share, without, an.threshold), times,
+                       control_times, share, without)
 
 
 def not_io(an, f) -> bool:
@@ -170,6 +191,9 @@ def sentence(found: ControlStep) -> str:
         return f"{MISSING} ({', '.join(found.missing_sides)})"
     (ta, tb), (ca, cb) = found.op_times, found.control_times
     text = (f"of {_ms(ta)} → {_ms(tb)} ms, the loop without I/O {_ms(ca)} → {_ms(cb)} ms")
+    if not found.subtracted:
+        return (text + f" (the control is slower than its op under "
+                f"{', '.join(found.slower_sides)}: a bug of the control; nothing subtracted)")
     if found.share is not None:
         text += f" ({found.share:.0%} of the change)"
     return text

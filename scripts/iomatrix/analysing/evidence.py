@@ -168,6 +168,8 @@ class Moved:
     calls_a: float | None   # times entered per call of the op
     calls_b: float | None
     changed: bool | None = None   # its source changed (tarballs of both sides), None: not compared
+    share: float | None = None    # its change over the op's whole change of instructions
+                                  # (the sum of every function's |change|), signed
 
     def per_entry(self, side: str) -> float | None:
         value, calls = (self.a, self.calls_a) if side == "a" else (self.b, self.calls_b)
@@ -220,7 +222,7 @@ def moved_functions(functions: dict, counted: list, op: str, a: str, b: str,
         names = tuple(dict.fromkeys([r["name"], *r["names"]["a"], *r["names"]["b"]]))
         changed = csource.function_changed(*tarballs, path, names) if tarballs else None
         found.append(Moved(r["name"], path, names, r["a"], r["b"], r["calls_a"], r["calls_b"],
-                           changed))
+                           changed, r["change"] / total))
         if len(found) >= MOVED_TOP:
             break
     return found
@@ -291,6 +293,141 @@ def bisect_carries(placed: Placed | None, candidate: Candidate, changelogs: list
 
 # -- the verdict --------------------------------------------------------------------------
 
+# -- the cause's test (issue 57) -----------------------------------------------------------
+
+# Naming a change is not testing it. A named cause is *tested* by an ablation that reproduced
+# the step, a bisect that placed it, the source of a function that moved (changed between
+# both sides' tarballs), or a discriminating counter: the counts move where the cause says
+# they must (COUNTER_SHARE of the step's instruction change, its way, in the functions the
+# cause predicts: COUNTERS). A match of words alone is *untested* and says so: the API
+# difference of a stated cause (PEP 3116), a function the entry names whose source was not
+# compared. An ablation that did not reproduce the step is evidence against what it tested,
+# said as such (``CauseTest.against``), never beside the cause as its support. A step that
+# repeats in every pooled run while its counts do not move its way (comparisons.REPEATS) is
+# tested by that repetition and an isolated reproducer that ran (REPRODUCERS).
+ABLATION_TEST, BISECT_TEST, SOURCE_TEST, COUNTER_TEST, REPEAT_TEST = (
+    "ablation", "bisect", "source", "counter", "repetition + reproducer")
+UNTESTED = "untested"
+COUNTER_SHARE = 0.25
+# A row whose control's step is at least this share of the op's (controls.step's share, the
+# same way) is mostly the loop around the I/O: its cause is that loop, not I/O.
+LOOP_SHARE = 0.5
+# The parts of the stated cause (changelog.PY3_CAUSE) and the functions each predicts the
+# step's instructions grow in: (path in CPython's tree, function name), both re.search.
+COUNTERS = {
+    "text mode decodes": (r"^Objects/unicodeobject\.c|^Objects/stringlib/|"
+                          r"^Modules/(clinic/)?_codecsmodule\.c|^Python/codecs\.c",
+                          r"(?i)decode|encode|codec"),    # a write encodes
+    "the io stack": (r"^Modules/_io/", r"."),
+}
+
+
+@dataclass(frozen=True)
+class Reproducer:
+    """A standalone script that times one step's mechanism alone, and what its run said."""
+    op: str              # re.fullmatch on the op
+    old: str             # the step's minor versions ("3.13", "3.14")
+    new: str
+    script: str          # in the repository
+    mechanism: str       # what it times, plain text
+    measured: str        # what its run said (commands and figures: the dated note); "" not run
+
+
+# The reproducers that ran. read_allAtOnce_textMode 3.13.15 -> 3.14: slower in every pooled run
+# while its instructions fell by 23% (3.14's UTF-8 decoder scans ASCII with
+# find_first_nonascii, then copies it with memcpy: two passes where 3.13 made one).
+REPRODUCERS = (
+    Reproducer(r"read_allAtOnce_textMode", "3.13", "3.14", "docs/experiments/decode_ascii_314.py",
+               "bytes.decode('utf-8') of 2,935,401 ASCII bytes, fresh processes", ""),
+)
+
+
+def reproducer_of(op: str, old: str, new: str) -> Reproducer | None:
+    """The reproducer of ``op``'s step between exact versions OLD and NEW, or None."""
+    keys = [version_key(v) for v in (old, new)]
+    if None in keys:
+        return None
+    minors = [".".join(map(str, k.release[:2])) for k in keys]
+    return next((r for r in REPRODUCERS if re.fullmatch(r.op, op) and
+                 [r.old, r.new] == minors), None)
+
+
+@dataclass(frozen=True)
+class CauseTest:
+    """How a finding's named cause was tested, or that it was not."""
+    by: str              # ABLATION_TEST ... REPEAT_TEST, or UNTESTED
+    words: str           # what tested it, or why it is untested (plain text)
+    against: str = ""    # an ablation that did not reproduce the step: against what it tested
+    loop_share: float | None = None   # its control's share of the step, LOOP_SHARE or more
+
+    @property
+    def tested(self) -> bool:
+        return self.by != UNTESTED
+
+    @property
+    def loop(self) -> str:
+        """Where the step is mostly its control's loop: that, in words; '' otherwise."""
+        if self.loop_share is None:
+            return ""
+        return (f"{self.loop_share:.0%} of the change is its control's step: the loop around "
+                "the I/O, not I/O")
+
+
+def counter_words(verdict, moved: list) -> str | None:
+    """The parts of a stated cause the counts bear out (COUNTERS: COUNTER_SHARE or more of
+    the step's instruction change, its way, in the functions the part predicts), in words;
+    None when none does."""
+    said = []
+    for part, (path, name) in COUNTERS.items():
+        if part == "text mode decodes" and not verdict.text_decodes:
+            continue
+        hits = [m for m in moved if m.share is not None and re.search(path, m.path)
+                and re.search(name, m.name)]
+        share = sum(abs(m.share) for m in hits)
+        if share >= COUNTER_SHARE:
+            said.append(f"{part}: {share:.0%} of the step's instruction change in "
+                        + ", ".join(m.name for m in hits[:3]) + (" …" if len(hits) > 3 else ""))
+    return "the counts bear it out (" + "; ".join(said) + ")" if said else None
+
+
+def cause_test(verdict, ablation=None, repeated=None, loop_share: float | None = None,
+               reproducer: Reproducer | None = None) -> CauseTest:
+    """The test of ``verdict``'s cause (the rule above). ``ablation``: the step's
+    ablation.Outcome or None; ``repeated``: comparisons.Repeated where the step is
+    REPEATS, else None; ``loop_share``: its control's share of the step (controls.step);
+    ``reproducer``: reproducer_of the step."""
+    against = ""
+    if ablation is not None and not ablation.failed and not ablation.reproduces:
+        against = ablation.words.replace("not reproduced by the ablation",
+                                         "not supported by the ablation", 1)
+    loop = loop_share if loop_share is not None and loop_share >= LOOP_SHARE else None
+    found = functools.partial(CauseTest, against=against, loop_share=loop)
+    if verdict.evidence == ABLATION:
+        return found(ABLATION_TEST, verdict.detail)
+    if verdict.evidence == BISECT:
+        return found(BISECT_TEST, verdict.detail)
+    if verdict.evidence == SOURCE:
+        return found(SOURCE_TEST, verdict.detail)
+    if ablation is not None and ablation.reproduces and verdict.cause is not None and \
+            ablation.knob.entry in verdict.cause[0]:
+        return found(ABLATION_TEST, ablation.words)
+    if repeated is not None:
+        said = repeated.words()
+        if reproducer is not None and reproducer.measured:
+            return found(REPEAT_TEST, f"{said}; alone ({reproducer.script}: "
+                                      f"{reproducer.mechanism}): {reproducer.measured}")
+        return found(UNTESTED, f"{said}; no isolated reproducer has run")
+    if verdict.cause is not None:
+        counted = counter_words(verdict, verdict.moved)
+        if counted:
+            return found(COUNTER_TEST, counted)
+        return found(UNTESTED, "the API differs (the suite's declared 2.7 API), and the "
+                               "counts do not place the step in the io stack or a decoder")
+    if verdict.evidence == FUNCTION:
+        return found(UNTESTED, "a function the entry names moved; its source was not compared")
+    return found(UNTESTED, "no change named")
+
+
 @dataclass
 class Verdict:
     """What a page names as a finding's likely change, and on what evidence."""
@@ -302,6 +439,7 @@ class Verdict:
     moved: list = field(default_factory=list)   # Moved, the step's functions
     ablation: str = ""                   # the ablation's result beside the finding, if run
     text_decodes: bool = False           # with PY3_CAUSE: the op is a text op
+    test: CauseTest | None = None        # how the cause was tested (cause_test)
 
     @property
     def named(self) -> bool:
@@ -310,12 +448,28 @@ class Verdict:
 
 def judge(why: StepWhy, *, suite: str, op: str, category: str, old: str, new: str,
           moved: list, placed: Placed | None = None, ablation=None,
+          changelogs: list = (), uncompared: str | None = None, repeated=None,
+          loop_share: float | None = None) -> Verdict:
+    """The acceptance rule of the module docstring, and the named cause's test
+    (cause_test). ``why``: the step's ranked candidates; ``old``/``new``: the sides' exact
+    versions; ``moved``: moved_functions; ``placed``: bisect_of; ``ablation``: the
+    ablation's outcome (analysing.ablation.Outcome) or None; ``changelogs``: those whose
+    sections tell backports (bisect_carries); ``uncompared``: why the step's instructions
+    were not compared (instructions_uncompared), or None; ``repeated``, ``loop_share``:
+    cause_test's."""
+    verdict = named(why, suite=suite, op=op, category=category, old=old, new=new, moved=moved,
+                    placed=placed, ablation=ablation, changelogs=changelogs,
+                    uncompared=uncompared)
+    if not is_control(op):
+        verdict.test = cause_test(verdict, ablation, repeated, loop_share,
+                                  reproducer_of(op, old, new))
+    return verdict
+
+
+def named(why: StepWhy, *, suite: str, op: str, category: str, old: str, new: str,
+          moved: list, placed: Placed | None = None, ablation=None,
           changelogs: list = (), uncompared: str | None = None) -> Verdict:
-    """The acceptance rule of the module docstring. ``why``: the step's ranked candidates;
-    ``old``/``new``: the sides' exact versions; ``moved``: moved_functions; ``placed``:
-    bisect_of; ``ablation``: the ablation's outcome (analysing.ablation.Outcome) or None;
-    ``changelogs``: those whose sections tell backports (bisect_carries); ``uncompared``:
-    why the step's instructions were not compared (instructions_uncompared), or None."""
+    """What the acceptance rule names (judge's arguments)."""
     verdict = Verdict(moved=moved)
     if ablation is not None:
         verdict.ablation = ablation.words
@@ -425,7 +579,7 @@ def verdict_for(an, f) -> Verdict:
 
 
 def _verdict(an, f) -> Verdict:
-    from iomatrix.analysing import ablation as ablations
+    from iomatrix.analysing import ablation as ablations, controls
     from iomatrix.analysing.analysis import series_info
     old = series_info(an.data, f.a).get("version") or ""
     new = series_info(an.data, f.b).get("version") or ""
@@ -437,7 +591,10 @@ def _verdict(an, f) -> Verdict:
     results_dir = an.data.run.path.parent if an.data.run else None
     placed = bisect_of(results_dir, f.op, old, new, f.comparison.ratio) if old and new else None
     logs = [log for log in (an.why.changelog(new),) if log is not None] if new else []
+    control = controls.step(an, f.op, f.a, f.b)
+    share = control.share if control is not None and control.verdict != controls.MISSING \
+        and control.subtracted else None
     return judge(why, suite=an.suite_of.get(f.op, ""), op=f.op,
                  category=an.category_of.get(f.op, ""), old=old, new=new, moved=moved,
                  placed=placed, ablation=ablations.outcome(an, f), changelogs=logs,
-                 uncompared=uncompared)
+                 uncompared=uncompared, repeated=an.repeated_of(f), loop_share=share)

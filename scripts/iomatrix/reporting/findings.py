@@ -19,7 +19,7 @@ from iomatrix.reporting.markdown import (FASTER, SLOWER, code, code_lines, detai
                                          nowrap, row_id, table, url)
 from iomatrix.reporting.suite_pages import instructions_moved, later_shown, shared_share_line
 from iomatrix.reporting.summary import Labeller, bytes_on_2x_note
-from iomatrix.reporting.why import later_text, named_causes, top_cell as why_cell
+from iomatrix.reporting.why import later_text, named_causes, test_cell, top_cell as why_cell
 
 
 def time_cell(an: Analysis, f: Finding, nbytes_of: dict) -> str:
@@ -195,6 +195,9 @@ def classes_sentence(listed: list, threshold: float) -> str:
         return ""
     meanings = {"memory": "instructions and system calls flat; the simulated cache misses "
                           "move its estimated cycles the same way",
+                "repeats": "the counts did not move its way, and it held the same way in "
+                           "every pooled run: a regression all the same (time per byte: "
+                           "caches, memory), its test a reproducer of its own",
                 "time only": "the counts did not move with it: may be code layout or the "
                              "host, and never firm",
                 "counts only": "the counts moved, the time did not decide",
@@ -240,8 +243,11 @@ def section_findings(an: Analysis, link: str | None, strip_figures: list[str],
     intro = len(lines)
     lines += [f"Changes between consecutive releases that are significant and beyond "
               f"{an.threshold:.0%} either way, largest first: new time over old with its 95% "
-              f"interval, {SLOWER}/{FASTER} significant, **bold** a regression; each op links "
-              "to its row on its suite page.", ""]
+              f"interval (where the op has a control, the step without its loop first, the "
+              f"op's own ratio below), {SLOWER}/{FASTER} significant, **bold** a regression; "
+              "each op links to its row on its suite page; below each likely change, how it "
+              "was tested (an ablation, a bisect, the changed source, the counts it predicts, "
+              "repetition and a reproducer) or *untested*.", ""]
     untested = [c for c in an.step_cmp.values() if c.significant is None]
     if untested:
         fewest = min(min(c.n_a, c.n_b) for c in untested)
@@ -287,11 +293,13 @@ def section_findings(an: Analysis, link: str | None, strip_figures: list[str],
             step = nowrap(f"{md(label(f.a))} → {md(label(f.b))}")
             if with_why:    # below the step it is about, not a column of its own (width)
                 step += "<br>" + why_cell(why[id(f)], verdicts[id(f)])
+            else:           # no change to name: its test says so all the same (untested)
+                step += test_cell(verdicts[id(f)].test)
             now = status.short_words(an, f)    # where a regression stands now, a line a group
             if now:
                 step += "<br>" + "<br>".join(md(part) for part in f"now: {now}".split("; "))
             rows.append([str(rank), op_cell, step,
-                         fmt_ratio(f.comparison, an.threshold, interval_below=True)
+                         ratio_cell(an, f, control_steps[id(f)])
                          + (pooled(f.op, f.a, f.b) if pooled else ""),
                          time_cell(an, f, nbytes_of)]
                         + ([finding_notes(f, counted if counted else None,
@@ -345,6 +353,18 @@ def section_findings(an: Analysis, link: str | None, strip_figures: list[str],
                          + [f"![per-process values of findings]({path})"
                             for path in strip_figures] + [""])
     return lines
+
+
+def ratio_cell(an: Analysis, f: Finding, found) -> str:
+    """The row's ratio: where the op has a control that may be subtracted (controls.step:
+    faster than its op on both sides), the step without the loop first, the op's own ratio
+    below it; else the op's ratio (the counts' cell says why nothing was subtracted)."""
+    own = fmt_ratio(f.comparison, an.threshold, interval_below=True)
+    if found is None or found.without is None or not found.subtracted:
+        return own
+    return (fmt_ratio(found.without, an.threshold, interval_below=True) + "<br>"
+            + nowrap("without the loop;") + "<br>" + nowrap("the op's own:") + "<br>"
+            + nowrap(fmt_ratio(f.comparison, interval=False)))
 
 
 def control_cell(found) -> str | None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 
-from iomatrix.analysing import ablation, controls, counts, study
+from iomatrix.analysing import ablation, controls, counts, status, study
 from iomatrix.analysing.analysis import RunData, series_info, timed_bytes
-from iomatrix.analysing.comparisons import Analysis
-from iomatrix.reporting.markdown import code, md
+from iomatrix.analysing.comparisons import REPEATS, Analysis
+from iomatrix.reporting.markdown import code, fmt_ratio, md, table
 
 
 class Labeller:
@@ -186,6 +186,42 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
              f"{len(an.ops)} ops.")
     quoted_ablation = ablation_sentence(an, quoted, label)
     return text + (f" {quoted_ablation}" if quoted_ablation else "")
+
+
+def open_regressions(an: Analysis, label: Labeller) -> list[str]:
+    """The first screen's short table: the listed regressions between 3.x releases (firm, or
+    repeated in every pooled run: comparisons.REPEATS) that a branch's newest patch at hand
+    still has (analysing.status), each with its step, ratio, where each branch stands and
+    whether a newer patch release fixed it; [] when there is none. The steps from 2.x
+    (Python 3's io stack) are in the findings, not here: no branch will change them."""
+    rows = []
+    for f in an.listed()[0]:
+        major = (series_info(an.data, f.a).get("version_info") or [0])[0]
+        backed = getattr(f, "firmness", None) in ("firm", None) or \
+            getattr(f, "evidence", None) == REPEATS
+        branches = status.status_of(an, f)
+        still = [b for b in branches if b.state in (status.HAS, status.PART, status.UNKNOWN,
+                                                    status.UNCLEAR)]
+        if major < 3 or not backed or not still:
+            continue
+        fixed = [f"{'.'.join(map(str, b.minor))}: in {b.fixed_in or b.bracket[1]}"
+                 + (f" ({b.change})" if b.change else "")
+                 for b in branches if b.bracket[0]]
+        unknown = [b.newest_known for b in still if b.state == status.UNKNOWN]
+        rows.append([code(f.op), md(f"{label(f.a)} → {label(f.b)}"),
+                     fmt_ratio(f.comparison, an.threshold, interval=False),
+                     md(status.short_words(an, f)),
+                     md("; ".join(fixed) if fixed else
+                        f"not known ({', '.join(unknown)} not at hand)" if unknown else "no")])
+    if not rows:
+        return []
+    return ["## Open regressions", "",
+            "The listed slowdowns between 3.x releases, firm or the same way in every pooled "
+            "run, that a branch's newest patch at hand still has (\"now\" below the findings "
+            "says how each is read; every branch at hand from the step's newer side is "
+            "shown, whatever its support status).", "",
+            table(rows, ["op", "step", "ratio", "where it stands", "fixed in a newer patch"],
+                  ["left", "left", "right", "left", "left"]), ""]
 
 
 def ablation_sentence(an: Analysis, findings: list, label) -> str:

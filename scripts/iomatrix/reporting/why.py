@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from iomatrix.analysing.changelog import Candidate, LaterFix, StepWhy, url_of
-from iomatrix.analysing.evidence import NO_MATCH, Verdict
+from iomatrix.analysing.evidence import NO_MATCH, UNTESTED, CauseTest, Verdict
 from iomatrix.reporting.markdown import code, md
 
 EXCERPT_CHARS = 110
@@ -134,17 +134,58 @@ def cause_link(cause: tuple) -> str:
     return f"[{md(title)}]({url})"
 
 
+def test_cell(test: CauseTest | None) -> str:
+    """The lines under a row's cause that say how it was tested (evidence.cause_test), in
+    italics, short: "tested: ablation", "untested"; "against: its ablation" where an ablation
+    did not reproduce the step; "mostly the loop (74%)" where its control's step is most of
+    it. '' without a test (a control)."""
+    if test is None:
+        return ""
+    lines = [f"tested: {test.by}" if test.tested else UNTESTED]
+    if test.against:
+        lines.append("not supported by")
+        lines.append("its ablation")
+    if test.loop_share is not None:
+        lines.append("mostly the loop around")
+        lines.append(f"the I/O ({test.loop_share:.0%}), not I/O")
+    return "<br>" + "<br>".join(f"*{md(line)}*" for line in lines)
+
+
+def test_words(verdict: Verdict, detail_said: bool = False) -> str:
+    """How a finding's cause was tested, for the lists (escaped): the loop's share first (it
+    reframes the rest), then "tested (ablation): ..." or "untested: ...", then what is
+    against it; ``detail_said``: the test's words are the verdict's detail, already shown.
+    '' without a test."""
+    test = verdict.test
+    if test is None:
+        return ""
+    said = [md(test.loop)] if test.loop else []
+    if test.tested:
+        said.append(f"tested ({md(test.by)})" + ("" if detail_said and test.words ==
+                                                   verdict.detail else f": {md(test.words)}"))
+    else:
+        said.append(f"{UNTESTED}: {md(test.words)}")
+    if test.against:
+        said.append(f"against it: {md(test.against)}")
+    elif verdict.ablation and verdict.evidence != "changelog + ablation" and \
+            verdict.ablation != test.words:
+        said.append(md(verdict.ablation))    # a confirmed or a failed ablation, as it is
+    return "; ".join(said)
+
+
 def verdict_cell(why: StepWhy, verdict: Verdict) -> str:
     """The main page's cell under the acceptance rule (analysing.evidence): the change it
-    names, its release and its evidence class in italics, or that no entry matches."""
+    names, its release and its evidence class in italics, or that no entry matches; then how
+    the cause was tested (test_cell)."""
+    tested = test_cell(verdict.test)
     if verdict.cause is not None:
-        return f"{cause_link(verdict.cause)}<br>*{md(verdict.evidence)}*"
+        return f"{cause_link(verdict.cause)}<br>*{md(verdict.evidence)}*" + tested
     if verdict.candidate is not None:
         c = verdict.candidate
-        return f"{link(c)}<br>{md(c.entry.release)}<br>*{md(verdict.evidence)}*"
+        return f"{link(c)}<br>{md(c.entry.release)}<br>*{md(verdict.evidence)}*" + tested
     if why.note.startswith("no changelog"):
-        return "no changelog"
-    return NO_MATCH
+        return "no changelog" + tested
+    return NO_MATCH + tested
 
 
 def top_cell(why: StepWhy, verdict: Verdict | None = None) -> str:
@@ -172,7 +213,10 @@ def verdict_line(verdict: Verdict) -> str:
                 f"{detail_text(verdict.detail)}")
     else:
         said = f"{NO_MATCH}: {md(verdict.shows)}"
-    if verdict.ablation and verdict.evidence != "changelog + ablation":
+    tested = test_words(verdict, detail_said=True)
+    if tested:
+        said += f"; {tested}"
+    elif verdict.ablation and verdict.evidence != "changelog + ablation":
         said += f"; {md(verdict.ablation)}"
     return "- " + said
 
@@ -282,20 +326,27 @@ def named_causes(tops: list) -> list[str]:
                          "object, before Misc/NEWS begins (3.5.0a1); open() returns io objects"
                          + (f"; text mode decodes (rows {', '.join(decodes)})" if decodes
                             else ""))
-            # the text layer's ablation (measuring.knobs: encoding, newline), beside its row
-            lines += [f"  - #{row}: {md(verdict.ablation)}" for row, verdict in rows
-                      if verdict.ablation]
+            # each row's test: the counts, the text layer's ablation (measuring.knobs:
+            # encoding, newline) against it where it did not reproduce the step
+            lines += [f"  - #{row}: {test_words(verdict) or md(verdict.ablation)}"
+                      for row, verdict in rows if verdict.test is not None or verdict.ablation]
             continue
         lines.append(f"- {link(top)} ({release_of(top)}): {label} {numbers}: "
                      f"{excerpt(top.entry.text)}")
         for row, verdict in rows:
             said = f"  - #{row} *{md(verdict.evidence)}*: {detail_text(verdict.detail)}"
-            if verdict.ablation and verdict.evidence != "changelog + ablation":
+            tested = test_words(verdict, detail_said=True)
+            if tested:
+                said += f"; {tested}"
+            elif verdict.ablation and verdict.evidence != "changelog + ablation":
                 said += f"; {md(verdict.ablation)}"
             lines.append(said)
     for row, verdict in sorted(unmatched, key=lambda item: item[0]):
         said = f"- #{row}: {NO_MATCH}: {md(verdict.shows)}"
-        if verdict.ablation:
+        tested = test_words(verdict)
+        if tested:
+            said += f"; {tested}"
+        elif verdict.ablation:
             said += f"; {md(verdict.ablation)}"
         lines.append(said)
     return lines + [""]
