@@ -43,7 +43,7 @@ from iomatrix.reporting.suite_pages import display_order, suite_page, tidy_csv
 from iomatrix.reporting.summary import (  # noqa: F401
     CATEGORY_WORDS, MAX_CLAUSES, PATTERN_WORDS, STUDY_OP, Labeller, bytes_on_2x_note,
     counts_index, counts_phrase, factor_span, kind_phrase, magnitude, op_kind,
-    summary_paragraph)
+    open_regressions, summary_paragraph)
 from iomatrix.reporting.findings import (  # noqa: F401
     USUAL_CLASSES, classes_sentence, finding_notes, op_link, recipe_note,
     section_counts_only, section_findings, time_cell, top_function)
@@ -335,6 +335,8 @@ def build_pages(data: RunData, baseline: str | None = None,
         lines += section_run_facts(data) + section_metadata(data, order)
         return Pages("\n".join(lines), {}, "")
     an = analysed if analysed is not None else analyse(data, baseline, threshold)
+    if pool is not None:    # a step the same way in every pooled run: comparisons.REPEATS
+        an.note_repetition(pool)
     shown = display_order(an)
     label = Labeller(data)
     # The summary leads with the release steps; the untouched allocator's effect is a
@@ -361,6 +363,7 @@ def build_pages(data: RunData, baseline: str | None = None,
         draw_figures(an, figures_dir, draw)
     if summary:
         lines += [md(summary), ""]
+    lines += open_regressions(an, label) if len(order) > 1 else []    # before the pool
     if pool is not None:
         extra[extra_page_name("pool", an.suites)] = pool_section.page_pool(pool, an, main_name)
         lines += pool_section.section_pool(pool, an, pages_link)
