@@ -55,29 +55,40 @@ def test_each_branch_s_newest_patch_and_the_fix_between_two_patches(tmp_path, mo
     assert (b313.release, b313.state, b313.bracket, b313.change, b313.fixed_in) == \
         ("3.13.15", status.FIXED, ("3.13.0", "3.13.14"), "gh-144380", "3.13.12")
     assert b313.words() == "3.13: fixed in 3.13.12 by gh-144380 (3.13.0 had it; 3.13.15: 1.00x)"
-    assert branches[(3, 14)].state == status.FIXED and branches[(3, 14)].change is None
+    # 3.14 has no earlier patch at hand: the fix is the changelog's (gh-144380 is listed in
+    # 3.14.3, and the bracket of 3.13 named it), the branch measured back against 3.12
+    b314 = branches[(3, 14)]
+    assert (b314.state, b314.change, b314.fixed_in, b314.from_changelog) == \
+        (status.FIXED, "gh-144380", "3.14.3", True)
+    # the run's date is 2026-01-01: 3.12 is security-only (PEP 602 from its .0, 2023-10-02)
     assert status.short_words(an, f) == \
-        "3.12 has it; 3.13 fixed in 3.13.12 by gh-144380; 3.14 fixed"
+        "3.12 has it, security-only, will not get gh-144380; 3.13 fixed in 3.13.12 by " \
+        "gh-144380; 3.14 fixed in 3.14.3 by gh-144380"
     # A speed-up has no status: it is no regression.
     faster = [g for g in an.findings() if g.comparison.ratio < 1]
     assert faster and all(status.status_of(an, g) == [] for g in faster)
 
     built = pages.build_pages(data)
-    assert "now: 3.12 has it<br>3.13 fixed in 3.13.12 by gh-144380<br>3.14 fixed" in built.main
+    assert "now: 3.12 has it, security-only, will not get gh-144380<br>3.13 fixed in 3.13.12 " \
+        "by gh-144380<br>3.14 fixed in 3.14.3 by gh-144380" in built.main
     assert "the newest patch of 3.12 is not known here" in built.main
-    assert "  - now: 3.12: has it (3.12.1: 1.80x; newest not known here); 3.13: fixed in " \
-        "3.13.12 by gh-144380 (3.13.0 had it; 3.13.15: 1.00x); 3.14: fixed (3.14.7: 1.00x)" \
+    assert "taken on the run's date from a table of each minor version's .0 date" in built.main
+    assert "  - now: 3.12 (security fixes only, to 2028-10): has it (3.12.1: 1.80x; newest not " \
+        "known here), will not get gh-144380; 3.13 (bugfix): fixed in 3.13.12 by gh-144380 " \
+        "(3.13.0 had it; 3.13.15: 1.00x); 3.14 (bugfix): fixed in 3.14.3 by gh-144380 (the " \
+        "changelog's release; 3.14.7: 1.00x)" \
         in "\n".join(built.suites.values())
     rows = list(csv.DictReader(io.StringIO(built.csv)))
     step = next(r for r in rows if r["statistic"] == "ratio_to_previous_release"
                 and r["series"] == "3.12" and r["op"] == OP)
-    assert step["status"] == "3.12 has it; 3.13 fixed in 3.13.12 by gh-144380; 3.14 fixed"
+    assert step["status"] == "3.12 has it, security-only, will not get gh-144380; 3.13 fixed " \
+        "in 3.13.12 by gh-144380; 3.14 fixed in 3.14.3 by gh-144380"
     now = {r["series"]: r for r in rows if r["statistic"] == "now_ratio_to_older"}
     assert {s: (r["against"], r["status"], r["candidate"], r["candidate_release"])
             for s, r in now.items()} == {
         "3.12": ("3.11", "has it", "", ""),
         "3.13.15": ("3.11", "fixed", "gh-144380", "3.13.12"),
-        "3.14": ("3.11", "fixed", "", "")}
+        "3.14": ("3.11", "fixed", "gh-144380", "3.14.3")}
     assert all(r["status"] == "" for r in rows if r["statistic"] == "time_s")
 
 
@@ -88,7 +99,8 @@ def test_a_branch_whose_newest_patch_is_not_at_hand_is_unknown(tmp_path, monkeyp
     b312 = status.status_of(an, f)[0]
     assert (b312.minor, b312.state, b312.newest_known) == ((3, 12), status.UNKNOWN, "3.12.2")
     assert b312.words() == "3.12: unknown (3.12.1, 1.80x, still has it; 3.12.2 not at hand)"
-    assert status.short_words(an, f).startswith("3.12 unknown; 3.13 fixed in 3.13.12")
+    assert status.short_words(an, f).startswith("3.12 unknown, security-only; 3.13 fixed in "
+                                                "3.13.12")
     # Nothing the status reads is written or removed: the run's files are as they were.
     manifest = json.loads((data.run.path / "manifest.json").read_text())
     assert set(manifest["interpreters"]) == set(VERSIONS)

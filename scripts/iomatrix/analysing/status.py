@@ -22,11 +22,25 @@ newest patch, the page says "newest not known here". Where a patch at hand is fi
 earlier one of the branch at hand had it, the fix is between the two; a later entry of the
 changelog (``changelog.later_fixes``: it speaks of the op's machinery and of speed) whose
 release of that branch lies between them is named as the change that did it: "fixed in 3.13.12
-by gh-144380", as far as the builds at hand show.
+by gh-144380", as far as the builds at hand show. Where a branch has no earlier patch at hand
+but its newest is significantly faster than NEW (fixed or part of it), a later entry of the
+changelog listed in a release of that branch up to its newest at hand is named when it is the
+same change as the step's (``same_change``: it names the step's tested cause by number, or a
+function that moved in the step, or it is the change a measured bracket of another branch
+named): "3.14 partly fixed in 3.14.3 by gh-144380" (the release the changelog lists it in).
+
+Each branch also has its place in CPython's release cycle (``lifecycle_of``), from a small
+table in this module (FIRST_RELEASES: each minor version's .0 date) and PEP 602's rule: bugfix
+releases for 2 years after the .0, then security fixes only until 5 years after it, then end
+of life; taken on the run's date, so a page regenerated later says the same. A branch with no
+.0 in the table is a pre-release when its newest version at hand is one (3.15.0rc2), else
+"lifecycle unknown". ``branches_now`` gives both for a finding, one row a branch.
 """
 from __future__ import annotations
 
+import datetime
 import math
+import re
 from dataclasses import dataclass, field
 
 from iomatrix import stats
@@ -35,6 +49,9 @@ from iomatrix.analysing.changelog import cached_tarballs, newest_changelogs, ver
 
 HAS, PART, FIXED, UNCLEAR, UNKNOWN = "has it", "has part of it", "fixed", "unclear", "unknown"
 LATER_LOOKED_AT = 5     # later entries looked at for the change that fixed it
+# A branch's place in the release cycle (lifecycle_of)
+BUGFIX, SECURITY, END_OF_LIFE, PRERELEASE, LIFECYCLE_UNKNOWN = (
+    "bugfix", "security fixes only", "end of life", "pre-release", "lifecycle unknown")
 
 
 @dataclass
@@ -51,6 +68,9 @@ class Branch:
     had_it: list = field(default_factory=list)   # earlier patches at hand that had it
     # a fix's bracket: (the last patch at hand that had it or None, the first without it)
     bracket: tuple = (None, None)
+    # the fix's release read from the changelog only (no earlier patch of the branch at
+    # hand had it): the branch moved back against NEW and the entry is the same change
+    from_changelog: bool = False
 
     def words(self) -> str:
         """"3.13: fixed in 3.13.12 by gh-144380 (3.13.15: 1.02x)", "3.12: has it (3.12.1:
@@ -63,6 +83,9 @@ class Branch:
         if after and self.change:
             return (f"{minor}: {fixed} in {self.fixed_in} by {self.change}{left} "
                     f"({after} had it; {self.version}: {ratio})")
+        if self.from_changelog:
+            return (f"{minor}: {fixed} in {self.fixed_in} by {self.change}{left} (the "
+                    f"changelog's release; {self.version}: {ratio})")
         if after:
             return (f"{minor}: {fixed} after {after} (by {first}){left} "
                     f"({self.version}: {ratio})")
@@ -206,25 +229,86 @@ def _status(an, f) -> list[Branch]:
                 branch.bracket = moved
                 branch.change, branch.fixed_in = fix_between(an, f, minor, *moved)
         branches.append(branch)
+    bracketed = {b.change for b in branches if b.change}
+    for branch in branches:
+        if branch.change is None and branch.bracket[0] is None and \
+                branch.state in (PART, FIXED, UNCLEAR) and faster_than_new(an, f, branch):
+            branch.change, branch.fixed_in = fix_in_branch(an, f, branch, bracketed)
+            branch.from_changelog = branch.change is not None
     return branches
+
+
+def faster_than_new(an, f, branch: Branch) -> bool:
+    """Whether the branch's newest patch at hand is significantly faster than NEW, beyond the
+    threshold, paired as the step: the step moved back there."""
+    try:
+        c = stats.compare(an.means[(f.b, f.op)], an.means[(branch.release, f.op)],
+                          paired=an.data.paired)
+    except (KeyError, ValueError):
+        return False
+    return bool(c.significant) and c.ratio < 1 / (1 + an.threshold)
+
+
+def same_change(an, f, entry, bracketed: set) -> str | None:
+    """Why a later changelog entry is the same change as step ``f``'s, in words, or None:
+    it names the step's tested cause by its number (a word of its own: "gh-101819", not
+    "gh-1018190"), or names a function that moved in the step (by its name, or its file's),
+    or a measured bracket of another branch named it (``bracketed``). An entry that only
+    speaks of the op's machinery is not enough: every io entry does."""
+    from iomatrix.analysing import csource, evidence
+    verdict = evidence.verdict_for(an, f)
+    text = str(entry.text)
+    cause = verdict.candidate.entry.number if verdict.candidate is not None else None
+    if cause and re.search(rf"(?<![\w-]){re.escape(cause.split('-')[-1])}(?!\d)", text):
+        return f"it names {cause}"
+    lower = text.lower()
+    for moved in verdict.moved:
+        for word in [moved.path.rsplit("/", 1)[-1], *map(csource.bare_name, moved.names)]:
+            if len(word) > 3 and word.lower() in lower:
+                return f"it names {word}"
+    if entry.number in bracketed:
+        return "a bracket of another branch names it"
+    return None
+
+
+def fix_in_branch(an, f, branch: Branch, bracketed: set) -> tuple:
+    """(number, release) of the best later entry (changelog.later_fixes) listed in a release
+    of ``branch``'s minor version up to its newest patch at hand that is the same change as
+    the step (same_change); (None, None) for none."""
+    upto = version_key(branch.version)
+    for fix in an.why.later_of(f.op, an.suite_of.get(f.op, ""), f.b, LATER_LOOKED_AT):
+        for release in (fix.candidate.entry.release, *fix.also):
+            key = version_key(str(release))
+            if key is not None and key.release[:2] == branch.minor and key <= upto and \
+                    same_change(an, f, fix.candidate.entry, bracketed):
+                return fix.candidate.entry.number, str(release)
+    return None, None
 
 
 def short_words(an, f) -> str:
     """The branches as the main page's row says them, plain text: neighbouring minor versions
-    in the same state in one run ("3.12-3.13 have it; 3.14 fixed in 3.14.3 by gh-144380;
-    3.15 unknown"), '' for none. The suite page and data.csv have each branch's words."""
+    in the same state in one run ("3.12 has it, security-only, will not get gh-144380; 3.13
+    fixed in 3.13.12 by gh-144380; 3.15 unknown"), '' for none. A branch's lifecycle is said
+    where it is not bugfix or pre-release (lifecycle_of). The suite page and data.csv have
+    each branch's words."""
     groups: list = []
-    for b in status_of(an, f):
+    for row in branches_now(an, f):
+        b = row.branch
         said = b.state
-        if b.bracket[0]:
+        fixed = bool(b.bracket[0] or b.from_changelog)
+        if fixed:
             said = ("fixed" if b.state == FIXED else "partly fixed") + (
                 f" in {b.fixed_in} by {b.change}" if b.change else f" by {b.bracket[1]}")
-        if groups and groups[-1][1] == said and not b.bracket[0]:
+        tail = SHORT_PHASES.get(row.lifecycle.phase, "") if row.open else ""
+        if tail and row.pending and b.state in (HAS, PART) and \
+                row.lifecycle.phase != LIFECYCLE_UNKNOWN:
+            tail += f", will not get {row.pending}"
+        if groups and groups[-1][1] == (said, tail) and not fixed:
             groups[-1][0].append(b)
         else:
-            groups.append(([b], said))
+            groups.append(([b], (said, tail)))
     parts = []
-    for branches, said in groups:
+    for branches, (said, tail) in groups:
         first = ".".join(map(str, branches[0].minor))
         last = ".".join(map(str, branches[-1].minor))
         plural = len(branches) > 1
@@ -232,14 +316,30 @@ def short_words(an, f) -> str:
             said = "have it" if plural else "has it"
         elif said == PART:
             said = "have part of it" if plural else "has part of it"
+        said += f", {tail}" if tail else ""
         parts.append(f"{first}–{last} {said}" if plural else f"{first} {said}")
     return "; ".join(parts)
 
 
+# The main page's row says a branch's lifecycle in a word where it is not bugfix or pre-release
+SHORT_PHASES = {SECURITY: "security-only", END_OF_LIFE: "end of life",
+                LIFECYCLE_UNKNOWN: "lifecycle unknown"}
+
+
 def status_words(an, f) -> str:
-    """The branches in one line: "3.12: has it (3.12.1: 1.85x); 3.13: fixed in 3.13.12 by
-    gh-144380 (3.13.15: 1.02x)", plain text; '' for none."""
-    return "; ".join(b.words() for b in status_of(an, f))
+    """The branches in one line, each with its lifecycle: "3.12 (security fixes only, to
+    2028-10): has it (3.12.1: 1.85x), will not get gh-144380; 3.13 (bugfix): fixed in 3.13.12
+    by gh-144380 (3.13.15: 1.02x)", plain text; '' for none."""
+    said = []
+    for row in branches_now(an, f):
+        minor, words = row.branch.words().split(": ", 1)
+        if row.pending and row.open and row.branch.state != UNKNOWN:
+            if row.lifecycle.phase in (SECURITY, END_OF_LIFE):
+                words += f", will not get {row.pending}"
+            elif row.lifecycle.gets_bugfixes:
+                words += f", may get {row.pending}"
+        said.append(f"{minor} ({row.lifecycle.words()}): {words}")
+    return "; ".join(said)
 
 
 def note(an, findings: list) -> str:
@@ -259,4 +359,176 @@ def note(an, findings: list) -> str:
         said += ("; the newest patch of " + ", ".join(".".join(map(str, m)) for m in unknown)
                  + " is not known here (no changelog of the branch at hand: nox -s changelog "
                  "-- VERSION), so there it is as far as the run's builds show")
-    return said + "."
+    return said + "; " + lifecycle_note() + "."
+
+
+# -- each branch's place in the release cycle ---------------------------------------------
+
+# The .0 release date of each minor version, from the release schedule PEPs (PEP 373 for
+# 2.7, 494 for 3.6, 537 for 3.7, 569 for 3.8, 596 for 3.9, 619 for 3.10, 664 for 3.11, 693
+# for 3.12, 719 for 3.13, 745 for 3.14) and python.org's release pages. None: a branch with
+# no .0 when the table was written (3.15: PEP 790 schedules it; a schedule is not a release).
+# No network here: a newer branch is added by hand when its .0 is out.
+FIRST_RELEASES = {
+    (2, 7): datetime.date(2010, 7, 3),
+    (3, 6): datetime.date(2016, 12, 23),
+    (3, 7): datetime.date(2018, 6, 27),
+    (3, 8): datetime.date(2019, 10, 14),
+    (3, 9): datetime.date(2020, 10, 5),
+    (3, 10): datetime.date(2021, 10, 4),
+    (3, 11): datetime.date(2022, 10, 24),
+    (3, 12): datetime.date(2023, 10, 2),
+    (3, 13): datetime.date(2024, 10, 7),
+    (3, 14): datetime.date(2025, 10, 7),
+    (3, 15): None,
+}
+# PEP 602 (as amended for 3.13 on): bugfix releases for 2 years after the .0, then security
+# fixes only, source releases, until 5 years after it. Before 3.13 the bugfix phase was 18
+# months; the rule's 2 years only moves the day 3.9-3.12 turned security-only, which no page
+# states (a page gives the phase and the end of life).
+BUGFIX_YEARS, SUPPORT_YEARS = 2, 5
+# 2.7's end was its own (PEP 373): 2020-01-01, bugfix releases up to it.
+END_OF_LIFE_DATES = {(2, 7): datetime.date(2020, 1, 1)}
+
+
+def _years_after(day: datetime.date, years: int) -> datetime.date:
+    try:
+        return day.replace(year=day.year + years)
+    except ValueError:          # 29 February
+        return day.replace(year=day.year + years, day=28)
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A minor version's place in the release cycle on a day (``lifecycle_of``)."""
+    minor: tuple
+    phase: str                      # BUGFIX, SECURITY, END_OF_LIFE, PRERELEASE, LIFECYCLE_UNKNOWN
+    on: datetime.date | None        # the day it is taken on (the run's)
+    end: datetime.date | None = None    # its end of life (from the table)
+
+    @property
+    def maintained(self) -> bool:
+        """Whether the branch still gets releases with fixes (bugfix, security or coming)."""
+        return self.phase in (BUGFIX, SECURITY, PRERELEASE)
+
+    @property
+    def gets_bugfixes(self) -> bool:
+        return self.phase in (BUGFIX, PRERELEASE)
+
+    def words(self) -> str:
+        """"bugfix", "security fixes only, to 2028-10", "end of life since 2025-10",
+        "pre-release", "lifecycle unknown", plain text."""
+        if self.phase == SECURITY and self.end:
+            return f"{SECURITY}, to {self.end:%Y-%m}"
+        if self.phase == END_OF_LIFE and self.end:
+            return f"{END_OF_LIFE} since {self.end:%Y-%m}"
+        return self.phase
+
+
+def lifecycle_of(minor: tuple, on: datetime.date | None, prerelease: bool = False) \
+        -> Lifecycle:
+    """``minor``'s phase on day ``on`` by FIRST_RELEASES and PEP 602's rule; a minor version
+    the table does not hold, or no day, is LIFECYCLE_UNKNOWN (never guessed); one the table
+    holds without a .0 is PRERELEASE when ``prerelease`` (its newest version at hand is a
+    pre-release), else unknown (its .0 may be out)."""
+    minor = tuple(minor)[:2]
+    if on is None or minor not in FIRST_RELEASES:
+        return Lifecycle(minor, LIFECYCLE_UNKNOWN, on)
+    first = FIRST_RELEASES[minor]
+    if first is None:
+        return Lifecycle(minor, PRERELEASE if prerelease else LIFECYCLE_UNKNOWN, on)
+    end = END_OF_LIFE_DATES.get(minor) or _years_after(first, SUPPORT_YEARS)
+    bugfix_end = END_OF_LIFE_DATES.get(minor) or _years_after(first, BUGFIX_YEARS)
+    if on < first:
+        phase = PRERELEASE
+    elif on < bugfix_end:
+        phase = BUGFIX
+    elif on < end:
+        phase = SECURITY
+    else:
+        phase = END_OF_LIFE
+    return Lifecycle(minor, phase, on, end)
+
+
+RUN_DATE_RE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
+
+
+def run_date(an) -> datetime.date | None:
+    """The day the run started (its manifest's ``started``, else its id's date), the day a
+    branch's lifecycle is taken on; None when neither gives one."""
+    manifest = getattr(an.data, "manifest", None) or {}
+    run = getattr(an.data, "run", None)
+    for text in (manifest.get("started"), manifest.get("run_id"),
+                 getattr(run, "run_id", None)):
+        match = RUN_DATE_RE.match(str(text or ""))
+        if match:
+            try:
+                return datetime.date(*map(int, match.groups()))
+            except ValueError:
+                continue
+    return None
+
+
+@dataclass(frozen=True)
+class BranchNow:
+    """One branch of a regression now: its state (Branch), its place in the release cycle
+    and the fix another branch got that this one has not (``pending``: "gh-144380")."""
+    branch: Branch
+    lifecycle: Lifecycle
+    pending: str | None = None
+
+    @property
+    def open(self) -> bool:
+        """Whether the regression is still there in the branch (has it, part of it, unknown)
+        and nothing of the branch is named as its fix."""
+        return self.branch.state in (HAS, PART, UNKNOWN) and self.branch.change is None
+
+    def words(self) -> str:
+        """"3.12: security fixes only, to 2028-10; has it, will not get gh-144380", "3.14:
+        bugfix; partly fixed in 3.14.3 by gh-144380", plain text."""
+        minor = ".".join(map(str, self.branch.minor))
+        b = self.branch
+        if b.change:
+            said = (f"{'fixed' if b.state == FIXED else 'partly fixed'} in {b.fixed_in} by "
+                    f"{b.change}")
+        elif b.bracket[0]:
+            said = f"{'fixed' if b.state == FIXED else 'partly fixed'} by {b.bracket[1]}"
+        else:
+            said = {HAS: "has it", PART: "has part of it"}.get(b.state, b.state)
+        if self.pending and self.open and b.state != UNKNOWN:
+            # an unknown branch's newer patch (not at hand) may have had it before its end
+            if self.lifecycle.phase in (SECURITY, END_OF_LIFE):
+                said += f", will not get {self.pending}"
+            elif self.lifecycle.gets_bugfixes:
+                said += f", may get {self.pending} (not in its releases known here)"
+        return f"{minor}: {self.lifecycle.words()}; {said}"
+
+
+def branches_now(an, f) -> list[BranchNow]:
+    """For regression ``f``, each branch from NEW's minor version on, oldest first: its
+    state and fix (status_of), its lifecycle on the run's date (lifecycle_of), and the fix
+    named in another branch that it lacks; [] for a speed-up. ``BranchNow.lifecycle
+    .maintained`` keeps the branches that still get releases. The first screen's table of
+    open regressions and the issue text read this."""
+    branches = status_of(an, f)
+    day = run_date(an)
+    named = [b.change for b in branches if b.change]
+    pending = named[0] if named else None
+    rows = []
+    for b in branches:
+        key = version_key(b.version)
+        prerelease = key is not None and key.is_prerelease
+        rows.append(BranchNow(b, lifecycle_of(b.minor, day, prerelease),
+                              pending if b.change is None else None))
+    return rows
+
+
+def lifecycle_note() -> str:
+    """What the lifecycle table is, for a page (plain text)."""
+    newest = max(m for m, first in FIRST_RELEASES.items() if first is not None)
+    return ("a branch's lifecycle (bugfix, security fixes only, end of life, pre-release) is "
+            "taken on the run's date from a table of each minor version's .0 date (2.7 to "
+            f"{'.'.join(map(str, newest))}, from the release schedule PEPs) and PEP 602's "
+            f"rule: bugfix releases for {BUGFIX_YEARS} years after the .0, security fixes "
+            f"only until {SUPPORT_YEARS} years after it (2.7: to 2020-01-01, PEP 373); a "
+            "branch the table lacks is \"lifecycle unknown\"")
