@@ -104,7 +104,7 @@ def hostile_spec(run_id: str, text: str, keep=STRUCTURE, labels=("3.12", "3.13",
     for key in ("machine_state_start", "machine_state_end"):
         top.setdefault(key, {})["load_average"] = [0.1, 0.1, 0.1]
     top["order"] = {"method": text, "seed": 1}
-    top["native"] = {"status": "ok" if "status" in keep else text, "tool": text,
+    top["native"] = {"status": "failed" if "status" in keep else text, "tool": text,
                      "error_tail": text}
     # the series files' metadata and the counters files: documents of the run as well
     bench_meta = hostile_fields(schema.Metadata, text, keep)

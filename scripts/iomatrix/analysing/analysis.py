@@ -9,6 +9,7 @@ The report, compare and history all read runs through this module.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -38,6 +39,9 @@ class RunData:
     # The ablations' processes (measuring.knobs): each under its release's own series, its op
     # named "OP~KNOB=VALUE" (analysing.ablation reads them); None when the run has none.
     ablations: pd.DataFrame | None = None
+    # series -> (its data file, why): series the manifest lists as written (WRITTEN_STATUSES)
+    # that the run's data lacks, their file missing, unreadable or refused (left_out_series)
+    left_out: dict = dataclasses.field(default_factory=dict)
 
     @property
     def paired(self) -> bool:
@@ -67,6 +71,8 @@ def load_run(run: store.Run) -> RunData:
         for row in series_rows:
             row["series"] = store.series_of(path)
         rows += series_rows
+    left_out = left_out_series(run, manifest, {row["series"] for row in rows}, problems)
+    problems += [(name, why) for name, why in left_out.values() if (name, why) not in problems]
     machine_phase, phase_problems = phase.read_phase(run.path)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     ablated = frame["series"].map(lambda series: is_ablation(manifest, series)).astype(bool)
@@ -75,7 +81,62 @@ def load_run(run: store.Run) -> RunData:
     twins = frame["series"].map(lambda series: is_condition_twin(manifest, series)).astype(bool)
     return RunData(run, manifest, frame[~twins].reset_index(drop=True), problems + phase_problems,
                    machine_phase, all_conditions=frame if twins.any() else None,
-                   ablations=ablations)
+                   ablations=ablations, left_out=left_out)
+
+
+# A series' status in the manifest when the runner wrote its data file (measuring.planning
+# series_status; "partial" in older runs): its file is then expected in the run.
+WRITTEN_STATUSES = ("ok", "incomplete", "partial")
+
+
+def left_out_series(run: store.Run, manifest: dict, read: set, problems: list) -> dict:
+    """{series: (file, why)} for each series the manifest lists as written whose data is not
+    in ``read`` (the series rows were read for): its file missing (deleted after the run
+    ended), or named in ``problems`` (unreadable, damaged, stored twice), or holding no
+    timed value. Each is named on the pages, never left out without a word."""
+    said = dict(problems)
+    entries = {series: entry for series, entry in (manifest.get("interpreters") or {}).items()
+               if isinstance(entry, dict)}
+    if isinstance(manifest.get("native"), dict):
+        entries[native.SERIES] = manifest["native"]
+    out = {}
+    for series, entry in sorted(entries.items()):
+        status = entry.get("status")
+        if status not in WRITTEN_STATUSES or series in read:
+            continue
+        path = run.series_file(series)
+        name = path.name
+        known = name if name in said else store.plain_name(path)
+        if known in said:
+            # the file is named beside it: not the machine's path to it again
+            why = store.without_path(said[known], run.path / known)
+        elif not os.path.lexists(path):
+            why = (f"missing, deleted or moved after the run; the manifest lists series "
+                   f"{series} as written, status {status}")
+        else:
+            why = "holds no timed value"
+        out[series] = (name, why)
+    return out
+
+
+def spanned_steps(data: RunData, steps) -> dict:
+    """{(a, b): [left-out series]}: each release step that stands over a series the manifest
+    lists as written but whose data is left out (RunData.left_out) and which would have
+    been a release of the lineage between a and b. Without it, 3.12 → 3.14 reads as a step
+    between consecutive releases of the run; it is not."""
+    if not data.left_out:
+        return {}
+    present = ordered_series(data)
+    whole = lineage(data, sorted(set(present) | set(data.left_out),
+                                 key=lambda s: series_sort_key(data, s))).releases
+    out = {}
+    for a, b in steps:
+        if a in whole and b in whole:
+            between = whole[whole.index(a) + 1:whole.index(b)]
+            spanned = [s for s in between if s in data.left_out]
+            if spanned:
+                out[(a, b)] = spanned
+    return out
 
 
 def is_condition_twin(manifest: dict, series: str) -> bool:
@@ -160,10 +221,16 @@ def process_means(frame: pd.DataFrame) -> dict:
     Read row by row from the columns, not by ``frame.groupby``: a report asks for these
     a few hundred times and pandas' group iteration made that most of its time (37 s of
     a 50 s report of the reference run)."""
-    rows: dict = {}
     # .tolist(): the same Python values as iterating the columns, without pandas' per-item cost
-    for series, op, round_index, mean in zip(frame["series"].tolist(), frame["op"].tolist(),
-                                             frame["round"].tolist(), frame["mean"].tolist()):
+    return round_means(zip(frame["series"].tolist(), frame["op"].tolist(),
+                           frame["round"].tolist(), frame["mean"].tolist()))
+
+
+def round_means(processes) -> dict:
+    """{(series, op): {round: mean}} from (series, op, round, mean) per process (history
+    reads one series of thousands of runs this way, without a table per run)."""
+    rows: dict = {}
+    for series, op, round_index, mean in processes:
         rows.setdefault((series, op), []).append((round_index, mean))
     out: dict = {}
     for key, pairs in rows.items():
@@ -192,10 +259,14 @@ def cell_values(frame: pd.DataFrame, column: str) -> dict:
 def ordered_ops(data: RunData) -> list[str]:
     """Ops by the manifest's suite order, within a suite the 2009 study's order
     (``study.ORDER``) and then by name; an op's control (``<op>__control``) right after it."""
-    frame = data.frame
-    suite_rank = {s: i for i, s in enumerate(data.manifest.get("suites", []))}
-    firsts = frame.drop_duplicates("op")[["op", "suite"]]
-    suite_of = dict(zip(firsts["op"], firsts["suite"]))
+    firsts = data.frame.drop_duplicates("op")[["op", "suite"]]
+    return op_order(dict(zip(firsts["op"], firsts["suite"])), data.manifest.get("suites", []))
+
+
+def op_order(suite_of: dict, suites) -> list[str]:
+    """The ops of ``suite_of`` ({op: its suite}) in ``ordered_ops``' order, ``suites`` the
+    manifest's."""
+    suite_rank = {s: i for i, s in enumerate(suites if isinstance(suites, list) else [])}
 
     def key(op):
         suffix = selection.CONTROL_SUFFIX

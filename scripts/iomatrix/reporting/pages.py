@@ -29,13 +29,14 @@ from iomatrix.storing import store
 from iomatrix.analysing.analysis import (VARIANT_KINDS, RunData, build_flag_differences, context,
                                          is_condition_twin, lineage_recipe_lines, ordered_ops,
                                          ordered_series, process_means, series_info,
-                                         step_recipe_note, with_all_conditions)
+                                         spanned_steps, step_recipe_note, with_all_conditions)
 from iomatrix.analysing.comparisons import Analysis, analyse
 from iomatrix.reporting.markdown import (FASTER, SLOWER, code, collapse_zero_tables,
                                          context_differences, details, demoted, fmt_ratio,
                                          fmt_time, fmt_value, md, nowrap, table, url, wide_table)
-from iomatrix.reporting.sections import (column_title, section_aa, section_header, section_metadata,
-                                         section_problems, section_run_facts, section_skipped,
+from iomatrix.reporting.sections import (column_title, left_out_sentence, section_aa,
+                                         section_header, section_metadata, section_problems,
+                                         section_run_facts, section_skipped,
                                          section_then_and_now, section_warnings)
 from iomatrix.reporting.suite_pages import display_order, suite_page, tidy_csv
 # The summary paragraph and the findings section live in modules of their own; their names
@@ -146,6 +147,10 @@ def section_steps(an: Analysis, label: Labeller) -> list[str]:
     # than the release (analysis.lineage): said where the steps are.
     notes = [f"- {nowrap(f'{md(a)} → {md(b)}')}: {note}" for a, b in an.steps
              if (note := step_recipe_note(an.lin, a, b))] + gaps
+    notes += [f"- {nowrap(f'{md(a)} → {md(b)}')}: stands over {', '.join(code(s) for s in over)}, "
+              "which the manifest lists as measured but whose data is left out (Files not "
+              "read): not a step between consecutive releases of this run."
+              for (a, b), over in spanned_steps(an.data, an.steps).items()]
     return ["## Release steps", "",
             "Each release of the lineage against the one before it (the previous-release base): "
             "geometric mean of the op ratios, and how many ops changed significantly; "
@@ -347,6 +352,13 @@ def build_pages(data: RunData, baseline: str | None = None,
         summary = f"{summary} {untouched_clause}." if summary else f"{untouched_clause}."
     if pool is not None:
         summary = pool_section.summary_sentence(pool) + (f" {summary}" if summary else "")
+    # A series the manifest lists as measured whose data is not here is said in the answer
+    # itself (and so on the first screen and in the terminal's "In words"), with the steps
+    # that now stand over it: never a release gone from the lineage without a word.
+    spanned = spanned_steps(data, an.steps)
+    left_out = left_out_sentence(data, spanned)
+    if left_out:
+        summary = f"{summary} {left_out}" if summary else left_out
     extra = {}
     if data.run is not None:
         counted = page_counts(data, main_name, shown)

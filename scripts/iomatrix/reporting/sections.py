@@ -85,12 +85,28 @@ def conditions_sentence(m: dict) -> str:
             f"**{md(str(m.get('timing_cpus') or 'unstated (not pinned)'))}**; {order}.")
 
 
+def left_out_sentence(data: RunData, spanned: dict, style=str) -> str:
+    """The series the manifest lists as written whose data the report could not use, with
+    the file and why, and the release steps that stand over them (analysis.spanned_steps):
+    one sentence, "" when none. ``style`` shows a name: ``str`` for the summary in words
+    (escaped where it is placed), ``code`` on a page."""
+    if not data.left_out:
+        return ""
+    said = "; ".join(f"{style(series)} ({style(name)}: {why if style is str else md(why)})"
+                     for series, (name, why) in data.left_out.items())
+    steps = [f"{style(a)} → {style(b)} stands over {', '.join(style(s) for s in over)}"
+             for (a, b), over in spanned.items()]
+    return f"Left out: {said}." + (f" So the step {'; the step '.join(steps)}: not a step "
+                                   "between consecutive releases of this run." if steps else "")
+
+
 def section_problems(data: RunData) -> list[str]:
     lines = []
     if data.problems:
         lines += ["## Files not read", "",
-                  "These files are in the run directory but could not be used; they were left as "
-                  "they are and the rest of the report is built without them.", ""]
+                  "These files of the run could not be used (missing, unreadable or damaged); "
+                  "they were left as they are and the rest of the report is built without "
+                  "them.", ""]
         lines += [f"- {code(name)}: {md(message)}" for name, message in data.problems]
         lines.append("")
     failed = {s: e for s, e in data.manifest.get("interpreters", {}).items()

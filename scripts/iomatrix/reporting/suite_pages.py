@@ -14,13 +14,14 @@ import re
 from iomatrix import callgrind, stats
 from iomatrix.analysing import controls, counts, evidence, status
 from iomatrix.measuring import native
-from iomatrix.analysing.analysis import process_means, with_all_conditions
+from iomatrix.analysing.analysis import process_means, spanned_steps, with_all_conditions
 from iomatrix.analysing.comparisons import Analysis, Finding
 from iomatrix.reporting.markdown import (FASTER, MAX_COLUMNS, SLOWER, code, fmt_ratio,
                                          fmt_throughput, fmt_time, fmt_value, md, nowrap, row_id,
                                          table, url, visible, wide_table)
 from iomatrix.reporting import aa_caveat, allocator_section, count_csv
-from iomatrix.reporting.sections import column_title, section_memory, section_sentences
+from iomatrix.reporting.sections import (column_title, left_out_sentence, section_memory,
+                                         section_sentences)
 from iomatrix.reporting.why import candidate_lines, later_line
 from iomatrix.reporting.callpath_words import paths_sentence
 
@@ -52,6 +53,9 @@ def suite_page(an: Analysis, suite: str, main_name: str, heatmaps: list[str]) ->
              f"Back to the [main page](../{main_name}). {stats.method_sentence(an.data.paired)} **Bold**: a regression "
              f"(significant and slower by more than {an.threshold:.0%}); [n/a]: too few "
              "processes for an interval; —: not measured.", ""]
+    left_out = left_out_sentence(an.data, spanned_steps(an.data, an.steps), code)
+    if left_out:     # where its columns would have been, said as on the main page
+        lines += [f"> **Warning:** {left_out}", ""]
     if heatmaps:
         # The page's best answer first: the whole suite at a glance.
         lines += ["## Heatmap", "",
