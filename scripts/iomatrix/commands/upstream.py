@@ -78,8 +78,8 @@ def finding(results_dir: Path, run_id: str | None, op: str, old: str, new: str) 
         per_call = {}
         for row in counts.load_counts(run.path):
             if row["op"] == op and row["series"] in (a, b) and (
-                    row["counter"] in ("syscalls", "instructions")
-                    or row["counter"].startswith("syscall:")):
+                    row["counter"] in ("syscalls", "instructions", "syscall_bytes")
+                    or row["counter"].startswith(("syscall:", "syscall_bytes:"))):
                 per_call.setdefault(row["series"], {})[row["counter"]] = row["per_call"]
         return {"run": run, "manifest": manifest, "old": a, "new": b,
                 "comparison": comparison, "counts": per_call, "data": data}
@@ -96,16 +96,33 @@ def _per_call(value) -> str:
     return f"{value:,.1f}"
 
 
+def _bytes(value) -> str:
+    """Bytes per call as the pages say them ("82 MB"), else "—"."""
+    from iomatrix.analysing.counts import fmt_bytes
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "—"
+    return fmt_bytes(value)
+
+
 def counts_lines(found: dict) -> list[str]:
+    """The counts per call of both sides: system calls, instructions, the bytes the system
+    calls moved (in all and per call name, as the main page's "`read` bytes 82 MB → 2.6 GB"),
+    and the calls whose number changed; a row per counter, names escaped."""
     from iomatrix.markup import code, md
     lines = []
     a, b = found["counts"].get(found["old"], {}), found["counts"].get(found["new"], {})
-    for counter in sorted(set(a) | set(b), key=lambda c: (c != "syscalls", c != "instructions", c)):
+    order = {"syscalls": 0, "instructions": 1, "syscall_bytes": 2}
+    for counter in sorted(set(a) | set(b), key=lambda c: (order.get(c, 3), c)):
         before, after = a.get(counter), b.get(counter)
-        if before == after and counter.startswith("syscall:"):
+        if before == after and counter.startswith(("syscall:", "syscall_bytes:")):
             continue
-        name = f"{code(counter[8:])} calls" if counter.startswith("syscall:") else md(counter)
-        lines.append(f"| {name} | {_per_call(before)} | {_per_call(after)} |")
+        if counter == "syscall_bytes":
+            lines.append(f"| bytes moved by system calls | {_bytes(before)} | {_bytes(after)} |")
+        elif counter.startswith("syscall_bytes:"):
+            lines.append(f"| {code(counter[14:])} bytes | {_bytes(before)} | {_bytes(after)} |")
+        else:
+            name = f"{code(counter[8:])} calls" if counter.startswith("syscall:") else md(counter)
+            lines.append(f"| {name} | {_per_call(before)} | {_per_call(after)} |")
     return (["| per call | before | after |", "|:--|--:|--:|"] + lines) if lines else \
         ["Counts: not counted in this run."]
 
@@ -139,13 +156,18 @@ def cause_and_status(found: dict, op: str) -> list[str]:
     if verdict.ablation and verdict.evidence != evidence.ABLATION:
         cause += f". Ablation: {md(verdict.ablation)}"
     lines = [cause + ("" if cause.endswith(".") else "."), ""]
+    lines += issue_parts.known_issue_lines(an, f)
     now = status.status_words(an, f)
     if now:
         lines += [f"**Status per branch** (the newest patch at hand of each minor version, "
-                  f"against {md(f.a)}): {md(now)}.", ""]
+                  f"against {md(f.a)}; each branch's lifecycle on the run's date): "
+                  f"{md(now)}.", ""]
     fixes = issue_parts.fixes_line(an, f)
     if fixes:
         lines += [fixes, ""]
+    lines += issue_parts.source_lines(an, f)
+    if now:
+        lines += [f"*Lifecycle:* {md(status.lifecycle_note())}.", ""]
     return lines + issue_parts.twin_lines(an, f)
 
 
@@ -169,8 +191,10 @@ def title_of(op: str, old: str, new: str, found: dict | None) -> str:
     """The issue's title by behaviour: what got slower (the op's reproducer template says it
     in words; the op's name where it has none), by how much, since which release."""
     template = template_for(op)
+    analysed = analysis_of(found, op) if found is not None else None
+    since = issue_parts.release_of_change(*analysed, new)[0] if analysed else None
     return issue_parts.title(template.behaviour if template else None, op, old, new,
-                             found["comparison"].ratio if found is not None else None)
+                             found["comparison"].ratio if found is not None else None, since)
 
 
 def fence_for(text: str) -> str:
@@ -179,7 +203,8 @@ def fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def issue_text(op, suite, old, new, found, repro_name, repro_output, cands) -> str:
+def issue_text(op, suite, old, new, found, repro_name, repro_output, cands,
+               ran_under: str | None = None) -> str:
     """ISSUE.md: held to the pages' rules. Every string from a run's files (the manifest's
     builds and machine, the counters' names) or from a process's output is escaped
     (markup.md, markup.code) or fenced with its control characters shown escaped, so none is
@@ -209,21 +234,23 @@ def issue_text(op, suite, old, new, found, repro_name, repro_output, cands) -> s
             for label in (found["old"], found["new"])), ""]
         lines += ["## Machine", "", f"{md(release.machine_line(manifest))}; kernel "
                   f"{md(platform.release())} (this machine, {md(platform.machine())}).", ""]
-    lines += ["## Reproducer", ""] + reproducer_lines(op, old, new, repro_name, repro_output)
+    lines += ["## Reproducer", ""] + reproducer_lines(op, old, new, repro_name, repro_output,
+                                                      ran_under)
     lines += ["## Candidate upstream changes", ""] + cands
     return "\n".join(lines) + "\n"
 
 
-def reproducer_lines(op, old, new, repro_name, repro_output) -> list[str]:
+def reproducer_lines(op, old, new, repro_name, repro_output, ran_under=None) -> list[str]:
     """The reproducer's section: what it does, its op part (the fixture, the timed call, its
-    control and check, fenced), how to run it and its output; one line for an op without a
-    template."""
+    control and check, fenced), how to run it and its own output with the interpreters it
+    ran under (``ran_under``, markdown), or "reproducer not run here" and why; one line for
+    an op without a template."""
     from iomatrix.markup import code, visible
     template = template_for(op)
     if template is None:
         return [no_template_line(op), ""]
     output = [visible(line) for line in repro_output.strip().splitlines()] if repro_output \
-        else ["(not run here: give --run-repro OLD_PYTHON NEW_PYTHON)"]
+        else []
     usage = f"$ python {repro_name} /path/to/python{old} /path/to/python{new}"
     fence = fence_for("\n".join(output))
     part = template.source.strip("\n")
@@ -233,8 +260,11 @@ def reproducer_lines(op, old, new, repro_name, repro_output) -> list[str]:
             "with `timeit`, per call and against its control (the same Python loop without "
             "the I/O), with the bytes moved per call. Its op part:", "",
             f"{part_fence}python", part, part_fence, "",
-            "Run under the two releases, alternating:", "",
-            f"{fence}console", usage, *output, fence, ""]
+            *(["**Reproducer run here** under " + ran_under + ", alternating; its own "
+               "output:", "", f"{fence}console", usage, *output, fence, ""] if output else
+              ["**Reproducer not run here**: " + (ran_under or "no build of both releases "
+               "at hand") + ". To run it under the two releases, alternating:", "",
+               f"{fence}console", usage, fence, ""])]
 
 
 def parser() -> cli.Parser:
@@ -251,6 +281,9 @@ def parser() -> cli.Parser:
     p.add_argument("--run-repro", nargs=2, metavar=("OLD_PYTHON", "NEW_PYTHON"), default=None,
                    help="run the reproducer under these two interpreters and put its output "
                         "into ISSUE.md")
+    p.add_argument("--no-run-repro", action="store_true",
+                   help="do not run the reproducer (by default it runs under the builds of "
+                        "OLD and NEW found here, when both are)")
     p.add_argument("--repeat", type=cli.positive_int, default=20,
                    help="calls per process when --run-repro runs it (default: %(default)s)")
     return p
@@ -279,19 +312,31 @@ def check_out_dir(out_dir: Path, results_dir: Path) -> None:
     outputs.check_writable(out_dir, f"--out-dir {shown}")
 
 
-def compile_targets(old: str, new: str, run_repro) -> list[str]:
+def interpreters_here() -> list:
+    """The interpreters discovery finds here (BadInput for a bad declaration)."""
+    from iomatrix.interpreters import discovery
+    try:
+        return discovery.discover(warn=lambda message: None)
+    except discovery.DiscoveryError as exc:
+        raise cli.BadInput(str(exc)) from None
+
+
+def builds_of(interpreters, old: str, new: str) -> list:
+    """[OLD's build, NEW's build] found here (bisect_points.find_build: pyenv or provisioned,
+    plain CPython), None for one not found."""
+    from iomatrix.commands import bisect_points
+    return [bisect_points.find_build(interpreters, version) for version in (old, new)]
+
+
+def compile_targets(old: str, new: str, run_repro, interpreters=None) -> list[str]:
     """The interpreters a reproducer must compile under: --run-repro's, the builds of OLD and
     NEW discovery finds here, the oldest CPython here (the reproducer promises 2.7), and
     this one. Only interpreters found or named here run: never a path read from a run."""
-    from iomatrix.commands import bisect_points
     from iomatrix.interpreters import discovery
     targets = list(run_repro or [])
-    try:
-        interpreters = discovery.discover(warn=lambda message: None)
-    except discovery.DiscoveryError as exc:
-        raise cli.BadInput(str(exc)) from None
-    for version in (old, new):
-        interp = bisect_points.find_build(interpreters, version)
+    if interpreters is None:
+        interpreters = interpreters_here()
+    for interp in builds_of(interpreters, old, new):
         if interp is not None:
             targets.append(interp.executable)
     cpythons = [i for i in interpreters if i.ok and i.implementation == "cpython"]
@@ -332,6 +377,25 @@ def run_reproducer(source: str, name: str, pythons, repeat: int, log,
     return done.stdout
 
 
+def repro_pythons(args, interpreters, old: str, new: str, rounds: int) -> tuple:
+    """(the two interpreters the reproducer runs under or None, what ISSUE.md says of them):
+    --run-repro's; else, unless --no-run-repro, the builds of OLD and NEW found here; else
+    None and why it is not run. Named by version and label, never by path."""
+    from iomatrix.markup import code, md
+    runs = f"{rounds} rounds of {args.repeat} calls"
+    if args.run_repro:
+        return args.run_repro, f"the two interpreters given (--run-repro), {runs}"
+    if args.no_run_repro:
+        return None, "--no-run-repro was given"
+    found = builds_of(interpreters, old, new)
+    if None in found:
+        missing = " and ".join(v for v, i in zip((old, new), found) if i is None)
+        return None, (f"no build of {md(missing)} here (nox -s provision -- {md(missing)} "
+                      "builds one; or give --run-repro OLD_PYTHON NEW_PYTHON)")
+    return [i.executable for i in found], " and ".join(
+        f"{md(i.version)} ({code(i.label)}, {md(i.source)})" for i in found) + f", {runs}"
+
+
 @cli.main_guard
 def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -350,7 +414,7 @@ def main(argv, log=None) -> int:
     check_out_dir(out_dir, args.results_dir)
     found = finding(args.results_dir, args.run_id, args.op, old, new)
     suite = suite_of(args.op)
-    source = output = None
+    source = output = ran_under = None
     if template_for(args.op) is None:
         # Not an error: the issue text says so in one line, and only ISSUE.md is written.
         log(cli.terminal_text(f"upstream: no reproducer template for {args.op}; families "
@@ -359,16 +423,18 @@ def main(argv, log=None) -> int:
         analysed = analysis_of(found, args.op) if found is not None else None
         rounds = issue_parts.repro_rounds(analysed[0], analysed[1], REPRO_ROUNDS) \
             if analysed else REPRO_ROUNDS
+        interpreters = interpreters_here()
+        pythons, ran_under = repro_pythons(args, interpreters, old, new, rounds)
         try:
             source = checked_reproducer(args.op, old, new,
-                                        compile_targets(old, new, args.run_repro))
-            output = run_reproducer(source, repro_name, args.run_repro, args.repeat, log,
-                                    rounds) if args.run_repro else None
+                                        compile_targets(old, new, args.run_repro, interpreters))
+            output = run_reproducer(source, repro_name, pythons, args.repeat, log,
+                                    rounds) if pythons else None
         except ReproducerError as exc:
             print(f"error: {cli.one_line(exc)}", file=sys.stderr)
             return cli.EXIT_INTERNAL_ERROR
     cands = bisect.candidate_lines(args.op, suite, old, new, log)
-    text = issue_text(args.op, suite, old, new, found, repro_name, output, cands)
+    text = issue_text(args.op, suite, old, new, found, repro_name, output, cands, ran_under)
     # all files or none; a disk error is exit 2 with the directories made removed again
     files = {out_dir / "ISSUE.md": text}
     if source is not None:
