@@ -190,38 +190,45 @@ def summary_paragraph(an: Analysis, label: Labeller | None = None) -> str:
 
 def open_regressions(an: Analysis, label: Labeller) -> list[str]:
     """The first screen's short table: the listed regressions between 3.x releases (firm, or
-    repeated in every pooled run: comparisons.REPEATS) that a branch's newest patch at hand
-    still has (analysing.status), each with its step, ratio, where each branch stands and
-    whether a newer patch release fixed it; [] when there is none. The steps from 2.x
-    (Python 3's io stack) are in the findings, not here: no branch will change them."""
+    repeated in every pooled run: comparisons.REPEATS) still open in a maintained branch
+    (status.branches_now: bugfix, security fixes only or pre-release, and neither fixed nor
+    partly fixed there), each with its step, ratio, the maintained branches it is open in
+    and the newer patch releases that fixed it or part of it; [] when there is none. The
+    steps from 2.x (Python 3's io stack) are in the findings, not here: no branch will
+    change them."""
     rows = []
     for f in an.listed()[0]:
         major = (series_info(an.data, f.a).get("version_info") or [0])[0]
         backed = getattr(f, "firmness", None) in ("firm", None) or \
             getattr(f, "evidence", None) == REPEATS
-        branches = status.status_of(an, f)
-        still = [b for b in branches if b.state in (status.HAS, status.PART, status.UNKNOWN,
-                                                    status.UNCLEAR)]
+        maintained = [row for row in status.branches_now(an, f) if row.lifecycle.maintained]
+        still = [row for row in maintained if row.open]
         if major < 3 or not backed or not still:
             continue
-        fixed = [f"{'.'.join(map(str, b.minor))}: in {b.fixed_in or b.bracket[1]}"
-                 + (f" ({b.change})" if b.change else "")
-                 for b in branches if b.bracket[0]]
-        unknown = [b.newest_known for b in still if b.state == status.UNKNOWN]
+        fixed = [f"{'.'.join(map(str, row.branch.minor))}: {row.branch.fixed_in} "
+                 f"({row.branch.change})" for row in maintained if row.branch.change]
         rows.append([code(f.op), md(f"{label(f.a)} → {label(f.b)}"),
                      fmt_ratio(f.comparison, an.threshold, interval=False),
-                     md(status.short_words(an, f)),
-                     md("; ".join(fixed) if fixed else
-                        f"not known ({', '.join(unknown)} not at hand)" if unknown else "no")])
+                     "<br>".join(md(branch_words(row)) for row in still),
+                     md("; ".join(fixed) if fixed else "no")])
     if not rows:
         return []
     return ["## Open regressions", "",
             "The listed slowdowns between 3.x releases, firm or the same way in every pooled "
-            "run, that a branch's newest patch at hand still has (\"now\" below the findings "
-            "says how each is read; every branch at hand from the step's newer side is "
-            "shown, whatever its support status).", "",
-            table(rows, ["op", "step", "ratio", "where it stands", "fixed in a newer patch"],
+            "run, that a maintained branch's newest patch at hand still has (its lifecycle on "
+            "the run's date; \"now\" below the findings says how each is read), and the "
+            "newer patch releases that fixed it, or part of it, in another branch.", "",
+            table(rows, ["op", "step", "ratio", "open in", "fixed in a newer patch"],
                   ["left", "left", "right", "left", "left"]), ""]
+
+
+def branch_words(row) -> str:
+    """"3.12 (security fixes only): has it, will not get gh-144380", "3.14: has it", plain
+    text (status.BranchNow.words without the lifecycle of a bugfix branch)."""
+    minor, said = row.words().split(": ", 1)
+    phase, _, state = said.partition("; ")
+    phase = phase.split(",")[0]
+    return f"{minor}{'' if phase in ('bugfix', 'pre-release') else f' ({phase})'}: {state}"
 
 
 def ablation_sentence(an: Analysis, findings: list, label) -> str:
