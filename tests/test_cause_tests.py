@@ -49,7 +49,7 @@ def test_an_api_difference_alone_is_untested_and_the_counts_that_bear_it_out_tes
     # the decoder holds most of the step's new instructions: what "text mode decodes" predicts
     counted = py3_verdict([decoder(0.61)])
     assert counted.test.by == evidence.COUNTER_TEST
-    assert "text mode decodes: 61% of the step's instruction change in ascii_decode" \
+    assert "text mode decodes: 61% of the step's instruction change its way in ascii_decode" \
         in counted.test.words
     # a small share is no test; a binary op's cause predicts no decoder at all
     assert not py3_verdict([decoder(0.10)]).test.tested

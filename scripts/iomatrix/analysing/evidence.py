@@ -168,8 +168,9 @@ class Moved:
     calls_a: float | None   # times entered per call of the op
     calls_b: float | None
     changed: bool | None = None   # its source changed (tarballs of both sides), None: not compared
-    share: float | None = None    # its change over the op's whole change of instructions
-                                  # (the sum of every function's |change|), signed
+    share: float | None = None    # its change over the sum of the changes of every function
+                                  # that moved the step's way (the instructions it added or
+                                  # saved): what a discriminating counter reads
 
     def per_entry(self, side: str) -> float | None:
         value, calls = (self.a, self.calls_a) if side == "a" else (self.b, self.calls_b)
@@ -208,6 +209,7 @@ def moved_functions(functions: dict, counted: list, op: str, a: str, b: str,
     rows = counts.where_instructions_went(functions, op, a, b, top=None)
     total = sum(abs(r["change"]) for r in rows)
     sign = 1 if ratio > 1 else -1
+    same_way = sum(r["change"] for r in rows if r["change"] * sign > 0)
     found = []
     for r in rows:
         path = csource.tree_path(r["file"])
@@ -222,7 +224,7 @@ def moved_functions(functions: dict, counted: list, op: str, a: str, b: str,
         names = tuple(dict.fromkeys([r["name"], *r["names"]["a"], *r["names"]["b"]]))
         changed = csource.function_changed(*tarballs, path, names) if tarballs else None
         found.append(Moved(r["name"], path, names, r["a"], r["b"], r["calls_a"], r["calls_b"],
-                           changed, r["change"] / total))
+                           changed, r["change"] / same_way))
         if len(found) >= MOVED_TOP:
             break
     return found
@@ -387,7 +389,7 @@ def counter_words(verdict, moved: list) -> str | None:
                 and re.search(name, m.name)]
         share = sum(abs(m.share) for m in hits)
         if share >= COUNTER_SHARE:
-            said.append(f"{part}: {share:.0%} of the step's instruction change in "
+            said.append(f"{part}: {share:.0%} of the step's instruction change its way in "
                         + ", ".join(m.name for m in hits[:3]) + (" …" if len(hits) > 3 else ""))
     return "the counts bear it out (" + "; ".join(said) + ")" if said else None
 
