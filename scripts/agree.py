@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     parser = cli.Parser(prog="nox -s agree --", description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="run directory or run id (two or more)")
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "results",
+    parser.add_argument("--results-dir", type=cli.results_dir, default=ROOT / "results",
                         help="where run ids are looked up (default: results/)")
     parser.add_argument("--threshold", type=cli.threshold, default=pages.DEFAULT_THRESHOLD,
                         help="a finding is significant and beyond this either way "

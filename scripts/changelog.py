@@ -16,8 +16,10 @@ release up to its branch point), prints one line for what it could not have, and
 whatever it could not have: the run is done and its report goes on without them.
 
 Exit status: 0 every changelog at hand, 3 one could not be had (the command failed; each
-says why; 1 is only ever a comparison's regression), 2 a VERSION that is not a version. A
-tarball or cache that is damaged or hostile is named and skipped; any other failure is the
+says why; 1 is only ever a comparison's regression), 2 a VERSION that is not a release's
+(a free-threaded build's ``3.14.7t`` has its release's changelog: give ``3.14.7``) or a
+cache that is no directory (``IOMATRIX_CACHE`` a file or a symlink loop). A tarball or
+cache entry that is damaged or hostile is named and skipped; any other failure is the
 tool's own (exit 3, cli.main_guard), never 1.
 """
 from __future__ import annotations
@@ -40,13 +42,10 @@ def main(argv: list[str] | None = None) -> int:
                              "versions, say in one line what could not be had, exit 0")
     args = parser.parse_args(argv)
     for version in args.versions:
-        try:
-            sources.parse_version(version)
-        except sources.UsageError as exc:
-            print(f"changelog: error: {cli.one_line(exc)}", file=sys.stderr)
-            return cli.EXIT_BAD_INPUT
+        release_version(version)
     if args.for_report:
         return for_report(args.versions, fetch=not args.offline)
+    news.tarballs_dir()   # a cache that is no directory: exit 2 before anything is fetched
     missing = []
     for version in args.versions:
         log = changelog.changelog_for(
@@ -65,6 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"changelog: none could be had for {', '.join(missing)}", file=sys.stderr)
         return cli.EXIT_INTERNAL_ERROR
     return 0
+
+
+def release_version(text: str) -> str:
+    """``text`` when it names a CPython release (3.14.7, 3.15.0rc2); BadInput (exit 2)
+    otherwise, a free-threaded build's version (3.14.7t) saying which release to give."""
+    try:
+        version = sources.parse_version(text)
+    except sources.UsageError as exc:
+        raise cli.BadInput(str(exc)) from None
+    if version.free_threaded:
+        raise cli.BadInput(f"{text!r} is a free-threaded build's version; its changelog is "
+                           f"its release's: give {version.release + version.pre}")
+    return text
 
 
 def for_report(versions: list[str], fetch: bool) -> int:

@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     parser = cli.Parser(prog="nox -s history --", description=__doc__.split("\n")[0])
     parser.add_argument("label", metavar="LABEL", type=cli.series,
                         help="an interpreter series, e.g. 3.13 or 3.13+pyio")
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "results")
+    parser.add_argument("--results-dir", type=cli.results_dir, default=ROOT / "results")
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     parser.add_argument("--figure", type=Path, default=None, help="write the figure (PNG) here")
     args = parser.parse_args(argv)

@@ -96,7 +96,7 @@ def pool_of(main: analysis.RunData, args) -> pooling.Pool:
 @cli.main_guard
 def main(argv=None) -> int:
     parser = cli.Parser(prog="nox -s report --", description=__doc__.split("\n")[0])
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "results")
+    parser.add_argument("--results-dir", type=cli.results_dir, default=ROOT / "results")
     parser.add_argument("--run-id", action="append", default=None, type=cli.run_id,
                         help="default: the newest run; repeat it to merge runs of several hosts")
     parser.add_argument("--baseline", default=None,

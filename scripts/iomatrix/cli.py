@@ -21,10 +21,14 @@ Python's own exit 1: a CI gate must not read a crash as a regression.
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import os
 import re
+import stat
 import sys
 import traceback
+from pathlib import Path
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR = 0, 1, 2, 3
 
@@ -230,6 +234,29 @@ def _label_list(text: str) -> list[str]:
     return [checked(label, "label") for label in labels]
 
 
+def directory_problem(path) -> str | None:
+    """Why ``path`` cannot be used as a directory: a file or a device is there, a symbolic
+    link loop, or it lies under a file; None when it is a directory or nothing is there yet
+    (it is made when written to). The one check of a store's or a cache's directory."""
+    try:
+        return None if stat.S_ISDIR(os.stat(path).st_mode) else "not a directory"
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ("a symbolic link loop" if exc.errno == errno.ELOOP else "lies under a file"
+                if exc.errno == errno.ENOTDIR else f"cannot be read ({exc.strerror or exc})")
+
+
+def _results_dir(text: str) -> Path:
+    """``--results-dir``: a directory, or a path where none is yet (a run makes it); refused
+    before a tool reads or writes anything otherwise (a regular file given as the store was
+    read as an empty one, and upstream wrote its ISSUE.md from it)."""
+    problem = directory_problem(text)
+    if problem is not None:
+        raise BadInput(f"{one_line(text)}: {problem}; give the results store, a directory")
+    return Path(text)
+
+
 threshold = _argparse_type(_threshold, "threshold")
 fail_above = _argparse_type(_fail_above, "fraction")
 fail_on = _argparse_type(_fail_on, "classes")
@@ -239,6 +266,7 @@ run_id = _argparse_type(_run_id, "run id")
 label = _argparse_type(_label, "label")
 series = _argparse_type(_series, "series")
 label_list = _argparse_type(_label_list, "labels")
+results_dir = _argparse_type(_results_dir, "directory")
 
 
 def comma_choices(choices):

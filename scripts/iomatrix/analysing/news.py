@@ -30,10 +30,10 @@ through ``sources.read_member``, its headers bounded before tarfile reads what t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -377,7 +377,8 @@ TARBALL_RE = re.compile(r"(?:Python-(?P<a>[0-9][0-9.a-z]*)\.tar\.xz"
 
 
 def tarballs_dir() -> Path:
-    return cache.cache_root() / "tarballs"
+    """The cache's tarballs/; cache.BadCache (exit 2) when it or the root is no directory."""
+    return cache.cache_directory("tarballs")
 
 
 def tarball_version(name: str) -> str | None:
@@ -391,15 +392,26 @@ def tarball_version(name: str) -> str | None:
 
 
 def cached_tarballs(directory: Path | None = None) -> dict:
-    """{version: path} of the source tarballs in the cache's tarballs/ directory."""
-    directory = Path(directory) if directory is not None else tarballs_dir()
+    """{version: path} of the source tarballs in the cache's tarballs/ directory (regular
+    files, or links to one: a tarball the user put there); none, said once, when the cache
+    is no directory or cannot be listed (the report and compare go on without)."""
+    try:
+        directory = Path(directory) if directory is not None else tarballs_dir()
+        paths = sorted(directory.iterdir()) if directory.is_dir() else []
+    except (cache.BadCache, OSError) as exc:
+        _say_once(f"no changelog at hand: {getattr(exc, 'strerror', None) or exc}")
+        return {}
     found = {}
-    if directory.is_dir():
-        for path in sorted(directory.iterdir()):
-            version = tarball_version(path.name)
-            if version and path.is_file():
-                found.setdefault(version, path)
+    for path in paths:
+        version = tarball_version(path.name)
+        if version and path.is_file():
+            found.setdefault(version, path)
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _say_once(text: str) -> None:
+    warn(text)
 
 
 def _json_path(tarball: Path) -> Path:
@@ -445,18 +457,13 @@ def keep_parsed() -> int:
 
 
 def read_cache(path: Path) -> Changelog:
-    """A tarball's JSON cache, read like a run's files: a regular file of at most
-    MAX_CACHE_BYTES, JSON nested at most store.MAX_DEPTH, valid NewsCache; ValueError or
-    OSError naming what is wrong otherwise."""
-    # O_NONBLOCK: a FIFO planted under the name is refused, not waited on
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        data = f.read(MAX_CACHE_BYTES + 1)
-    if len(data) > MAX_CACHE_BYTES:
-        raise ValueError(f"over {MAX_CACHE_BYTES >> 20} MiB")
-    return Changelog.from_json(store.parse_json(data))
+    """A tarball's JSON cache, read as every cache file (cache.read_json: a regular file of
+    at most MAX_CACHE_BYTES, JSON nested at most store.MAX_DEPTH), valid NewsCache;
+    ValueError (cache.BadCacheEntry among them) naming what is wrong otherwise."""
+    data = cache.read_json(path, MAX_CACHE_BYTES)
+    if data is None:
+        raise ValueError("removed while it was read")
+    return Changelog.from_json(data)
 
 
 def _load_tarball_changelog(tarball: Path, say: Say) -> tuple:

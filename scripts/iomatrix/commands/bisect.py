@@ -77,7 +77,7 @@ def parser() -> cli.Parser:
     p.add_argument("--between", nargs=2, metavar=("OLD", "NEW"), required=True,
                    help="two releases or labels here, older first (3.13.15 3.14.7)")
     p.add_argument("--profile", default="quick", choices=("smoke", "quick"))
-    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    p.add_argument("--results-dir", type=cli.results_dir, default=RESULTS_DIR)
     p.add_argument("--run-id", type=cli.run_id, default=None,
                    help="default: bisect-OP-OLD-NEW-<UTC time>")
     p.add_argument("--no-build", action="store_true",

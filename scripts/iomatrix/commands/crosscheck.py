@@ -506,7 +506,7 @@ def parser() -> cli.Parser:
                    help="a harness run holding both series (default: make a small run)")
     p.add_argument("--profile", default="quick", choices=("smoke", "quick"),
                    help="profile of the run made when --run-dir is not given")
-    p.add_argument("--results-dir", type=Path, default=None,
+    p.add_argument("--results-dir", type=cli.results_dir, default=None,
                    help="where that run goes (default: a new temporary directory)")
     p.add_argument("--calls", type=cli.positive_int, default=DEFAULT_CALLS,
                    help="calls per plain process: warm-ups by the harness's rule, then "

@@ -275,7 +275,7 @@ def parser() -> cli.Parser:
                    help="the finding's two releases (3.13.15 3.14.7)")
     p.add_argument("--run-id", type=cli.run_id, default=None,
                    help="the run the finding is read from (default: the newest holding it)")
-    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    p.add_argument("--results-dir", type=cli.results_dir, default=RESULTS_DIR)
     p.add_argument("--out-dir", type=Path, default=None,
                    help="default: reports/upstream/OP-OLD-NEW/ (must not exist)")
     p.add_argument("--run-repro", nargs=2, metavar=("OLD_PYTHON", "NEW_PYTHON"), default=None,
@@ -310,6 +310,18 @@ def check_out_dir(out_dir: Path, results_dir: Path) -> None:
         raise cli.BadInput(f"--out-dir {shown}: lies in the run directory "
                            f"{cli.one_line(run_dir)}; a run's results are never added to")
     outputs.check_writable(out_dir, f"--out-dir {shown}")
+
+
+def check_run_repro(pythons) -> None:
+    """--run-repro's interpreters, each run once with discovery's probe (its answer not
+    kept): one that does not run, or does not answer as a Python does (/bin/false), is bad
+    input named in one line, before anything is compiled, timed or written."""
+    from iomatrix.interpreters import probing
+    for python in pythons or ():
+        try:
+            probing.probe(python)
+        except RuntimeError as exc:
+            raise cli.BadInput(f"--run-repro {exc}") from None
 
 
 def interpreters_here() -> list:
@@ -401,6 +413,7 @@ def main(argv, log=None) -> int:
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     args = parser().parse_args(argv)
     cli.checked(args.op, "op", "OP")   # a name, vetted before it reaches any file
+    check_run_repro(args.run_repro)
     old, new = args.between
     for version in (old, new):
         if not bisect.sources.VERSION_RE.fullmatch(version) or not bisect.known_release(version):

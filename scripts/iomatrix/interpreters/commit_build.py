@@ -45,7 +45,8 @@ from iomatrix import cli, procs
 from iomatrix.interpreters.build_stages import (Builder, StageError, clean_env, elapsed,
                                                 install_in_place, missing_modules, new_log,
                                                 probe_staged, remove_stale_partials)
-from iomatrix.interpreters.cache import BUILD_INFO, Recipe, cache_root
+from iomatrix.interpreters.cache import (BUILD_INFO, BadCacheEntry, Recipe, cache_root,
+                                         read_json)
 from iomatrix.interpreters.sources import ProvisionError, Say
 
 HASH_RE = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")   # SHA-1 or SHA-256 object names
@@ -204,8 +205,8 @@ def read_commit_build(sha: str, recipe: Recipe, root: Path | None = None) -> dic
     """The facts of a finished build of ``sha`` by ``recipe`` in the cache, or None."""
     prefix = build_dir(sha, recipe, root)
     try:
-        info = json.loads((prefix / BUILD_INFO).read_text())
-    except (OSError, ValueError):
+        info = read_json(prefix / BUILD_INFO)
+    except BadCacheEntry:   # not a regular file, too large or deep: no build of ours
         return None
     if not isinstance(info, dict) or info.get("commit") != sha or info.get("recipe") != recipe.name:
         return None
@@ -218,8 +219,8 @@ def read_failure(sha: str, recipe: Recipe, root: Path | None = None) -> str | No
     """Why an earlier build of ``sha`` failed (its marker), or None."""
     marker = failed_marker(sha, recipe, root)
     try:
-        data = json.loads(marker.read_text()[:10_000])
-    except (OSError, ValueError):
+        data = read_json(marker)
+    except BadCacheEntry:
         return None
     if not isinstance(data, dict):
         return None

@@ -298,18 +298,24 @@ def with_build_facts(info: dict, source: str) -> dict:
     return {**info, **facts}  # the raw variables stay: the evidence the facts are read from
 
 
-def provisioned_recipes() -> dict:
-    """{real path of a provisioned python3: the suffix of its recipe's cache directory}.
+def provisioned_recipes(builds: list[dict]) -> dict:
+    """{real path of a provisioned python3: the suffix of its recipe's cache directory}, of
+    ``builds`` (cache.list_builds).
 
     The directory, not the recipe, decides: a build made before recipes sits in
     pythons/<version> and keeps its plain label (its build facts say how it was built)."""
     return {os.path.realpath(build["python"]): provision_cache.build_suffix(build)
-            for build in provision_cache.list_builds()}
+            for build in builds}
 
 
-def provisioned_candidates() -> list[str]:
-    """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json."""
-    return [build["python"] for build in provision_cache.list_builds()]
+def provisioned_builds(warn=None) -> list[dict]:
+    """Builds made by ``nox -s provision``: only finished ones carry iomatrix-build.json; one
+    whose file cannot be read is skipped with one ``warn`` line. A cache root that is no
+    directory (a file, a symlink loop) is a DiscoveryError: the user's setting is wrong."""
+    try:
+        return provision_cache.list_builds(warn=warn or warn_line)
+    except provision_cache.BadCache as exc:
+        raise DiscoveryError(str(exc)) from None
 
 
 def uv_candidates() -> list[str]:
@@ -353,7 +359,11 @@ def classify(executable: str) -> str:
     root = pyenv_root()
     if root and real.startswith(str(root.resolve()) + os.sep):
         return "pyenv"
-    if real.startswith(str(provision_cache.cache_root().resolve()) + os.sep):
+    try:
+        cache = str(provision_cache.cache_root().resolve())
+    except provision_cache.BadCache:   # said by discover(); nothing lies in such a cache
+        cache = None
+    if cache and real.startswith(cache + os.sep):
         return "provisioned"
     if "/uv/python/" in real:
         return "uv"
@@ -388,10 +398,11 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
     interpreters: list[Interpreter] = []
     taken: set[str] = set()
     automatic_paths = []
+    builds = provisioned_builds(warn) if automatic else []
     if automatic:
         automatic_paths = list(dict.fromkeys(
-            pyenv_candidates() + provisioned_candidates() + uv_candidates() + path_candidates()
-            + debian_candidates()))
+            pyenv_candidates() + [build["python"] for build in builds] + uv_candidates()
+            + path_candidates() + debian_candidates()))
     probed = probe_all(list(dict.fromkeys([path for _, path in declared] + automatic_paths)))
     versions_by_label: dict[str, str] = {}
     for label, path in declared:
@@ -409,7 +420,7 @@ def discover(config_file: Path = CONFIG_FILE, environ=None, automatic: bool = Tr
         return interpreters
 
     seen_binaries: set[str] = set()
-    provisioned = provisioned_recipes()
+    provisioned = provisioned_recipes(builds)
     found: list[tuple[str, str, dict]] = []     # (path, source, info), in discovery order
     for path in automatic_paths:
         real = os.path.realpath(path)

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from iomatrix import procs
+from iomatrix.interpreters import cache
 from iomatrix.interpreters.discovery import Interpreter
 from iomatrix.paths import ENVS_DIR
 
@@ -109,11 +110,15 @@ def _ensure_locked(interp: Interpreter, env_dir: Path, pin: str, log) -> BenchEn
     marker_path = env_dir / MARKER
     wanted = {"executable": os.path.realpath(interp.executable), "version": interp.version,
               "pyperf": pin}
-    if marker_path.exists():
+    if os.path.lexists(marker_path):
+        # read as a cache file is (a FIFO or a link to /dev/zero there must not hang a run):
+        # one that cannot be read makes the environment stale, said in one line
         try:
-            marker = json.loads(marker_path.read_text())
-        except ValueError:
-            marker = {}
+            marker = cache.read_json(marker_path)
+        except cache.BadCacheEntry as exc:
+            log(f"iomatrix: environment marker {exc}")
+            marker = None
+        marker = marker if isinstance(marker, dict) else {}
         if all(marker.get(k) == v for k, v in wanted.items()):
             env = BenchEnvironment(marker["python"], marker.get("pythonpath"), pin,
                                    marker.get("notes", ""))

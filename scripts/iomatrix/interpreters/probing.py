@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from iomatrix import cli, procs
+from iomatrix.interpreters import cache as build_cache
 from iomatrix.paths import PROBE_CACHE_FILE
 
 # Every nox command discovers (the session list depends on it), so a hung interpreter
@@ -282,12 +283,13 @@ def _probe_cache_path() -> Path:
 
 
 def _read_probe_cache() -> dict:
-    """The cache's entries, or {}: it is read only when it is a regular file of at most
-    MAX_CACHE_BYTES (a FIFO there must not block every nox command), and each entry is
+    """The cache's entries, or {}: it is read as the build cache's files are (a regular file
+    of at most MAX_CACHE_BYTES, not nested too deep: a FIFO there must not block every nox
+    command; interpreters.cache.read_json), and each entry is
     checked as a fresh answer is when it is used (``probe``)."""
     try:
-        cache = json.loads(read_regular_file(_probe_cache_path(), MAX_CACHE_BYTES))
-    except (OSError, ValueError, RecursionError):
+        cache = build_cache.read_json(_probe_cache_path(), MAX_CACHE_BYTES)
+    except build_cache.BadCacheEntry:
         return {}
     return cache if isinstance(cache, dict) else {}
 
@@ -327,7 +329,7 @@ def probe(executable: str, cache: dict | None = None) -> dict:
     if proc.returncode != 0:
         tail = (proc.stderr.decode("utf-8", "replace") or stdout).strip().splitlines()[-3:]
         raise RuntimeError(f"{shown}: does not run as Python (exit {proc.returncode}): "
-                           + cli.one_line(" / ".join(tail))[:300])
+                           + (cli.one_line(" / ".join(tail))[:300] or "no output"))
     lines = stdout.strip().splitlines()
     try:
         if not lines or len(lines[-1]) > MAX_ANSWER_CHARACTERS:

@@ -58,6 +58,8 @@ MAX_MEMBERS = 100_000
 MAX_HEADER_BYTES = 8 << 10
 # A download (python.org, --url) larger than this is not a source tarball (~20-30 MB).
 MAX_DOWNLOAD_BYTES = 256 << 20
+# A Debian .dsc is a few kB (python3.13's: 3 kB).
+MAX_DSC_BYTES = 1 << 20
 
 Say = Callable[[str], None]
 
@@ -147,11 +149,14 @@ def sha256_of(path: Path) -> str:
 
 
 def dsc_sha256(tarball: Path) -> tuple[str | None, Path | None]:
-    """The tarball's sha256 from a Debian .dsc beside it, and that .dsc."""
+    """The tarball's sha256 from a Debian .dsc beside it, and that .dsc (read as every cache
+    file is: cache.BadCacheEntry, a UsageError, for one that is not a small regular file)."""
+    from iomatrix.interpreters import cache   # it imports this module
     source = tarball.name.split("_", 1)[0]
     for dsc in sorted(tarball.parent.glob(f"{source}_*.dsc")):
         in_checksums = False
-        for line in dsc.read_text(errors="replace").splitlines():
+        text = (cache.read_bytes(dsc, MAX_DSC_BYTES) or b"").decode("utf-8", "replace")
+        for line in text.splitlines():
             if not line.startswith(" "):
                 in_checksums = line.startswith("Checksums-Sha256:")
             elif in_checksums:
@@ -341,9 +346,25 @@ def inspect_tarball(tarball: Path) -> str:
 
 # -- fetching --------------------------------------------------------------------------
 
+def new_directories(directory: Path) -> list[Path]:
+    """``directory`` and those above it that do not exist yet, deepest first: what making it
+    makes, and what ``remove_new`` removes again when nothing is kept."""
+    return [d for d in (directory, *directory.parents) if not d.exists()]
+
+
+def remove_new(directories: list[Path]) -> None:
+    """Remove the directories new_directories listed, deepest first, while they are empty:
+    a refusal or a failure leaves the cache as it was."""
+    for directory in directories:
+        try:
+            directory.rmdir()
+        except OSError:
+            break
+
+
 def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
     """Fetch url to dest via dest.part; nothing is left behind on failure."""
-    new_dirs = [d for d in (dest.parent, *dest.parent.parents) if not d.exists()]
+    new_dirs = new_directories(dest.parent)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + f".part-{os.getpid()}")
     say(f"downloading {url} (timeout {timeout:g}s)")
@@ -358,11 +379,7 @@ def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) 
         os.replace(part, dest)
     except (OSError, ValueError) as exc:  # URLError and socket.timeout are OSErrors
         part.unlink(missing_ok=True)
-        for directory in new_dirs:  # deepest first: leave the cache as it was
-            try:
-                directory.rmdir()
-            except OSError:
-                break
+        remove_new(new_dirs)
         raise ProvisionError(
             f"download of {url} failed: {getattr(exc, 'reason', exc)}. This machine may be "
             "offline: pass --tarball PATH, put the tarball in the cache's tarballs/ directory, "
@@ -466,16 +483,15 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     """Get Debian's orig tarball of version into tarballs/ with apt."""
     if shutil.which("apt-get") is None:
         raise ProvisionError("--debian-source needs apt-get, which is not installed here")
-    new_dirs = [d for d in (tarballs, *tarballs.parents) if not d.exists()]
-    tarballs.mkdir(parents=True, exist_ok=True)
+    new_dirs = new_directories(tarballs)
+    try:
+        tarballs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"the cache's tarballs/ cannot be made ({exc.strerror or exc})")
     try:
         return _debian_fetch(version, tarballs, say)
     except ProvisionError:
-        for directory in new_dirs:  # deepest first: leave the cache as it was
-            try:
-                directory.rmdir()
-            except OSError:
-                break
+        remove_new(new_dirs)
         raise
 
 
@@ -547,33 +563,40 @@ class Tarball:
 def resolve_tarball(version: Version, root: Path, *, tarball: Path | None = None,
                     url: str | None = None, sha256: str | None = None,
                     debian_source: bool = False, say: Say = print) -> Tarball:
-    """Find or fetch the source tarball and check it; see the module docstring."""
-    tarballs = root / "tarballs"
+    """Find or fetch the source tarball and check it; see the module docstring. A tarball
+    this call fetched that is refused is removed again, with the directories made for it."""
+    from iomatrix.interpreters import cache   # it imports this module
+    tarballs = cache.cache_directory("tarballs", root)
+    new_dirs = new_directories(tarballs)
     downloaded = False
-    if tarball is not None:
-        path = Path(tarball).absolute()
-        if not path.is_file():
-            raise UsageError(f"--tarball {tarball}: no such file")
-    elif url is not None:
-        name = url.rstrip("/").rsplit("/", 1)[-1] or f"Python-{version.python_version}.tar.xz"
-        path = download(url, tarballs / name, say)
-        downloaded = True
-    else:
-        found = [tarballs / name for name in version.tarball_names if (tarballs / name).is_file()]
-        if found:
-            path = found[0]
-        elif debian_source:
-            path = debian_fetch(version, tarballs, say)
-            downloaded = True
-        else:
-            url = version.official_url
-            path = download(url, tarballs / version.tarball_names[0], say)
-            downloaded = True
+    path = None
     try:
+        if tarball is not None:
+            path = Path(tarball).absolute()
+            if not path.is_file():
+                raise UsageError(f"--tarball {tarball}: no such file")
+        elif url is not None:
+            name = url.rstrip("/").rsplit("/", 1)[-1] or f"Python-{version.python_version}.tar.xz"
+            downloaded = True
+            path = download(url, tarballs / name, say)
+        else:
+            found = [tarballs / name for name in version.tarball_names
+                     if (tarballs / name).is_file()]
+            if found:
+                path = found[0]
+            elif debian_source:
+                downloaded = True
+                path = debian_fetch(version, tarballs, say)
+            else:
+                url = version.official_url
+                downloaded = True
+                path = download(url, tarballs / version.tarball_names[0], say)
         digest = check_sha256(path, sha256)
         inspect_tarball(path)
     except ProvisionError:
         if downloaded:  # leave the cache as it was
-            path.unlink(missing_ok=True)
+            if path is not None:
+                path.unlink(missing_ok=True)
+            remove_new(new_dirs)
         raise
     return Tarball(path=path, sha256=digest, url=url, downloaded=downloaded)

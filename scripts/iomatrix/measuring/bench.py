@@ -43,7 +43,7 @@ def parser(prog: str, matrix: bool) -> cli.Parser:
                         "comma-separated (lutz2009: the study alone)")
     p.add_argument("--profile", default="quick", choices=contract.PROFILES,
                    help="(default: %(default)s)")
-    p.add_argument("--results-dir", default=RESULTS_DIR, type=Path)
+    p.add_argument("--results-dir", default=RESULTS_DIR, type=cli.results_dir)
     p.add_argument("--run-id", default=DEFAULT_RUN_ID, type=cli.run_id,
                    help="default: UTC timestamp plus host name; reuse it to add or resume")
     p.add_argument("--io", default=["c"], type=cli.comma_choices(contract.IO_STACKS),

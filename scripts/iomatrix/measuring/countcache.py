@@ -61,6 +61,9 @@ from iomatrix.interpreters import cache as build_cache
 from iomatrix.paths import SUITES_DIR
 
 CACHE_VERSION = 2   # 2: the worker's ops in the key
+# An entry is a few kB (its key, and a count's value with its call paths' functions); one
+# larger is not ours and is not read (interpreters.cache.read_json).
+MAX_ENTRY_BYTES = 16 << 20
 CACHED_COUNTERS = ("syscalls", "instructions")
 SUBDIRECTORY = "counts"
 HOST_CODE = [Path(__file__).with_name(name) for name in ("counters.py", "counttools.py",
@@ -149,8 +152,13 @@ class CountsCache:
     """The counts of one counting pass's key parts; ``key`` for one op, ``get``, ``put``."""
 
     def __init__(self, root: Path | None = None, log=print):
-        self.root = Path(root) if root is not None else build_cache.cache_root() / SUBDIRECTORY
         self.log = log
+        try:
+            self.root = Path(root) if root is not None else build_cache.cache_directory(
+                SUBDIRECTORY)
+        except build_cache.BadCache as exc:   # every op counted, nothing kept: said once
+            log(f"iomatrix: the counts cache is not used: {exc}")
+            self.root = None
         self._interpreters: dict[str, dict] = {}
         self._suites: dict[str, str] = {}
         self._common = {"iomatrix_counts_cache_version": CACHE_VERSION,
@@ -196,20 +204,16 @@ class CountsCache:
         (then named in one line, to ``log`` or the cache's own, and replaced when the op is
         counted again)."""
         log = log or self.log
+        if self.root is None:
+            return None
         path = self.path(key)
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            entry = build_cache.read_json(path, MAX_ENTRY_BYTES)
+            why = None if isinstance(entry, dict) or entry is None else "not a JSON object"
+        except build_cache.BadCacheEntry as exc:
+            entry, why = None, exc.why
+        if entry is None and why is None:
             return None
-        except OSError as exc:
-            log(f"iomatrix: counts cache entry {path.name} cannot be read "
-                     f"({exc.strerror or exc}); counted again")
-            return None
-        try:
-            entry = json.loads(text)
-            why = None if isinstance(entry, dict) else "not a JSON object"
-        except ValueError as exc:
-            entry, why = None, f"not JSON: {exc}"
         if why is None and entry.get("key") != key:
             why = "its key is not the one it is filed under"
         elif why is None and not valid_value(key["counter"], entry.get("value")):
@@ -226,6 +230,8 @@ class CountsCache:
     def put(self, key: dict, value: dict, bytes_per_call: int | None, log=None) -> None:
         """Store one count: a temporary file, renamed into place (atomic; the last of two
         concurrent writers of the same key wins, and both wrote the same count)."""
+        if self.root is None:
+            return
         path = self.path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

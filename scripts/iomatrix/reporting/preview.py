@@ -501,7 +501,7 @@ def main(argv=None) -> int:
                         help="a report's markdown page (default: a run's pages, --run-id)")
     parser.add_argument("--run-id", type=cli.run_id, default=None,
                         help="the run whose pages to build (default: the newest)")
-    parser.add_argument("--results-dir", type=Path, default=REPO_ROOT / "results")
+    parser.add_argument("--results-dir", type=cli.results_dir, default=REPO_ROOT / "results")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"directory of the HTML (default: {DEFAULT_OUT}/<run-id>)")
     parser.add_argument("--screenshot", action="store_true",
