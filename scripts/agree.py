@@ -12,7 +12,9 @@ and each run's A/A twin. Runs that differ in suites, ops, interpreters or
 conditions are compared on what they share, and the rest is named.
 
 Exit status: 0 done; 2 bad input (a missing, damaged or foreign run, fewer than
-two runs, a run given twice), in one line naming the run. ``--json FILE`` also
+two different runs), in one line naming the run. A run given twice (its id again,
+its directory by another path, a copied directory: the same manifest) is compared
+once, said in one line on stderr. ``--json FILE`` also
 writes every figure and shared cell as JSON (a new file; nothing is overwritten).
 The work is in iomatrix.commands.agree; this file is the command line.
 """

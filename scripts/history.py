@@ -18,6 +18,11 @@ from iomatrix.storing import store
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def log(text: str) -> None:
+    """A progress line of the reading (thousands of runs take a while)."""
+    print(f"history: {text}", file=sys.stderr, flush=True)
+
+
 @cli.main_guard
 def main(argv=None) -> int:
     parser = cli.Parser(prog="nox -s history --", description=__doc__.split("\n")[0])
@@ -31,12 +36,14 @@ def main(argv=None) -> int:
         if path is not None:
             store.check_output(path, option)   # refused before any work, not after
     try:
-        found, problems = collect(args.results_dir, args.label)
+        found, problems, same = collect(args.results_dir, args.label, log)
     except HistoryError as exc:
         print(f"history: error: {cli.one_line(exc)}", file=sys.stderr)
         return 2
     for path, message in problems:
         print(cli.terminal_text(f"history: skipped {path}: {message}"), file=sys.stderr)
+    for line in same:
+        print(cli.terminal_text(f"history: {line}"), file=sys.stderr)
     link = None
     if args.figure and found:
         try:
@@ -46,7 +53,7 @@ def main(argv=None) -> int:
         base = args.out.resolve().parent if args.out else Path.cwd()
         link = Path(os.path.relpath(args.figure.resolve(), base)).as_posix()
         print(f"history: wrote {args.figure}", file=sys.stderr)
-    text = build_markdown(args.label, found, problems, link)
+    text = build_markdown(args.label, found, problems, link, same)
     print(cli.terminal_text(text))
     if args.out:
         store.write_output(args.out, text + "\n", "--out")

@@ -58,14 +58,31 @@ def report_outs(runs, pooled: bool = False) -> list[Path]:
 
 
 def find_runs(results_dir: Path, run_ids: list[str] | None):
-    """The runs asked for (default: the newest), and the ids that do not exist."""
+    """The runs asked for (default: the newest), and the ids that do not exist. A run asked
+    for twice (its id again, or a copy of its directory: store.distinct_runs) is merged once,
+    said in one line on stderr."""
     if not run_ids:
         return [store.newest_run(results_dir)], []
-    found, missing = [], []
+    found, missing = [], {}
     for run_id in run_ids:
         run = store.Run(results_dir, run_id)
-        (found if (run.path / store.MANIFEST).exists() else missing).append(run)
-    return found, [f"{r.run_id} (no {store.MANIFEST} in {r.path})" for r in missing]
+        if (run.path / store.MANIFEST).exists():
+            found.append(run)
+        else:
+            missing.setdefault(run_id, run)
+    found, same = store.distinct_runs(found)
+    for line in same:
+        print(cli.terminal_text(f"report: --run-id {line}"), file=sys.stderr)
+    return found, [f"{r.run_id} (no {store.MANIFEST} in {r.path})" for r in missing.values()]
+
+
+def progress_line(text: str) -> None:
+    """How far the pool's reading is (thousands of stored runs take a while)."""
+    print(f"report: --pool: {text}", file=sys.stderr, flush=True)
+
+
+# The pooled runs named on stderr at most (a pool of thousands is counted, not listed).
+NAMED_RUNS = 10
 
 
 def pool_of(main: analysis.RunData, args) -> pooling.Pool:
@@ -73,14 +90,15 @@ def pool_of(main: analysis.RunData, args) -> pooling.Pool:
     command). A run named that does not exist, or cannot be read, is named and left out;
     a run of another profile or selection is refused (exit 2)."""
     if args.pool:
-        named = [store.Run(args.results_dir, run_id) for run_id in dict.fromkeys(args.pool)
-                 if run_id != main.run.run_id]
+        # every run named, the main run or one named twice too: load_pool pools each once
+        # and says so (store.distinct_runs)
+        named = [store.Run(args.results_dir, run_id) for run_id in args.pool]
         others = [run for run in named if (run.path / store.MANIFEST).is_file()]
-        missing = [run.run_id for run in named if run not in others]
+        missing = list(dict.fromkeys(run.run_id for run in named if run not in others))
     else:
         others, missing = pooling.same_command_runs(args.results_dir, main.run,
-                                                    main.manifest), []
-    pool = pooling.load_pool(main, None, others, args.threshold)
+                                                    main.manifest, progress_line), []
+    pool = pooling.load_pool(main, None, others, args.threshold, log=progress_line)
     pool.left_out[:0] = [f"run {name}: not found" for name in missing]
     if len(pool.runs) < 2:
         left = f" (left out: {'; '.join(pool.left_out)})" if pool.left_out else \
@@ -88,8 +106,10 @@ def pool_of(main: analysis.RunData, args) -> pooling.Pool:
         raise cli.BadInput(f"--pool: nothing to pool run {main.run.run_id} with{left}")
     for text in pool.left_out:
         print(cli.terminal_text(f"report: --pool: left out {text}"), file=sys.stderr)
-    print(f"report: pooled {len(pool.runs)} runs on {pool.boots} boots: "
-          f"{', '.join(run.name for run in pool.runs)}", file=sys.stderr)
+    names = [run.name for run in pool.runs]
+    more = f" and {len(names) - NAMED_RUNS:,} more" if len(names) > NAMED_RUNS else ""
+    print(f"report: pooled {len(pool.runs):,} runs on {pool.boots} boots: "
+          f"{', '.join(names[:NAMED_RUNS])}{more}", file=sys.stderr)
     return pool
 
 

@@ -60,7 +60,7 @@ def run_main(capsys, *argv):
 def test_identical_runs_agree_completely(tmp_path, capsys):
     results = tmp_path / "results"
     make_run(results, "A")
-    shutil.copytree(results / "A", results / "B")
+    make_run(results, "B")   # the same data; a copy of A's directory would be A again
     status, out, err = run_main(capsys, "A", "B", "--results-dir", results)
     assert status == 0, err
     assert "Same conditions in every run: profile `quick`, allocator `steady`" in out
@@ -200,12 +200,16 @@ def test_one_run_exits_2(tmp_path, capsys):
     assert "two or more runs" in bad_input(tmp_path, capsys, "A", "--results-dir", results)
 
 
-def test_a_run_given_twice_exits_2(tmp_path, capsys):
+def test_a_run_given_twice_is_compared_once_and_alone_exits_2(tmp_path, capsys):
+    """Issue 56: counted once, said in a line; bad input only when one run is left."""
     results = tmp_path / "results"
     make_run(results, "A")
     make_run(results, "B")
-    err = bad_input(tmp_path, capsys, "A", "B", results / "A", "--results-dir", results)
-    assert f"{results / 'A'}: the same run as A" in err
+    status, out, err = run_main(capsys, "A", "B", results / "A", "--results-dir", results)
+    assert status == 0 and f"agree: {results / 'A'}: the same run as A" in err
+    assert "1 pair of runs" in out
+    err = bad_input(tmp_path, capsys, "A", results / "A", "--results-dir", results)
+    assert f"{results / 'A'}: the same run as A" in err and "two or more different runs" in err
 
 
 def test_a_directory_without_manifest_and_a_file_are_not_runs(tmp_path, capsys):

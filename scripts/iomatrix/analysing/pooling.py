@@ -11,8 +11,12 @@ printed includes them. For each cell it keeps each run's ratio, the pooled estim
 interval a reader's rerun on another boot is expected in (``rerun_interval``, a prediction
 interval) apart from the pooled mean's own confidence interval, how many runs and boots it
 rests on, how many runs agree with the pooled verdict ("held in k of n runs"), and whether the
-host moves the cell more than the runs' own noise ("depends on the host"). Method and
-thresholds: docs/methodology.md, "Pooled numbers".
+host moves the cell more than the runs' own noise ("depends on the host"). The CPU model is a
+third level (runs within boots within CPU kinds, ``cpu_of``): each kind is pooled on its own
+and the kinds' means then together, and a cell on which one kind's finding is contradicted by
+another kind's figure "depends on the CPU" (``PooledCell.depends_on_cpu``); a pooled finding
+whose counts did not move (time only) seen on one CPU kind is never a firm one
+(``Pool.time_only``). Method and thresholds: docs/methodology.md, "Pooled numbers".
 
 The cells are keyed by whatever the caller uses ((op, a, b) in the report, agree's Cell
 in agree): this module only combines numbers. ``load_pool`` reads and vets the runs of a
@@ -24,11 +28,12 @@ import dataclasses
 import datetime as dt
 import itertools
 import math
+import random
 import re
 from statistics import NormalDist, median
 
-from iomatrix import cli
-from iomatrix.analysing import analysis, comparisons
+from iomatrix import cli, stats
+from iomatrix.analysing import analysis, comparisons, counts
 from iomatrix.measuring import phase
 from iomatrix.storing import store
 
@@ -40,6 +45,13 @@ MIN_SE = 0.001
 # Keys of an interpreter's manifest entry that make it one build: a label whose build
 # differs between two runs measures two interpreters, and its cells are not pooled.
 BUILD_KEYS = ("implementation", "version", "free_threaded", "debug", "pgo", "lto", "jit")
+# The CPU kind of a run whose manifest names no CPU model: a kind of its own, never merged
+# with a known one (it may be any of them).
+UNKNOWN_CPU = "unknown CPU"
+MAX_CPU_NAME = 60
+# Words of a model string that name no kind: trademarks, "CPU", "Processor", the nominal
+# clock ("Intel(R) Xeon(R) Processor" and "Intel(R) Xeon(R) CPU" are one kind, "Intel Xeon").
+CPU_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@\s*[\d.]+\s*[GM]Hz")
 
 
 def se_of_interval(low: float, high: float) -> float:
@@ -62,6 +74,8 @@ class RunCells:
     # op -> [(twin series, its original, Comparison)]: the ops this run's A/A twin flags
     # (aa_flags); a pooled figure of such an op carries the caveat (reporting.aa_caveat)
     aa_flagged: dict = dataclasses.field(default_factory=dict)
+    cpu: str = UNKNOWN_CPU    # the CPU kind it measured on (cpu_of)
+    counted: list = dataclasses.field(default_factory=list)   # its counts (counts.load_counts)
 
 
 def aa_flags(an) -> dict:
@@ -93,6 +107,19 @@ def boot_of(manifest: dict, name: str) -> str:
         return f"run {name}"
 
 
+def cpu_of(manifest: dict) -> str:
+    """The CPU kind a run measured on: its manifest's model string (machine.facts:
+    /proc/cpuinfo's first "model name", else platform.processor()) without trademarks, the
+    words "CPU" and "Processor" or a nominal clock, spaces folded ("Intel(R) Xeon(R)
+    Processor": "Intel Xeon"); ``UNKNOWN_CPU`` when it names none ("?" is what machine.facts
+    records when it found none). A name read from a file: data, escaped where shown."""
+    model = manifest.get("cpu")
+    if not isinstance(model, str):
+        return UNKNOWN_CPU
+    kind = " ".join(CPU_NOISE.sub(" ", cli.one_line(model)).split())[:MAX_CPU_NAME].strip()
+    return kind if kind and kind != "?" else UNKNOWN_CPU
+
+
 def same_build(one: dict, other: dict) -> bool:
     """Whether two manifest entries of a label are one build, on the keys both state (a run
     made before a key was recorded does not differ by its absence)."""
@@ -120,6 +147,11 @@ class PooledCell:
     tau_run: float = 0.0      # between-run SD within one boot (first level)
     se_mean: float = 0.0      # SE of the pooled mean (log scale)
     tau_seen: float = 0.0     # the between-run SD the runs themselves show (before the floor)
+    tau_cpu: float = 0.0      # between-CPU-kind SD (third level; 0 with one kind)
+    cpus: tuple = ()          # the CPU kinds of its runs, in the runs' order
+    by_cpu: dict = dataclasses.field(default_factory=dict)   # kind -> PooledCell of its runs
+                                                             # (with two kinds or more)
+    cpu_contradicted: bool = False   # one kind's finding another kind's figure contradicts
 
     @property
     def n(self) -> int:
@@ -131,6 +163,18 @@ class PooledCell:
         the runs show (not the floor, which no run of this cell showed) is larger than the
         typical run's own SE (docs/methodology.md)."""
         return self.n >= 2 and self.tau_seen > self.within_se
+
+    @property
+    def depends_on_cpu(self) -> bool:
+        """The verdict differs between CPU kinds: one kind's pool has the step as a finding
+        and another kind's figure contradicts it (its pooled mean's 95% interval lies wholly
+        on the other side of 1, or wholly within the threshold): ``cpu_contradicted``."""
+        return self.cpu_contradicted
+
+    @property
+    def known_cpus(self) -> tuple:
+        """The CPU kinds it was seen on that a manifest named (UNKNOWN_CPU may be any)."""
+        return tuple(kind for kind in self.cpus if kind != UNKNOWN_CPU)
 
     @property
     def seen(self) -> tuple[float, float]:
@@ -170,18 +214,68 @@ def random_effects(effects: list, ses: list) -> tuple[float, float, float]:
 
 
 def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
-            floor: float = 0.0) -> PooledCell:
+            floor: float = 0.0, cpus: dict | None = None) -> PooledCell:
     """One cell pooled: ``runs`` {name: Comparison} with intervals, ``boots`` {name: boot},
     ``verdicts`` {name: the run's own verdict}; ``floor``: the least SD between runs of
-    different boots, sqrt(tau_boot² + tau_run²), where the cell's runs span two boots or more
-    (``boot_floor``).
+    different boots of one CPU kind, sqrt(tau_boot² + tau_run²), where the cell's runs span
+    two boots or more (``boot_floor``); ``cpus`` {name: CPU kind} (``cpu_of``; all one kind
+    when not given).
 
-    Two levels (runs within boots, boots within the machine kind): the runs of each boot are
-    pooled first (random effects: the boot's mean, its SE and the within-boot tau²), then the
-    boots' means are pooled (random effects again: the pooled mean and the between-boot
-    tau²). Runs of one boot share its offset: pooled as if independent, six runs of one boot
-    outweigh one run of each other boot, and their spread (mostly within-boot) stood for the
-    host's, which a run on a new boot did not land in (docs/methodology.md, "Pooled numbers")."""
+    Two levels within a CPU kind (runs within boots, boots within the kind): the runs of each
+    boot are pooled first (random effects: the boot's mean, its SE and the within-boot tau²),
+    then the boots' means are pooled (random effects again: the pooled mean and the
+    between-boot tau²). Runs of one boot share its offset: pooled as if independent, six runs
+    of one boot outweigh one run of each other boot, and their spread (mostly within-boot)
+    stood for the host's, which a run on a new boot did not land in (docs/methodology.md,
+    "Pooled numbers"). With two CPU kinds or more, each kind is pooled so (``by_cpu``) and the
+    kinds' means are pooled once more (random effects: the between-kind tau²)."""
+    cpus = cpus or {}
+    kinds: dict = {}
+    for name in runs:
+        kinds.setdefault(cpus.get(name, UNKNOWN_CPU), []).append(name)
+    if len(kinds) == 1:
+        return _within_kind(key, runs, boots, verdicts, threshold, floor, tuple(kinds))
+    by_cpu = {kind: _within_kind(key, {n: runs[n] for n in names}, boots, verdicts, threshold,
+                                 floor, (kind,))
+              for kind, names in kinds.items()}
+    parts = list(by_cpu.values())
+    try:
+        mean, se_mean, tau_cpu2 = random_effects([math.log(p.estimate) for p in parts],
+                                                 [p.se_mean for p in parts])
+    except ValueError as exc:
+        raise ValueError(f"the random-effects pool of {key!r}: {exc}") from None
+    # Within a kind: the between-boot and within-boot variances of the kinds that show them
+    # (a kind of one boot, or of one run a boot, says nothing of either).
+    spread = [p for p in parts if p.boots >= 2]
+    runs_spread = [p for p in parts if p.n > p.boots]
+    tau_boot2 = sum(p.tau_boot ** 2 for p in spread) / len(spread) if spread else 0.0
+    tau_run2 = sum(p.tau_run ** 2 for p in runs_spread) / len(runs_spread) \
+        if runs_spread else 0.0
+    seen = [p.tau_seen ** 2 for p in parts if p.n >= 2]
+    seen2 = sum(seen) / len(seen) if seen else 0.0
+    cell = _finish(key, runs, verdicts, threshold, mean, se_mean, tau_boot2, tau_run2, seen2,
+                   sum(p.boots for p in parts), tau_cpu2,
+                   tuple(cpus.get(name, UNKNOWN_CPU) for name in runs))
+    cell.by_cpu = by_cpu
+    margin = math.log1p(threshold)
+    cell.cpu_contradicted = any(contradicts(other, one.verdict, margin)
+                                for one in parts if one.verdict != "same"
+                                for other in parts if other is not one)
+    return cell
+
+
+def contradicts(cell: PooledCell, verdict: str, margin: float) -> bool:
+    """Whether ``cell``'s pooled mean (its 95% confidence interval) contradicts ``verdict``
+    (slower or faster): wholly on the other side of 1, or wholly within ``margin`` (log) of
+    it; as agree counts a run's firm finding contradicted by another run."""
+    low, high = math.log(cell.mean_low), math.log(cell.mean_high)
+    other_way = high < 0 if verdict == "slower" else low > 0
+    return other_way or (abs(low) < margin and abs(high) < margin)
+
+
+def _within_kind(key, runs: dict, boots: dict, verdicts: dict, threshold: float, floor: float,
+                 cpus: tuple) -> PooledCell:
+    """The runs of one CPU kind pooled: runs within boots, then boots (``combine``)."""
     names = list(runs)
     try:
         by_boot: dict = {}
@@ -204,11 +298,23 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
             weights = [1 / (s ** 2 + tau_boot2) for s in mean_ses]
             mean = sum(w * m for w, m in zip(weights, means)) / sum(weights)
             se_mean = math.sqrt(1 / sum(weights))
-        ses = [se_of_interval(runs[n].low, runs[n].high) for n in names]
-        tau2 = tau_boot2 + tau_run2
+    except ValueError as exc:
+        raise ValueError(f"the random-effects pool of {key!r}: {exc}") from None
+    return _finish(key, runs, verdicts, threshold, mean, se_mean, tau_boot2, tau_run2, seen2,
+                   len(by_boot), 0.0, cpus * len(names))
+
+
+def _finish(key, runs: dict, verdicts: dict, threshold: float, mean: float, se_mean: float,
+            tau_boot2: float, tau_run2: float, seen2: float, boots: int, tau_cpu2: float,
+            cpus: tuple) -> PooledCell:
+    """The pooled cell from its pooled mean and variances: the rerun interval, the verdict."""
+    names = list(runs)
+    ses = [se_of_interval(runs[n].low, runs[n].high) for n in names]
+    tau2 = tau_cpu2 + tau_boot2 + tau_run2
+    try:
         # Where a reader's rerun of the command, on another boot, is expected
-        # (rerun_interval): the pooled mean's own uncertainty, the between-boot and
-        # within-boot variances, and the rerun's own noise, drawn from the pooled runs' SEs.
+        # (rerun_interval): the pooled mean's own uncertainty, the between-kind, between-boot
+        # and within-boot variances, and the rerun's own noise, drawn from the pooled runs' SEs.
         low, high = rerun_interval(mean, se_mean ** 2 + tau2, ses)
     except ValueError as exc:
         raise ValueError(f"the random-effects pool of {key!r}: {exc}") from None
@@ -221,11 +327,12 @@ def combine(key, runs: dict, boots: dict, verdicts: dict, threshold: float,
     else:
         verdict = "same"
     i2 = tau2 / (tau2 + within ** 2) if tau2 + within ** 2 > 0 else 0.0
-    return PooledCell(key, runs, len(by_boot), math.exp(mean),
+    return PooledCell(key, runs, boots, math.exp(mean),
                       math.exp(low), math.exp(high), math.exp(mean - Z95 * se_mean),
                       math.exp(mean + Z95 * se_mean), math.sqrt(tau2), within, i2,
                       verdict, sum(verdicts[n] == verdict for n in names),
-                      math.sqrt(tau_boot2), math.sqrt(tau_run2), se_mean, math.sqrt(seen2))
+                      math.sqrt(tau_boot2), math.sqrt(tau_run2), se_mean, math.sqrt(seen2),
+                      math.sqrt(tau_cpu2), tuple(dict.fromkeys(cpus)))
 
 
 def rerun_interval(mean: float, shared_var: float, ses, level: float = 0.95) -> tuple:
@@ -273,20 +380,37 @@ def rerun_interval(mean: float, shared_var: float, ses, level: float = 0.95) -> 
 # (pair, cell) values it is learned from (fewer: no floor).
 FLOOR_COVERAGE = 0.95
 FLOOR_MIN_VALUES = 20
+# The most pairs of runs the floor is learned from: a pool of more runs (over 200) takes a
+# uniform sample of its pairs, drawn with a fixed seed (one pool, one floor). Every pair of
+# 10,000 runs, 50 million of them, took hours (issue 56); 20,000 pairs place a 95th
+# percentile within a fraction of a percentile point.
+MAX_FLOOR_PAIRS = 20_000
+
+
+def floor_pairs(runs: list) -> list:
+    """Every pair of ``runs`` (i < j), or MAX_FLOOR_PAIRS of them drawn uniformly."""
+    n = len(runs)
+    if n * (n - 1) // 2 <= MAX_FLOOR_PAIRS:
+        return list(itertools.combinations(runs, 2))
+    rng, chosen = random.Random(0), set()
+    while len(chosen) < MAX_FLOOR_PAIRS:
+        chosen.add(tuple(sorted(rng.sample(range(n), 2))))
+    return [(runs[i], runs[j]) for i, j in sorted(chosen)]
 
 
 def boot_floor(runs: list[RunCells], keys) -> float:
-    """The least SD between runs of different boots of the log ratio (what bounds
-    sqrt(tau_boot² + tau_run²) in ``combine``), learned from the pool's own runs: for
-    every pair of runs on different boots and every cell both have with an interval, the SD
+    """The least SD between runs of different boots of one CPU kind of the log ratio (what
+    bounds sqrt(tau_boot² + tau_run²) in ``combine``), learned from the pool's own runs: for
+    every pair of runs on different boots of one CPU kind (the kinds' own difference is the
+    third level's, not a boot's) and every cell both have with an interval, the SD
     τ that makes their difference d just consistent with their SEs at 95%
     (|d| = 1.96 √(s₁² + s₂² + 2τ²)), and of those the 95th percentile. One number for all
     cells: with two or three boots a cell's own between-boot variance rests on one or two
     degrees of freedom, while the pool's hundreds of cells say together how far boots move a
     ratio beyond the runs' own intervals. 0 with fewer than two boots."""
     needs = []
-    for one, other in itertools.combinations(runs, 2):
-        if one.boot == other.boot:
+    for one, other in floor_pairs(runs):
+        if one.boot == other.boot or one.cpu != other.cpu:
             continue
         for key in keys:
             a, b = one.cells.get(key), other.cells.get(key)
@@ -307,6 +431,7 @@ def pool_cells(runs: list[RunCells], threshold: float, keys=None) -> dict:
     keys = keys if keys is not None else \
         list(dict.fromkeys(key for run in runs for key in run.cells))
     boots = {run.name: run.boot for run in runs}
+    cpus = {run.name: run.cpu for run in runs}
     floor = boot_floor(runs, keys)
     out = {}
     for key in keys:
@@ -316,7 +441,7 @@ def pool_cells(runs: list[RunCells], threshold: float, keys=None) -> dict:
         if have:
             verdicts = {run.name: run.verdicts.get(key, "same") for run in runs
                         if run.name in have}
-            out[key] = combine(key, have, boots, verdicts, threshold, floor)
+            out[key] = combine(key, have, boots, verdicts, threshold, floor, cpus)
     return out
 
 
@@ -379,6 +504,21 @@ def leave_one_boot_out(runs: list[RunCells], threshold: float, keys) -> list[Pre
     return out
 
 
+def leave_one_cpu_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
+    """For each CPU kind, the runs of the other kinds pooled (at least two runs) and checked
+    against each run of the kind left out: a CPU the pool has not seen."""
+    out = []
+    for kind in dict.fromkeys(run.cpu for run in runs):
+        others = [run for run in runs if run.cpu != kind]
+        if len(others) < 2:
+            continue
+        for run in runs:
+            if run.cpu == kind:
+                found = predict(run, others, threshold, keys)
+                out.append(dataclasses.replace(found, left_out=f"{run.name} ({kind})"))
+    return out
+
+
 def totals(found: list[Prediction], printed: bool = False) -> tuple[int, int]:
     """(held, cells) over checks: by the run's own noise, or (printed) by the printed
     interval."""
@@ -405,15 +545,61 @@ class Pool:
 
     @property
     def boots(self) -> int:
-        return len({run.boot for run in self.runs})
+        return len({(run.cpu, run.boot) for run in self.runs})
+
+    @property
+    def cpus(self) -> dict:
+        """CPU kind -> its runs' names, in the pool's order (the main run's kind first)."""
+        out: dict = {}
+        for run in self.runs:
+            out.setdefault(run.cpu, []).append(run.name)
+        return out
 
     def get(self, op: str, a: str, b: str):
         return self.cells.get((op, a, b))
+
+    def time_only(self, cell: PooledCell) -> bool:
+        """A pooled finding (or, where the verdict depends on the CPU, a CPU kind's) whose
+        counts did not move its way: ``comparisons.evidence_of`` on the main run's counts
+        says "time only" (instruction counts are the same on both CPU kinds pooled to 0.1%).
+        Code layout, caches and the CPU move such a step, and nothing in a run tells them
+        from the interpreter's code."""
+        found = [part for part in ([cell] + list(cell.by_cpu.values()))
+                 if part.verdict != "same"]
+        if not found or not self.runs[0].counted:
+            return False
+        op, a, b = cell.key
+        move = counts.count_move(self.runs[0].counted, op, a, b)
+        return all(comparisons.evidence_of(
+            stats.Comparison(part.estimate, part.low, part.high, True, part.n, part.n),
+            self.threshold, move) == "time only" for part in found)
+
+    def one_cpu_time_only(self, cell: PooledCell) -> bool:
+        """A time-only pooled finding seen on fewer than two known CPU kinds: never stated
+        as firm; the pages say "time only, seen on <kinds>" and list it apart."""
+        return cell.verdict != "same" and len(cell.known_cpus) < 2 and self.time_only(cell)
+
+    def firm(self, cell: PooledCell) -> bool:
+        """A pooled finding the pages state as one: not "depends on the CPU", not time only
+        from one CPU kind."""
+        return cell.verdict != "same" and not cell.depends_on_cpu and \
+            not self.one_cpu_time_only(cell)
+
 
     def aa_flagged(self, op: str) -> list:
         """[(run name, twin series, its original, Comparison)]: every pooled run whose A/A
         twin flags ``op``, in the pool's order (the main run first)."""
         return [(run.name, *found) for run in self.runs for found in run.aa_flagged.get(op, [])]
+
+
+def seen_on(pool: Pool | None, manifest: dict, op: str, a: str, b: str) -> tuple[tuple, bool]:
+    """(the CPU kinds a cell was seen on, whether its verdict differs between them): from
+    the pool where there is one and it has the cell, else the run's own kind (``manifest``)
+    and False. For a finding's row: a time-only step seen on one kind is no firm finding."""
+    cell = pool.get(op, a, b) if pool is not None else None
+    if cell is None:
+        return (cpu_of(manifest),), False
+    return cell.cpus, cell.depends_on_cpu
 
 
 # Ops whose timed code changed, with the run-id stamp from which runs time the new code: a
@@ -439,7 +625,7 @@ def run_cells(data: analysis.RunData, name: str, threshold: float,
         verdicts[(finding.op, finding.a, finding.b)] = \
             "slower" if finding.comparison.ratio > 1 else "faster"
     return RunCells(name, boot_of(data.manifest, name), dict(an.step_cmp), verdicts,
-                    aa_flags(an))
+                    aa_flags(an), cpu_of(data.manifest), an.counted)
 
 
 def selection_of(manifest: dict):
@@ -459,12 +645,16 @@ def same_command(main: dict, other: dict) -> str | None:
     return None
 
 
-def same_command_runs(results_dir, main: store.Run, main_manifest: dict) -> list[store.Run]:
+def same_command_runs(results_dir, main: store.Run, main_manifest: dict,
+                      log=None) -> list[store.Run]:
     """Every stored run of the main run's command: the same profile and the same stated
     selection (runs that state none are left out of the automatic pool: named ones may
-    still be given)."""
+    still be given). Decided from the manifests alone, before any run's data is read (a
+    store of thousands of runs of other commands costs their manifests only); ``log``: a
+    progress line every few seconds (store.progress)."""
     out = []
-    for run in store.list_runs(results_dir):
+    runs, _ = store.scan_runs(results_dir, log)   # the runs skipped are not the pool's
+    for run in store.progress(runs, "runs' manifests for the pool", log):
         if run.run_id == main.run_id:
             continue
         try:
@@ -477,13 +667,20 @@ def same_command_runs(results_dir, main: store.Run, main_manifest: dict) -> list
 
 
 def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
-              others: list[store.Run], threshold: float, named: bool = True) -> Pool:
+              others: list[store.Run], threshold: float, named: bool = True,
+              log=None) -> Pool:
     """The main run and ``others`` pooled on the cells they have. A run of another profile or
     selection is refused (cli.BadInput, exit 2, naming the difference); a run that cannot be
     read is named and left out; a label whose interpreter build differs from the main
-    run's is left out of that run's cells, named."""
+    run's is left out of that run's cells, named. A run met twice (the main run again, a
+    run named twice, a copied run directory: store.distinct_runs) is pooled once, named.
+    ``log``: a progress line every few seconds while the runs are read (store.progress)."""
     main_name = main_data.run.run_id if main_data.run else "main"
     left_out = []
+    if main_data.run is not None:
+        distinct, same = store.distinct_runs([main_data.run] + list(others))
+        others = distinct[1:]
+        left_out += [f"run {line}" for line in same]
     for run in others:
         try:
             manifest = run.read_manifest()
@@ -495,7 +692,7 @@ def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
                                f"{main_name}); pool runs of one command")
     runs = [run_cells(main_data, main_name, threshold, main_an)]
     main_builds = main_data.manifest.get("interpreters", {})
-    for run in others:
+    for run in store.progress(others, "runs of the pool", log):
         try:
             data = analysis.load_run(run)
         except (store.ResultFileError, OSError) as exc:

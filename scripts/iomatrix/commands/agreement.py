@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
 from pathlib import Path
 
 from iomatrix import cli, stats
@@ -88,13 +89,15 @@ class Agreement:
     spreads: dict                     # Cell -> [|log(r_i / r_j)| for each pair of runs]
     aa: dict                          # run name -> [AATwin]
     # Does a pool of the other runs predict a run? (pooling.leave_one_out: each run left out
-    # in turn; leave_one_boot_out: every run of one boot left out). Empty under three runs.
+    # in turn; leave_one_boot_out: every run of one boot left out; leave_one_cpu_out: every
+    # run of one CPU kind). Empty under three runs (cpu_out: under two runs of other kinds).
     one_out: list = dataclasses.field(default_factory=list)
     boot_out: list = dataclasses.field(default_factory=list)
     # The pool of every run: the median width (high / low) of its printed intervals, and the
     # between-boot floor it learned (pooling.boot_floor). NaN and 0 under three runs.
     pool_width: float = float("nan")
     pool_floor: float = 0.0
+    cpu_out: list = dataclasses.field(default_factory=list)
 
     @property
     def pair_values(self) -> list:
@@ -187,16 +190,22 @@ def load(run: store.Run, name: str, threshold: float) -> RunView:
     return RunView(name, run, an, cells, verdicts, classified)
 
 
-def load_runs(args: list[str], results_dir: Path, threshold: float) -> list[RunView]:
+def load_runs(args: list[str], results_dir: Path, threshold: float,
+              log=None) -> list[RunView]:
+    """The runs named, each analysed (``load``). A run named twice (its id again, its
+    directory by another path, a copy of it: store.distinct_runs) is compared once, said in
+    one line to ``log`` (default: stderr); fewer than two different runs is bad input."""
     if len(args) < 2:
         raise cli.BadInput(f"give two or more runs to compare (got {len(args)})")
-    runs = [resolve(arg, results_dir) for arg in args]
-    seen = {}
-    for arg, run in zip(args, runs):
-        where = run.path.resolve()
-        if where in seen:
-            raise cli.BadInput(f"{arg}: the same run as {seen[where]}; give each run once")
-        seen[where] = arg
+    resolved = [resolve(arg, results_dir) for arg in args]
+    runs, same = store.distinct_runs(resolved, list(args))
+    if len(runs) < 2:
+        raise cli.BadInput(f"{same[0]}; give two or more different runs to compare")
+    log = log or (lambda text: print(cli.terminal_text(f"agree: {text}"), file=sys.stderr))
+    for line in same:
+        log(line)
+    kept = {id(run) for run in runs}
+    args = [arg for arg, run in zip(args, resolved) if id(run) in kept]
     ids = [run.run_id for run in runs]
     # Two results directories can hold runs of one id: then the columns are named as given.
     titles = ids if len(set(ids)) == len(ids) else list(args)
@@ -313,13 +322,15 @@ def agree(args: list[str], results_dir: Path, threshold: float) -> Agreement:
                      pooling.leave_one_out(pooled, threshold, cells),
                      pooling.leave_one_boot_out(pooled, threshold, cells),
                      pooling.median_width(whole.values()),
-                     pooling.boot_floor(pooled, cells) if whole else 0.0)
+                     pooling.boot_floor(pooled, cells) if whole else 0.0,
+                     pooling.leave_one_cpu_out(pooled, threshold, cells))
 
 
 def pooled_runs(runs: list[RunView]) -> list[pooling.RunCells]:
-    """The runs as a pool sees them: their cells, verdicts and boots (pooling.boot_of)."""
+    """The runs as a pool sees them: their cells, verdicts, boots (pooling.boot_of) and CPU
+    kinds (pooling.cpu_of)."""
     return [pooling.RunCells(run.name, pooling.boot_of(run.manifest, run.name), run.cells,
-                             run.verdicts) for run in runs]
+                             run.verdicts, cpu=pooling.cpu_of(run.manifest)) for run in runs]
 
 
 @dataclasses.dataclass

@@ -19,6 +19,7 @@ directories or would write among a run's results.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -38,63 +39,104 @@ class HistoryError(cli.BadInput):
     """Bad input: exit status 2."""
 
 
-def collect(results_dir: Path, label: str):
-    """The RunData of LABEL's file in each run that has one, oldest first; unreadable files.
+@dataclasses.dataclass
+class RunTimes:
+    """One run as the history needs it: LABEL's per-process means, not the run's whole data
+    (thousands of runs are read: issue 56 timed 10,000 of them at 283 s and 4 GB when each
+    was kept whole)."""
+    run: store.Run
+    manifest: dict                 # the manifest's keys the page shows (SHOWN_KEYS)
+    means: dict                    # op -> {round: mean}, LABEL's processes
+    ops: list                      # the ops in the run's order (analysis.ordered_ops)
+    context: dict                  # analysis.context of the run
+    problems: list                 # (file, message): the phase files not read
+    machine_phase: phase.Phase | None = None
 
-    Each RunData's frame holds only LABEL's rows, with the run id as series.
-    """
-    runs, problems = store.scan_runs(results_dir)
+
+# The manifest's keys the page shows of each run (run_column, the Runs table).
+SHOWN_KEYS = ("started", "host")
+
+
+def read_run(run: store.Run, path: Path) -> RunTimes:
+    """LABEL's file of ``run`` (at ``path``) as the history needs it; store.ResultFileError
+    (or OSError) when the manifest or the file cannot be read."""
+    manifest = run.read_manifest()
+    rows = store.load_series(path)
+    means = analysis.round_means((run.run_id, row["op"], row["round"], row["mean"])
+                                 for row in rows)
+    suite_of: dict = {}
+    for row in rows:                 # an op's first row names its suite (ordered_ops)
+        suite_of.setdefault(row["op"], row["suite"])
+    # A run that does not state its profile or page cache is described by its processes'
+    # metadata (analysis.context), which only then needs a table of them.
+    described = all(manifest.get(key) is not None for key in ("profile", "cache"))
+    context = analysis.context(manifest, None if described else pd.DataFrame(
+        [(row["profile"], row["cache"]) for row in rows], columns=["profile", "cache"]))
+    machine_phase, problems = phase.read_phase(run.path)
+    return RunTimes(run, {key: manifest[key] for key in SHOWN_KEYS if key in manifest},
+                    {op: by_round for (_, op), by_round in means.items()},
+                    analysis.op_order(suite_of, manifest.get("suites", [])), context,
+                    problems, machine_phase)
+
+
+def collect(results_dir: Path, label: str, log=None):
+    """LABEL's times in each run that has its file, oldest first (RunTimes); the files not
+    read, as (path, message); a line for each run met twice (store.distinct_runs: read
+    once). ``log``: where a progress line goes every few seconds (store.progress)."""
+    runs, problems = store.scan_runs(results_dir, log)
     if not runs and not problems:
         raise HistoryError(f"no runs in {results_dir} (a run is a directory with "
                            f"{store.MANIFEST})")
-    found, labels = [], set()
-    for run in runs:
-        files = run.series_files()
-        labels.update(store.series_of(p) for p in files)
+    runs, same = store.distinct_runs(runs)
+    found = []
+    for run in store.progress(runs, "runs", log):
         path = run.series_file(label)
         if not os.path.lexists(path):   # a dangling symlink is there, and named when read
             continue
         try:
-            data = analysis.load_file(path, run, run.read_manifest(), series=run.run_id)
+            times = read_run(run, path)
         except (store.ResultFileError, OSError) as exc:
             problems.append((path, store.without_path(str(exc), path)))
             continue
         # a phase file not read leaves the run in, with its machine phase unknown: named too
-        problems += [(run.path / name, message) for name, message in data.problems]
-        if len(data.frame):
-            found.append(data)
+        problems += [(run.path / name, message) for name, message in times.problems]
+        if times.means:
+            found.append(times)
     if not found and not problems:
+        labels = {store.series_of(p) for run in runs for p in run.series_files()}
         raise HistoryError(f"no run in {results_dir} has the series {label!r}; labels there: "
                            f"{', '.join(sorted(labels)) or 'none'}")
-    return found, problems
+    return found, problems, same
 
 
-def phase_cell(data: analysis.RunData) -> str:
+def phase_cell(data: RunTimes) -> str:
     """The run's phase probe medians, and how many of its phase files could not be read."""
     unread = sum(phase.is_phase_file(name) for name, _ in data.problems)
     return md(phase.short(data.machine_phase)) + \
         (f"; {unread} phase file(s) not read" if unread else "")
 
 
-def run_column(number: int, data: analysis.RunData, newline: str = "<br>", escape=str) -> str:
+def run_column(number: int, data: RunTimes, newline: str = "<br>", escape=str) -> str:
     """'#2 2026-01-31 07:58' over the host: the number leads to the Runs table."""
     when = str(data.manifest.get("started", "?"))[:16].replace("T", " ")
     return f"#{number} {escape(when)}{newline}{escape(data.manifest.get('host', '?'))}"
 
 
-def history_frame(found: list[analysis.RunData]) -> tuple[pd.DataFrame, dict, list[str]]:
+def history_frame(found: list[RunTimes]) -> tuple[pd.DataFrame, dict, list[str]]:
     """Times (ops x run ids), process means {(run id, op): {round: mean}}, ops in order."""
-    frame = pd.concat([d.frame for d in found], ignore_index=True)
-    means = analysis.process_means(frame)
-    ops = list(dict.fromkeys(op for d in found for op in analysis.ordered_ops(d)))
+    means = {(d.run.run_id, op): by_round for d in found for op, by_round in d.means.items()}
+    ops = list(dict.fromkeys(op for d in found for op in d.ops))
     times = pd.DataFrame(index=ops, columns=[d.run.run_id for d in found], dtype=float)
     for (run_id, op), by_round in means.items():
         times.at[op, run_id] = stats.location(by_round.values())
     return times, means, ops
 
 
-def build_markdown(label: str, found: list, problems: list, figure: str | None = None) -> str:
+def build_markdown(label: str, found: list, problems: list, figure: str | None = None,
+                   same: list = ()) -> str:
+    """The page; ``same``: collect's lines on runs met twice (each read once)."""
     lines = [MARKER, f"# History of {code(label)}", ""]
+    lines += [f"{md(line)}." for line in same] + ([""] if same else [])
     if problems:
         lines += ["Files not read (left as they are; a run whose manifest or series is among "
                   "them is missing below):", ""]
@@ -104,8 +146,7 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
         return "\n".join(lines + ["No run could be read.", ""])
     times, means, ops = history_frame(found)
     run_ids = list(times.columns)
-    differences = context_differences([analysis.context(d.manifest, d.frame)
-                                               for d in found])
+    differences = context_differences([d.context for d in found])
     if differences:
         lines += [f"> **Warning:** the runs differ in {', '.join(differences)}: a change between "
                   "them may be the machine or the settings, not the interpreter.", ""]
@@ -131,12 +172,12 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
         lines += [f"![{md(label)}: time relative to the first run]({url(figure)})", ""]
     legend = []
     for number, d in enumerate(found, 1):
-        c = analysis.context(d.manifest, d.frame)
+        c = d.context
         legend.append([str(number), code(d.run.run_id),
                        md(d.manifest.get("started", "?")), md(c.get("host", "?")),
                        md(c.get("profile", "?")),
                        md(c.get("cache", "?")), md(c.get("fixture_filesystem", "?")),
-                       str(d.frame["op"].nunique()), phase_cell(d)])
+                       str(len(d.means)), phase_cell(d)])
     lines += ["## Runs", "",
               "Machine phase: the medians of the run's phase probe (iomatrix.measuring.phase); on one "
               "host, a run whose copy or loop took longer ran on a slower machine, and its "
@@ -147,7 +188,7 @@ def build_markdown(label: str, found: list, problems: list, figure: str | None =
     return "\n".join(lines)
 
 
-def draw(label: str, found: list, path: Path) -> Path:
+def draw(label: str, found: list[RunTimes], path: Path) -> Path:
     from iomatrix.reporting import figures
     times, _, _ = history_frame(found)
     times.columns = [run_column(n, d, "\n") for n, d in enumerate(found, 1)]

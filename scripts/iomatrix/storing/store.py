@@ -22,11 +22,13 @@ import datetime as dt
 import errno
 import functools
 import gzip
+import hashlib
 import itertools
 import json
 import os
 import re
 import socket
+import time
 import zlib
 from pathlib import Path
 
@@ -582,10 +584,11 @@ def without_path(message: str, path: Path) -> str:
     return message[len(prefix):] if message.startswith(prefix) else message
 
 
-def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
+def scan_runs(results_dir: Path, log=None) -> tuple[list[Run], list[tuple[Path, str]]]:
     """(runs with a valid manifest, oldest first; (path, why) of the run directories skipped).
 
-    One broken run directory never hides the others: it is listed as a problem.
+    One broken run directory never hides the others: it is listed as a problem. ``log``:
+    where a progress line goes every few seconds (``progress``).
     """
     runs, problems = [], []
     directory = Path(results_dir)
@@ -615,7 +618,7 @@ def scan_runs(results_dir: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
         stamp = re.match(r"\d{8}T\d{6}Z", run_id)
         stamps += [stamp.group()] if stamp else []
         return next((s for s in stamps if s <= latest), "")
-    for child in children:
+    for child in progress(children, "run directories' manifests", log):
         if not os.path.lexists(child / MANIFEST):
             continue
         if child.is_symlink():
@@ -645,6 +648,71 @@ def newest_run(results_dir: Path) -> Run:
         raise cli.BadInput(f"no runs in {results_dir} (a run is a directory with {MANIFEST})"
                            f"{detail}")
     return runs[-1]
+
+
+def run_identity(run: Run) -> tuple:
+    """What makes a run one run, wherever its directory is and whatever it is named: its
+    manifest's run id and a digest of the manifest's content. A copied run directory is the
+    same run under another name, and a tool that gathers runs (history, the pool, agree, a
+    merged report) counts it once (``distinct_runs``): compared by directory name, a copy
+    pooled as "held 2 of 2" (issue 56). A manifest that states no run id (none iomatrix
+    writes) falls back to the directory's name; one that cannot be read makes the run only
+    itself (its directory's real path)."""
+    try:
+        manifest = parse_json(contract.read_bytes(str(run.path / MANIFEST), MAX_MANIFEST_BYTES))
+    except (OSError, ValueError):   # UnsafeFileError, NotAResult, UnicodeError: ValueErrors
+        return ("", os.path.realpath(run.path))
+    stated = manifest.get("run_id") if isinstance(manifest, dict) else None
+    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode("utf-8")).hexdigest()
+    return (stated if isinstance(stated, str) and stated else run.run_id, digest)
+
+
+def distinct_runs(runs: list, names: list | None = None) -> tuple[list, list[str]]:
+    """``runs`` with each run once (``run_identity``), the first of each kept, in their order;
+    and one line per run met more than once, naming the others (``names``: how the caller
+    names each run, default its directory's name): "X-copy: the same run as X (the same
+    manifest: named twice, or a copied directory), counted once". Each tool that gathers
+    runs says it so; it is bad input only where, counted once, the runs are too few for
+    what was asked (agree's two, a pool's second). A run kept whose directory's name is not
+    its manifest's run id (a renamed or copied directory) is read under its directory's
+    name, and said in a line too."""
+    names = names if names is not None else [run.run_id for run in runs]
+    kept, groups, lines = {}, {}, []
+    for run, name in zip(runs, names):
+        identity = run_identity(run)
+        if identity in kept:
+            groups[identity].append(name)
+            continue
+        kept[identity], groups[identity] = (run, name), []
+        stated = identity[0]
+        if stated and stated != run.run_id:
+            shown = stated if cli.name_problem(stated, "run id") is None else "another run id"
+            lines.append(f"{name}: its manifest names run {shown} (a renamed or copied "
+                         "directory); read as it is named here")
+    for identity, others in groups.items():
+        if others:
+            first = kept[identity][1]
+            copies = ", ".join(dict.fromkeys(others))
+            lines.append(f"{copies}: the same run as {first} (the same manifest: named "
+                         "twice, or a copied directory), counted once")
+    return [run for run, _ in kept.values()], lines
+
+
+# Seconds between two progress lines of a tool reading many runs (history, the pool).
+PROGRESS_SECONDS = 3.0
+
+
+def progress(items: list, what: str, log=None, every: float | None = None):
+    """Each of ``items`` in turn, and every ``every`` seconds (PROGRESS_SECONDS) a line to
+    ``log`` saying how far the reading is ("read 2,000 of 10,000 runs"): a tool that reads
+    thousands of runs says it is working (issue 56: 10,000 runs took minutes in silence)."""
+    every = PROGRESS_SECONDS if every is None else every
+    last = time.monotonic()
+    for done, item in enumerate(items):
+        if log is not None and time.monotonic() - last >= every:
+            log(f"read {done:,} of {len(items):,} {what}")
+            last = time.monotonic()
+        yield item
 
 
 def load_series(path: Path) -> list[dict]:
