@@ -59,6 +59,17 @@ def refused(capsys, args, *, main=report.main) -> str:
     return lines[0]
 
 
+def full_disk(capsys, args, *, main=report.main) -> str:
+    """Run ``main`` on a full disk; assert exit 3 (the machine's failure, issue 56), one error
+    line and no traceback; return it."""
+    code = main([str(a) for a in args])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_INTERNAL_ERROR and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
 def report_args(results: Path, out, *more):
     return ["--results-dir", results, "--run-id", RUN, "--out", out, *more]
 
@@ -208,11 +219,11 @@ def test_a_read_only_place_is_refused_before_anything_is_read(tmp_path, capsys, 
 
 @pytest.mark.parametrize("figures", [True, False], ids=["figures", "no-figures"])
 def test_a_full_disk_leaves_nothing_behind(tmp_path, capsys, tmpfs, figures):
-    """ENOSPC half-way: exit 2, one line, and the file system as empty as before (no page,
+    """ENOSPC half-way: exit 3, one line, and the file system as empty as before (no page,
     no hidden half-written file, no directory the report made)."""
     results = store_with_run(tmp_path)
     full = tmpfs("full", "size=12k")
-    line = refused(capsys, report_args(results, full / "sub" / "r.md",
+    line = full_disk(capsys, report_args(results, full / "sub" / "r.md",
                                        *([] if figures else ["--no-figures"])))
     assert "No space left on device" in line
     assert list(full.iterdir()) == []
@@ -233,7 +244,7 @@ def test_a_full_disk_keeps_the_previous_report_whole(tmp_path, capsys, tmpfs):
         except OSError:
             pass
     with_filler = checksum(disk)
-    refused(capsys, report_args(results, out, "--no-figures"))
+    full_disk(capsys, report_args(results, out, "--no-figures"))
     assert checksum(disk) == with_filler
     filler.unlink()
     assert checksum(disk) == before
@@ -317,7 +328,7 @@ def test_write_outputs_is_all_or_nothing_on_a_full_disk(tmp_path, tmpfs):
     first.parent.mkdir()
     first.write_text("the old first file\n")
     before = checksum(disk)
-    with pytest.raises(cli.BadInput, match="No space left on device"):
+    with pytest.raises(cli.MachineFailure, match="No space left on device"):
         outputs.write_outputs({first: "new first\n", disk / "b" / "c" / "big.md":
                                "x" * 200_000}, "--out-dir")
     assert checksum(disk) == before

@@ -23,8 +23,8 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from iomatrix import cli, stats  # noqa: E402
-from iomatrix.storing import contract  # noqa: E402
+from iomatrix import stats  # noqa: E402
+from iomatrix.storing import contract, outputs  # noqa: E402
 
 DPI = 120
 SLOWER, FASTER = "▲", "▼"            # the report's markers (DejaVu Sans has both)
@@ -60,7 +60,8 @@ def _save(fig, path: Path) -> Path:
     the published reports' figures, and a plot's few flat colours need no more (a third of
     the size of matplotlib's RGBA file or less). The file is written whole or not at all
     (the contract's atomic write: a half-written name beside it, renamed, never through a
-    link); a write that fails (read-only, disk full) is bad input naming the file."""
+    link); a write that fails is bad input naming the file (read-only), or the machine's
+    failure (a full disk: exit 3, ``outputs.write_failure``)."""
     import io
     from PIL import Image   # matplotlib's own dependency
     path = Path(path)
@@ -76,7 +77,8 @@ def _save(fig, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         contract.atomic_write_bytes(str(path), png.getvalue())
     except OSError as exc:
-        raise cli.BadInput(f"{path}: cannot write the figure ({exc.strerror or exc})") from None
+        raise outputs.write_failure(exc, f"{path}: cannot write the figure "
+                                         f"({exc.strerror or exc})") from None
     return path
 
 
