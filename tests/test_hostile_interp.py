@@ -423,12 +423,13 @@ def test_upstream_writes_its_directory_whole_and_leaves_no_staging(tmp_path, cap
         out_dir / "repro_chunks_read_64KiB.py").read_text()
 
 
-def test_a_reproducer_that_fails_under_run_repro_is_exit_3_and_writes_nothing(tmp_path, capsys):
+def test_a_run_repro_interpreter_that_fails_is_exit_2_and_writes_nothing(tmp_path, capsys):
     failing = hostile_python(tmp_path / "bin" / "python", raw="cat >/dev/null",
                              stderr="boom", status=1)
-    # it fails the compile check first: the reproducer is never run under it
+    # a named interpreter that does not run as Python is bad input (issue 56), refused
+    # before the reproducer is compiled or run (tests/test_hostile_cache.py: /bin/false)
     status = upstream.main(upstream_args(tmp_path / "u", tmp_path / "results", "--run-repro",
                                          str(failing), sys.executable, "--repeat", "1"), **QUIET)
     err = capsys.readouterr().err.strip().splitlines()
-    assert status == cli.EXIT_INTERNAL_ERROR and len(err) == 1 and "boom" in err[0]
+    assert status == cli.EXIT_BAD_INPUT and len(err) == 1 and "boom" in err[0]
     assert not (tmp_path / "u").exists()
