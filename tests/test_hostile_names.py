@@ -235,8 +235,10 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, capsys, m
             report.main([str(a) for a in args])
         capsys.readouterr()
     else:
-        code, _, err = call(report.main, args, capsys)
-        assert code == cli.EXIT_BAD_INPUT and "previous report is left" in err, err
+        code = report.main([str(a) for a in args])   # a full disk: exit 3 (issue 56)
+        err = capsys.readouterr().err
+        assert code == cli.EXIT_INTERNAL_ERROR and "previous report is left" in err, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert tree(out.parent) == old   # every old page, byte for byte, and nothing hidden left
     monkeypatch.undo()
     code, _, err = call(report.main, args, capsys)   # and the next report replaces it whole

@@ -510,7 +510,7 @@ def test_a_preview_on_a_full_disk_leaves_nothing(tmp_path, capsys, tmpfs):
     page = tmp_path / "p.md"
     page.write_text("# page\n\n" + "a long paragraph " * 4000 + "\n")
     full = tmpfs("full", "size=16k")
-    line = refused(capsys, [page, "--out", full / "html"], main=preview.main)
+    line = full_disk(capsys, [page, "--out", full / "html"], main=preview.main)
     assert "No space left on device" in line
     assert list(full.iterdir()) == []
 

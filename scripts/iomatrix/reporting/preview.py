@@ -310,8 +310,9 @@ def copy_images(body: str, page_dir: Path, source_root: Path, target_root: Path)
             copy.parent.mkdir(parents=True, exist_ok=True)
             contract.atomic_write_bytes(str(copy), data)
         except (OSError, contract.UnsafeFileError) as exc:
-            raise cli.BadInput(f"cannot copy {found} to {copy}: "
-                               f"{getattr(exc, 'strerror', None) or exc}")
+            message = f"cannot copy {found} to {copy}: {getattr(exc, 'strerror', None) or exc}"
+            raise (outputs.write_failure(exc, message) if isinstance(exc, OSError)
+                   else cli.BadInput(message)) from None
 
 
 # -- where a preview may go -------------------------------------------------------------
@@ -349,8 +350,9 @@ def write_text(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         store.atomic_write_text(path, text)
-    except OSError as exc:
-        raise cli.BadInput(f"cannot write {path}: {exc.strerror or exc}")
+    except OSError as exc:   # a full disk is exit 3 (the machine's), a read-only place 2
+        raise outputs.write_failure(exc, f"cannot write {path}: {exc.strerror or exc}") \
+            from None
 
 
 def the_run(results_dir: Path, run_id: str | None):
