@@ -64,7 +64,8 @@ class Repeated:
         return self.cpu_kinds is not None and self.cpu_kinds >= 2
 
     def words(self) -> str:
-        kinds = f", {self.cpu_kinds} CPU kinds" if self.cpu_kinds else ""
+        kinds = f", {self.cpu_kinds} CPU kind{'s' * (self.cpu_kinds > 1)}" \
+            if self.cpu_kinds else ""
         return (f"the same way in every run ({self.held} of {self.runs}, {self.boots} boots"
                 f"{kinds})")
 

@@ -402,8 +402,9 @@ def cause_test(verdict, ablation=None, repeated=None, loop_share: float | None =
     ``reproducer``: reproducer_of the step."""
     against = ""
     if ablation is not None and not ablation.failed and not ablation.reproduces:
+        # every knob's result, each said against what it tested
         against = ablation.words.replace("not reproduced by the ablation",
-                                         "not supported by the ablation", 1)
+                                         "not supported by the ablation")
     loop = loop_share if loop_share is not None and loop_share >= LOOP_SHARE else None
     found = functools.partial(CauseTest, against=against, loop_share=loop)
     if verdict.evidence == ABLATION:

@@ -314,7 +314,11 @@ def named_causes(tops: list) -> list[str]:
              "CPython's Misc/NEWS inside the step that speaks of the op's machinery, and that "
              "a bisect, the source of a function that moved, or an ablation agrees with; its "
              "evidence class in italics. Where none passes: \"no changelog entry matches\" "
-             "and what the data shows. The suite pages list the ranked candidates.", ""]
+             "and what the data shows. Then how each row's cause was tested (an ablation, a "
+             "bisect, the changed source, the counts it predicts, repetition and a "
+             "reproducer) or that it is untested (an API or a function matched alone), and "
+             "an ablation that did not reproduce the step as evidence against what it "
+             "tested. The suite pages list the ranked candidates.", ""]
     ordered = sorted(named.values(), key=lambda item: (-len(item[1]), item[1][0][0]))
     for top, rows in ordered:
         label = "rows" if len(rows) > 1 else "row"
