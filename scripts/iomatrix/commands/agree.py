@@ -129,7 +129,7 @@ def prediction_lines(result: Agreement) -> list[str]:
     rows = [[code(p.left_out), str(len(p.pooled)), f"{p.held} of {p.cells}",
              share(p.held, p.cells), f"{p.held_printed} of {p.cells}",
              share(p.held_printed, p.cells)]
-            for p in result.one_out + result.boot_out]
+            for p in result.one_out + result.boot_out + result.cpu_out]
     lines += [table(rows, ["run left out", "runs pooled", "expected", "share",
                            "printed interval holds", "share"],
                     ["left", "right", "right", "right", "right", "right"]), ""]
@@ -152,11 +152,29 @@ def prediction_lines(result: Agreement) -> list[str]:
     else:
         lines.append("- **One boot left out**: not checked (fewer than two runs outside every "
                      "boot).")
+    lines += cpu_out_lines(result)
     if math.isfinite(result.pool_width):
         lines.append(f"- **The pool of all {len(result.runs)} runs**: the median printed "
                      f"interval is {result.pool_width:.3f} times as high as it is low; its "
                      f"between-boot floor (an SD of the log ratio) is {result.pool_floor:.4f}.")
     return lines + [""]
+
+
+def cpu_out_lines(result: Agreement) -> list[str]:
+    """Leave-one-CPU-kind-out, beside leave-one-boot-out (pooling.leave_one_cpu_out)."""
+    kinds = list(dict.fromkeys(pooling.cpu_of(run.manifest) for run in result.runs))
+    held, cells = pooling.totals(result.cpu_out)
+    printed, _ = pooling.totals(result.cpu_out, printed=True)
+    if not cells:
+        return [f"- **One CPU kind left out**: not checked ({len(kinds)} CPU "
+                f"kind{'s' * (len(kinds) != 1)}: {', '.join(map(md, kinds))}; it needs two "
+                "kinds, two runs outside the one left out)."]
+    left = list(dict.fromkeys(p.left_out.rsplit(" (", 1)[-1][:-1] for p in result.cpu_out))
+    return [f"- **One CPU kind left out** (each in turn, {len(left)} of the {len(kinds)} kinds: "
+            f"{', '.join(map(md, left))}): the pool of the other kinds' runs expects the "
+            f"estimate of each run of the left-out kind in {held} of {cells} cells "
+            f"({held / cells:.1%}); the printed interval holds it in {printed} "
+            f"({printed / cells:.1%})."]
 
 
 def interval_text(ratio, low, high) -> str:
@@ -281,7 +299,8 @@ def as_json(result: Agreement) -> dict:
                                   "held": p.held, "held_printed": p.held_printed}
                                  for p in found]
                           for kind, found in (("one_run_out", result.one_out),
-                                              ("one_boot_out", result.boot_out))},
+                                              ("one_boot_out", result.boot_out),
+                                              ("one_cpu_out", result.cpu_out))},
                        "median_width": result.pool_width if math.isfinite(result.pool_width)
                        else None, "boot_floor": result.pool_floor},
     }
