@@ -18,7 +18,8 @@ table list them); 2 for
 bad input: a missing run or file, a series or op missing on one side, a file
 that is not an iomatrix pyperf result (named with the field), an output path
 that is a directory, lies among a run's results or cannot be written; 3 for an
-internal error. Nothing is ever deleted or rewritten.
+internal error, or a full disk (one line). ``--out`` and ``--json`` are written
+together or neither. Nothing is ever deleted or rewritten.
 
 Differences of method come first: when the two sides were measured under other
 conditions (clock, allocator, output-file state, page cache, CPU pinning,
