@@ -36,6 +36,11 @@ is stated only where its premise holds: the step is from 2.x, and the op's 2.7 s
 not already use the io module (IO_MODULE_ON_2X; the same C io stack on both sides would
 make it no cause at all); "text mode decodes" is added only for text ops. Its class is
 ``API``: the suite's declared 2.7 API differs, which the op's own data shows.
+
+Naming is not testing: ``cause_test`` says how the named cause was tested (an ablation that
+reproduced the step, a bisect, the changed source, a discriminating counter, repetition and a
+reproducer) or that it is untested, an ablation that did not reproduce the step as evidence
+against it, and where the step is mostly its control's loop (the section below).
 """
 from __future__ import annotations
 
