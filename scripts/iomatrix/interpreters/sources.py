@@ -488,9 +488,13 @@ def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
         tarballs.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"the cache's tarballs/ cannot be made ({exc.strerror or exc})")
+    before = set(tarballs.iterdir())
     try:
         return _debian_fetch(version, tarballs, say)
     except ProvisionError:
+        # what this call fetched (a .dsc whose tarball then failed) goes with it
+        for added in set(tarballs.iterdir()) - before:
+            added.unlink(missing_ok=True)
         remove_new(new_dirs)
         raise
 
