@@ -41,10 +41,11 @@ def run_id_of(k: int) -> str:
     return (START + dt.timedelta(minutes=k)).strftime("%Y%m%dT%H%M%SZ") + f"-r{k:05d}"
 
 
-def make_runs(results: Path, count: int, copies: int = 0) -> list[Path]:
+def make_runs(results: Path, count: int, copies: int = 0, probe=None) -> list[Path]:
     """``count`` small runs of one command in ``results``, and ``copies`` of them again under
-    other names (``<run id>-copy``); their directories."""
-    probe = probe_module()
+    other names (``<run id>-copy``); their directories. ``probe``: the hostile probe's
+    module, when it is the caller (else loaded from beside this file)."""
+    probe = probe or probe_module()
     made = []
     for k in range(count):
         when = START + dt.timedelta(minutes=k)

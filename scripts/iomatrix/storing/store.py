@@ -707,12 +707,21 @@ def progress(items: list, what: str, log=None, every: float | None = None):
     ``log`` saying how far the reading is ("read 2,000 of 10,000 runs"): a tool that reads
     thousands of runs says it is working (issue 56: 10,000 runs took minutes in silence)."""
     every = PROGRESS_SECONDS if every is None else every
-    last = time.monotonic()
+    started = last = time.monotonic()
     for done, item in enumerate(items):
-        if log is not None and time.monotonic() - last >= every:
-            log(f"read {done:,} of {len(items):,} {what}")
-            last = time.monotonic()
+        now = time.monotonic()
+        if log is not None and now - last >= every:
+            left = (now - started) / done * (len(items) - done) if done else None
+            log(f"read {done:,} of {len(items):,} {what} in {duration(now - started)}"
+                + (f", about {duration(left)} left" if left is not None else ""))
+            last = now
         yield item
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '3 min 20 s'."""
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
 
 
 def load_series(path: Path) -> list[dict]:
