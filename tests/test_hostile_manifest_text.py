@@ -40,11 +40,13 @@ HOSTILE = {
     "backtick": "a`<img src=x onerror=alert(1)>`b",
     "link": "[click](javascript:alert(1))",
     "formula": '=HYPERLINK("http://evil.example","x")',
+    "mathtext": "a$x^$b \\frac{$",
 }
 
-# Fields whose value names another series, a file or a kind the report acts on: a hostile
-# value there is refused or changes what is read (other families), not text to show.
-NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file"}
+# Fields whose value names another series, a file, the run itself (its id) or a kind the
+# report acts on: a hostile value there is refused or changes what is read (other
+# families), not text to show.
+NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file", "run_id"}
 # Fields that decide what a series is (a CPython release that completed); kept as written
 # for the first pass, so that the lineage, its steps and findings are drawn and state the
 # other fields, and hostile too in the second.
@@ -187,3 +189,17 @@ def shown_text(page: str) -> str:
     """What a reader of the rendered page sees, as text."""
     return html.unescape(re.sub(r"<[^>]+>", "", probe.render_markdown(page))).replace(
         "\u00a0", " ")
+
+
+@pytest.mark.parametrize("name", ["mathtext", "ansi"])
+def test_every_string_is_text_in_the_figures(tmp_path, name):
+    """A figure states a series file's category in its legend: matplotlib would read its $
+    as mathtext (a bad one stopped the report with a traceback) and draw an ESC as a
+    missing glyph, warning with the escape on the terminal."""
+    results, out = tmp_path / "results", tmp_path / "out" / "o.md"
+    write_run(results, hostile_spec(probe.RUN_A, HOSTILE[name]))
+    status, terminal = run_report("--results-dir", results, "--run-id", probe.RUN_A, "--out",
+                                  out)
+    assert status == 0, terminal
+    assert (out.parent / "figures" / probe.RUN_A / "categories.png").is_file()
+    assert not problems_of(out.parent, terminal)

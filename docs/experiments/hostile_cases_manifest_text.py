@@ -18,9 +18,10 @@ import typing
 
 RUN_C, RUN_P = "20260103T000000Z-c", "20260104T000000Z-p"
 LABELS = ("3.12", "3.13", "3.14")
-# Fields whose value names another series, a file or a kind the report acts on: a hostile
-# value there changes what is read (other families' cases), it is not text to show.
-NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file",
+# Fields whose value names another series, a file, the run itself (its id) or a kind the
+# report acts on: a hostile value there changes what is read (other families' cases), it
+# is not text to show.
+NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file", "run_id",
             "implementation", "status", "interpreters", "sessions", "ops", "phase_probe",
             "counters"}
 
@@ -109,7 +110,20 @@ def manifest_text_cases(probe) -> list:
             return probe.report_argv()[:-1] + ["--no-figures", "--pool", RUN_P], {}
         add(probe.Case(family, f"pooled report: every free-text field: {short}", pooled,
                        probe.clean(codes=(0,), check=read_whole("out/o.md"))))
+    # a figure states a series file's category in its legend: text there too (matplotlib
+    # reads a $ as mathtext, and a bad one stopped the report)
+    for short, text in (("mathtext", "a$x^$b \\frac{$"), ("ansi", probe.MARKUP[6][1])):
+        add(probe.Case(family, f"report with figures: a category of {short}",
+                       probe.with_run(lambda tmp: probe.report_argv()[:-1],
+                                      lambda text=text: probe.RunSpec(
+                                          labels=LABELS, bench_meta={"iomatrix_category": text})),
+                       probe.clean(codes=(0,), check=drawn(
+                           f"out/figures/{probe.RUN_A}/categories.png"))))
     return out
+
+
+def drawn(rel: str):
+    return lambda r: None if (r.tmp / rel).is_file() else f"no {rel} drawn"
 
 
 def says(rel: str, *words):

@@ -1,4 +1,5 @@
-"""Names and strings read from files, made text on a markdown page: md() and code().
+"""Names and strings read from files, made text on a markdown page: md() and code(); in a
+figure: plot_text().
 
 Every page and the PR comment state a name (an op, a suite, a label, a series file, a host,
 a manifest string, a skip reason, a syscall or function name, an error tail) only through
@@ -70,6 +71,13 @@ def code(text) -> str:
     if not text.strip() or CODE_UNSAFE & set(text):
         return md(text)
     return f"`{text}`"
+
+
+def plot_text(text) -> str:
+    """A string read from a file as text in a figure (a legend's category): its control
+    characters shown escaped (visible) and its $ escaped, which matplotlib would otherwise
+    read as mathtext (and fail on: "a$x^$b" stopped the report with a traceback)."""
+    return visible(text).replace("$", r"\$")
 
 
 OP_LINE = 22      # characters of an op name on one line of a page's table

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from iomatrix.analysing.comparisons import Analysis
+from iomatrix.markup import plot_text
 from iomatrix.measuring import native
 
 
@@ -72,6 +73,8 @@ def draw_figures(an: Analysis, figures_dir: Path, draw: bool) -> tuple[dict, lis
         categories = sorted({an.category_of[op] for op in an.ops})
         geomeans = figures.category_geomeans(an.oldest_cmp, an.category_of, categories,
                                              an.lin.releases[1:])
+        # a category is a series file's free text (its ops' names follow the name rule)
+        geomeans.index = [plot_text(category) for category in geomeans.index]
         if draw:
             figures.category_trend(geomeans, figures_dir / "categories.png",
                                    f"Geometric mean per category along the lineage, against "
