@@ -244,6 +244,20 @@ def test_runs_without_a_cpu_model_pool_as_unknown_said_once(tmp_path, capsys):
     assert text.count("\"unknown CPU\"") == 1
 
 
+def test_a_cpu_name_is_data_escaped_on_every_page(tmp_path, capsys):
+    results = tmp_path / "results"
+    make_run(results, "A", boot_id="boot-1", cpu="Evil|x*<i>")
+    make_run(results, "B", {("3.13", READ): 1.0, ("3.13-aa", READ): 1.0}, boot_id="boot-2",
+             cpu="Other")
+    make_run(results, "C", {("3.13", READ): 1.0, ("3.13-aa", READ): 1.0}, boot_id="boot-3",
+             cpu="Other")
+    text, pool_page, _ = pooled_report(tmp_path, capsys, "A", "B", "C")
+    for page in (text, pool_page):
+        assert "<i>" not in page and "Evil\\|x\\*&lt;i&gt;" in page
+    # A's 1.5 against the other kind's 1.0: the read step depends on the CPU
+    assert "### Depends on the CPU (1)" in text
+
+
 def test_seen_on_tells_findings_code_the_kinds_and_whether_they_differ():
     runs = runs_on([0.80, 0.81, 1.12], ["AMD EPYC", "AMD EPYC", "Intel Xeon"])
     cells = pooling.pool_cells(runs, 0.05, ["cell"])

@@ -489,34 +489,34 @@ def leave_one_out(runs: list[RunCells], threshold: float, keys) -> list[Predicti
             for run in runs if len(runs) >= 3]
 
 
-def leave_one_boot_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
-    """For each boot, the runs of the other boots pooled (at least two runs) and checked
-    against each run of the boot left out: a machine the pool has not seen."""
+def leave_one_group_out(runs: list[RunCells], threshold: float, keys, group,
+                        label) -> list[Prediction]:
+    """For each value of ``group(run)``, the runs of the other values pooled (at least two
+    runs) and checked against each run of the value left out, named ``label(run)``."""
     out = []
-    for boot in dict.fromkeys(run.boot for run in runs):
-        others = [run for run in runs if run.boot != boot]
+    for value in dict.fromkeys(group(run) for run in runs):
+        others = [run for run in runs if group(run) != value]
         if len(others) < 2:
             continue
         for run in runs:
-            if run.boot == boot:
+            if group(run) == value:
                 found = predict(run, others, threshold, keys)
-                out.append(dataclasses.replace(found, left_out=f"{run.name} (boot {boot})"))
+                out.append(dataclasses.replace(found, left_out=label(run)))
     return out
+
+
+def leave_one_boot_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
+    """For each boot, the runs of the other boots pooled and checked against each run of the
+    boot left out: a machine the pool has not seen."""
+    return leave_one_group_out(runs, threshold, keys, lambda run: run.boot,
+                               lambda run: f"{run.name} (boot {run.boot})")
 
 
 def leave_one_cpu_out(runs: list[RunCells], threshold: float, keys) -> list[Prediction]:
-    """For each CPU kind, the runs of the other kinds pooled (at least two runs) and checked
-    against each run of the kind left out: a CPU the pool has not seen."""
-    out = []
-    for kind in dict.fromkeys(run.cpu for run in runs):
-        others = [run for run in runs if run.cpu != kind]
-        if len(others) < 2:
-            continue
-        for run in runs:
-            if run.cpu == kind:
-                found = predict(run, others, threshold, keys)
-                out.append(dataclasses.replace(found, left_out=f"{run.name} ({kind})"))
-    return out
+    """For each CPU kind, the runs of the other kinds pooled and checked against each run of
+    the kind left out: a CPU the pool has not seen."""
+    return leave_one_group_out(runs, threshold, keys, lambda run: run.cpu,
+                               lambda run: f"{run.name} ({run.cpu})")
 
 
 def totals(found: list[Prediction], printed: bool = False) -> tuple[int, int]:

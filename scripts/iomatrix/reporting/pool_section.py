@@ -105,15 +105,14 @@ def plural(count: int, word: str) -> str:
 def kinds_text(pool: pooling.Pool) -> str:
     """"on 4 boots of 2 CPU kinds (AMD EPYC: 12 runs, Intel Xeon: 1 run)", or with one kind
     "on 3 boots, all of one CPU kind (AMD EPYC)" (a kind no manifest named is not named
-    here: the pool section says it once)."""
+    here: the pool section says it once). Plain text: the page escapes the summary whole."""
     boots = f"on {plural(pool.boots, 'boot')}"
     kinds = pool.cpus
     if len(kinds) == 1:
         kind = next(iter(kinds))
-        return boots if kind == pooling.UNKNOWN_CPU else \
-            f"{boots}, all of one CPU kind ({md(kind)})"
+        return boots if kind == pooling.UNKNOWN_CPU else f"{boots}, all of one CPU kind ({kind})"
     return (f"{boots} of {len(kinds)} CPU kinds ("
-            + ", ".join(f"{md(kind)}: {plural(len(names), 'run')}"
+            + ", ".join(f"{kind}: {plural(len(names), 'run')}"
                         for kind, names in kinds.items()) + ")")
 
 
