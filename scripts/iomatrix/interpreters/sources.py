@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Callable
 
 from iomatrix import procs
+from iomatrix.interpreters import cache_files
+from iomatrix.interpreters.errors import ProvisionError, UsageError  # noqa: F401 (known from here)
 
 OFFICIAL_URL = "https://www.python.org/ftp/python/{release}/Python-{python_version}.tar.xz"
 DOWNLOAD_TIMEOUT = 15  # seconds without an answer before a download gives up
@@ -62,14 +64,6 @@ MAX_DOWNLOAD_BYTES = 256 << 20
 MAX_DSC_BYTES = 1 << 20
 
 Say = Callable[[str], None]
-
-
-class ProvisionError(Exception):
-    """A download or build failed; exit status 3."""
-
-
-class UsageError(ProvisionError):
-    """The command line asked for something that cannot be; exit status 2."""
 
 
 class BadTarball(UsageError):
@@ -150,12 +144,11 @@ def sha256_of(path: Path) -> str:
 
 def dsc_sha256(tarball: Path) -> tuple[str | None, Path | None]:
     """The tarball's sha256 from a Debian .dsc beside it, and that .dsc (read as every cache
-    file is: cache.BadCacheEntry, a UsageError, for one that is not a small regular file)."""
-    from iomatrix.interpreters import cache   # it imports this module
+    file is: cache_files.BadCacheEntry, a UsageError, for one that is not a small regular file)."""
     source = tarball.name.split("_", 1)[0]
     for dsc in sorted(tarball.parent.glob(f"{source}_*.dsc")):
         in_checksums = False
-        text = (cache.read_bytes(dsc, MAX_DSC_BYTES) or b"").decode("utf-8", "replace")
+        text = (cache_files.read_bytes(dsc, MAX_DSC_BYTES) or b"").decode("utf-8", "replace")
         for line in text.splitlines():
             if not line.startswith(" "):
                 in_checksums = line.startswith("Checksums-Sha256:")
@@ -569,8 +562,7 @@ def resolve_tarball(version: Version, root: Path, *, tarball: Path | None = None
                     debian_source: bool = False, say: Say = print) -> Tarball:
     """Find or fetch the source tarball and check it; see the module docstring. A tarball
     this call fetched that is refused is removed again, with the directories made for it."""
-    from iomatrix.interpreters import cache   # it imports this module
-    tarballs = cache.cache_directory("tarballs", root)
+    tarballs = cache_files.cache_directory("tarballs", root)
     new_dirs = new_directories(tarballs)
     downloaded = False
     path = None
