@@ -136,9 +136,9 @@ def test_compress_stopped_by_the_file_size_limit_is_exit_3_and_leaves_the_plain_
 # -- compress killed -----------------------------------------------------------------
 
 def big_run(results: Path) -> tuple[Path, dict, dict]:
-    """A run of four series of about 1.3 MB each (a compress takes a while), its series'
+    """A run of four series of about 0.65 MB each (a compress takes a while), its series'
     bytes and each series' number of rows as the report reads them."""
-    ops = tuple(f"{op}{k}" for k in range(30) for op in (READ, WRITE))
+    ops = tuple(f"{op}{k}" for k in range(15) for op in (READ, WRITE))
     run_dir = make_run(results, "A", ops=ops)
     for path in run_dir.glob("*.json"):   # more processes per op: a larger file
         if path.name != store.MANIFEST:
