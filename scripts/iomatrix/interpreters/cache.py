@@ -13,7 +13,6 @@ The cache is input like a run directory: every file read from it is read by
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from iomatrix.interpreters import sources
 from iomatrix.interpreters.cache_files import (  # noqa: F401
     MAX_ENTRY_BYTES, BadCache, BadCacheEntry, cache_directory, cache_root, entry_name,
     read_bytes, read_json)
+from iomatrix.interpreters.errors import UsageError
 from iomatrix.interpreters.sources import parse_version
 
 BUILD_INFO = "iomatrix-build.json"
