@@ -286,6 +286,28 @@ def test_a_live_holder_of_a_run_keeps_its_lock_file(tmp_path):
     assert not os.path.lexists(tmp_path / "R")   # made for the lock only: removed
 
 
+def test_a_release_into_a_run_in_use_is_exit_3_naming_its_holder(tmp_path, capsys,
+                                                                 machine_interpreters):
+    """Another live process holds the run (as the matrix: exit 3); its lock file is its own,
+    left as it is, and the run is not said to be this call's."""
+    import fcntl
+    need(machine_interpreters, "3.12")
+    need(machine_interpreters, "3.13")
+    run_dir = tmp_path / "results" / "R"
+    run_dir.mkdir(parents=True)
+    with open(run_dir / store.LOCK_FILE, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write("pid 12345 on testhost\n")
+        lock.flush()
+        status = release.main(["3.13", "--against", "3.12", "--profile", "smoke", "--suite",
+                               "lutz2009", "--results-dir", str(tmp_path / "results"),
+                               "--run-id", "R"], log=lambda *a: None)
+    err = capsys.readouterr().err
+    assert status == cli.EXIT_INTERNAL_ERROR and len(err.strip().splitlines()) == 1, err
+    assert "is in use by pid 12345 on testhost" in err and "kept" not in err
+    assert contents(run_dir) == {store.LOCK_FILE: b"pid 12345 on testhost\n"}
+
+
 def test_release_on_a_full_disk_is_exit_3_naming_the_kept_run(tmp_path, tmpfs, capsys,
                                                               machine_interpreters):
     need(machine_interpreters, "3.12")

@@ -410,7 +410,8 @@ def main(argv, compare_python: str = sys.executable, log=print) -> int:
         print(f"release: error: {exc}", file=sys.stderr)
         return cli.EXIT_BAD_INPUT
     except bench.BenchError as exc:   # a full disk mid-run, a run id in use: as the matrix's
-        named = str(run_dir) in str(exc) or not os.path.lexists(run_dir / store.MANIFEST)
+        named = str(run_dir) in str(exc) or f"run {args.run_id} in " in str(exc) \
+            or not os.path.lexists(run_dir / store.MANIFEST)   # in use: another's, not kept
         print(cli.one_line(f"release: error: {exc}{'' if named else '; ' + kept}"),
               file=sys.stderr)
         return cli.EXIT_INTERNAL_ERROR
