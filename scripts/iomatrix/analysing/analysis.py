@@ -72,7 +72,10 @@ def load_run(run: store.Run) -> RunData:
             row["series"] = store.series_of(path)
         rows += series_rows
     left_out = left_out_series(run, manifest, {row["series"] for row in rows}, problems)
-    problems += [(name, why) for name, why in left_out.values() if (name, why) not in problems]
+    named = {store.plain_name(name) for name, _ in problems}
+    # a file gone is a problem as an unreadable one is, its message in the same form
+    problems += [(name, f"{run.path / name}: {why}") for name, why in left_out.values()
+                 if store.plain_name(name) not in named]
     machine_phase, phase_problems = phase.read_phase(run.path)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     ablated = frame["series"].map(lambda series: is_ablation(manifest, series)).astype(bool)

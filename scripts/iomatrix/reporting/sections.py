@@ -107,7 +107,10 @@ def section_problems(data: RunData) -> list[str]:
                   "These files of the run could not be used (missing, unreadable or damaged); "
                   "they were left as they are and the rest of the report is built without "
                   "them.", ""]
-        lines += [f"- {code(name)}: {md(message)}" for name, message in data.problems]
+        # the file is named: its message without the machine's path to it
+        lines += [f"- {code(name)}: {md(store.without_path(message, data.run.path / name))}"
+                  if data.run is not None else f"- {code(name)}: {md(message)}"
+                  for name, message in data.problems]
         lines.append("")
     failed = {s: e for s, e in data.manifest.get("interpreters", {}).items()
               if e.get("status") in ("failed", "partial")}
