@@ -339,6 +339,11 @@ def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None
     return data
 
 
+# Opens of the lock file tried when each one finds it removed by the holder before (who
+# removes it while still holding it); then the last one is kept.
+LOCK_ATTEMPTS = 10
+
+
 def _lock_exclusively(fd: int) -> None:
     """A non-blocking exclusive lock, released when the process ends (even by kill -9)."""
     try:
@@ -423,7 +428,7 @@ class Run:
 
     def _take_lock(self, lock_path: str) -> int:
         """The locked lock file's descriptor; RunInUseError when a live process holds it."""
-        while True:
+        for attempt in range(LOCK_ATTEMPTS):
             try:
                 fd = contract.open_regular(lock_path, os.O_RDWR | os.O_CREAT)
             except contract.UnsafeFileError as exc:
@@ -447,6 +452,8 @@ class Run:
                     return fd
             except FileNotFoundError:
                 pass
+            if attempt == LOCK_ATTEMPTS - 1:   # a file system whose inodes do not compare
+                return fd
             os.close(fd)
 
     # -- manifest ---------------------------------------------------------------
