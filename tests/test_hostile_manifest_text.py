@@ -1,9 +1,10 @@
 """Every string a stored document holds is text on every page (issue 56, family 1).
 
-Not field by field: the manifest's schema (iomatrix.storing.schema.Manifest) is walked and
-every free-text field it defines (``Text``, lists and maps of strings, nested models) is
-filled with one hostile string, in real runs written the way the hostile probe writes them
-(docs/experiments/hostile_probe.py ``make_run``). A field added to the schema later is
+Not field by field: the schemas of a run's documents (iomatrix.storing.schema: the manifest,
+a series file's metadata, a counters file) are walked and every free-text field they define
+(``Text``, lists and maps of strings, nested models) is filled with one hostile string, in
+real runs written the way the hostile probe writes them (docs/experiments/hostile_probe.py
+``make_run``; the walk is its family manifest-text's, hostile_cases_manifest_text.py). A field added to the schema later is
 covered without a change here. Each run is then reported as a user would: alone (main page,
 suite pages, machine and counts pages, data.csv, the terminal), merged with other runs of
 other hosts (``--run-id`` twice), and pooled (``--pool``); every page is rendered with
@@ -18,7 +19,6 @@ import io
 import json
 import re
 import sys
-import typing
 from pathlib import Path
 
 import pytest
@@ -26,11 +26,11 @@ import pytest
 import report
 from iomatrix.markup import visible
 from iomatrix.storing import schema
-from iomatrix.storing.fields import Ours, Text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "experiments"))
 import hostile_probe as probe  # noqa: E402 - the probe's own run writer and checks
+import hostile_cases_manifest_text as cases  # noqa: E402 - its fields of every document
 
 HOSTILE = {
     "onerror": "<img src=x onerror=alert(1)>",
@@ -43,94 +43,18 @@ HOSTILE = {
     "mathtext": "a$x^$b \\frac{$",
 }
 
-# Fields whose value names another series, a file, the run itself (its id) or a kind the
-# report acts on: a hostile value there is refused or changes what is read (other
-# families), not text to show.
-NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file", "run_id"}
-# Fields that decide what a series is (a CPython release that completed); kept as written
-# for the first pass, so that the lineage, its steps and findings are drawn and state the
-# other fields, and hostile too in the second.
-STRUCTURE = {"implementation", "status"}
-
-
-def is_text(annotation) -> bool:
-    return annotation == Text
-
-
-def model_of(annotation):
-    """The pydantic model an Optional[Model] or Model annotation holds, else None."""
-    held = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else ()
-    for candidate in (annotation, *held):
-        if isinstance(candidate, type) and issubclass(candidate, Ours):
-            return candidate
-    return None
-
-
-def hostile_fields(model, text: str, keep: set) -> dict:
-    """Every free-text field of ``model`` (and of the models it nests) set to ``text``."""
-    out: dict = {}
-    for name, field in model.model_fields.items():
-        if name in NOT_TEXT or name in keep:
-            continue
-        annotation = field.annotation
-        if is_text(annotation):
-            out[name] = text
-        elif annotation == dict[str, str]:
-            out[name] = {text: text}
-        elif annotation == list[str] and name not in ("io", "suites", "argv"):
-            out[name] = [text]
-        elif model_of(annotation) is not None and name not in ("interpreters", "sessions",
-                                                                "ops"):
-            nested = hostile_fields(model_of(annotation), text, keep)
-            if nested:
-                out[name] = nested
-    return out
-
-
-def merged(base: dict, extra: dict) -> dict:
-    out = dict(base)
-    for key, value in extra.items():
-        out[key] = merged(base[key], value) if isinstance(value, dict) and isinstance(
-            base.get(key), dict) else value
-    return out
-
-
-def hostile_spec(run_id: str, text: str, keep=STRUCTURE, labels=("3.12", "3.13", "3.14")):
-    """A run of three releases (3.14 slower: a finding) whose manifest's every free-text
-    field is ``text``: its top level, each interpreter entry, its session, its C reference."""
-    top = hostile_fields(schema.Manifest, text, keep)
-    entry = hostile_fields(schema.InterpreterEntry, text, keep)
-    entry.pop("counters", None)
-    session = hostile_fields(schema.Session, text, keep)
-    session.pop("phase_probe", None)
-    for key in ("machine_state_start", "machine_state_end"):
-        top.setdefault(key, {})["load_average"] = [0.1, 0.1, 0.1]
-    top["order"] = {"method": text, "seed": 1}
-    top["native"] = {"status": "failed" if "status" in keep else text, "tool": text,
-                     "error_tail": text}
-    # the series files' metadata and the counters files: documents of the run as well
-    bench_meta = hostile_fields(schema.Metadata, text, keep)
-    counted = hostile_fields(schema.Counters, text, keep)
-    counted_op = hostile_fields(schema.CountedOp, text, keep)
-
-    def counters(label):
-        document = merged(probe.counters_doc(label), counted)
-        for entry in document["ops"].values():
-            entry.update(counted_op)
-        return document
-    return probe.RunSpec(run_id=run_id, labels=labels, speed={"3.14": 1.5}, manifest=top,
-                         interpreter=entry, session=session, bench_meta=bench_meta,
-                         counters=counters)
+def hostile_spec(run_id: str, text: str, keep=cases.STRUCTURE):
+    """Three releases (3.14 slower: a finding) whose every free-text string is ``text``
+    (the probe's family manifest-text: the schema walked, every stored document filled)."""
+    return cases.hostile_spec(probe, run_id, text, keep)
 
 
 def write_run(results: Path, spec) -> Path:
     run_dir = probe.make_run(results, spec)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    for label in spec.labels:         # the interpreter entries' own fields, as make_run left
-        manifest["interpreters"][label] = merged(manifest["interpreters"][label],
-                                                 spec.interpreter)
-    schema.check("manifest", manifest)   # a document the schema takes, as a hostile user's is
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    # a document the schema takes, as a hostile user's is: none of it is refused
+    schema.check("manifest", json.loads((run_dir / "manifest.json").read_text()))
+    for label in spec.labels:
+        schema.check("counters", json.loads((run_dir / f"{label}.counters.json").read_text()))
     return run_dir
 
 
@@ -155,7 +79,7 @@ def problems_of(directory: Path, terminal: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("keep", [STRUCTURE, set()], ids=["releases", "all-text"])
+@pytest.mark.parametrize("keep", [cases.STRUCTURE, set()], ids=["releases", "all-text"])
 @pytest.mark.parametrize("name", HOSTILE)
 def test_every_manifest_string_is_text_on_every_page(tmp_path, name, keep):
     results, out = tmp_path / "results", tmp_path / "out"

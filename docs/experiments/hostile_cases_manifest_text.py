@@ -21,54 +21,74 @@ LABELS = ("3.12", "3.13", "3.14")
 # Fields whose value names another series, a file, the run itself (its id) or a kind the
 # report acts on: a hostile value there changes what is read (other families' cases), it
 # is not text to show.
-NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file", "run_id",
-            "implementation", "status", "interpreters", "sessions", "ops", "phase_probe",
-            "counters"}
+NOT_TEXT = {"aa_of", "allocator_of", "ablation_of", "knob", "file", "results_file", "run_id"}
+# Lists of names the run is made of (its suites, io stacks, the command line).
+NAME_LISTS = {"io", "suites", "argv"}
+# Parts built apart (hostile_spec): each interpreter entry, the session, a counters file's ops.
+APART = {"interpreters", "sessions", "ops", "phase_probe"}
+# Fields that decide what a series is (a CPython release that was measured): kept as written
+# by default, so that the lineage, its steps and findings are drawn and state the other
+# fields (a case may make them hostile too).
+STRUCTURE = {"implementation", "status"}
 
 
 def schema():
-    from iomatrix.storing import fields, schema as module   # scripts/ put on the path: cases()
+    from iomatrix.storing import fields, schema as module   # scripts/ on the path: cases()
     return module, fields
 
 
-def text_fields(model, text: str) -> dict:
-    """Every free-text field of ``model`` and the models it nests, set to ``text``."""
+def text_fields(model, text: str, keep=STRUCTURE) -> dict:
+    """Every free-text field of ``model`` and the models it nests (a string, a list or map
+    of strings) set to ``text``, but those in ``keep``."""
     _, fields = schema()
     out: dict = {}
     for name, field in model.model_fields.items():
+        if name in NOT_TEXT | APART | set(keep):
+            continue
         annotation = field.annotation
         held = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union \
             else ()
         nested = next((c for c in (annotation, *held) if isinstance(c, type)
                        and issubclass(c, fields.Ours)), None)
-        if name in NOT_TEXT:
-            continue
         if annotation == fields.Text:
             out[name] = text
         elif annotation == dict[str, str]:
             out[name] = {text: text}
-        elif nested is not None and text_fields(nested, text):
-            out[name] = text_fields(nested, text)
+        elif annotation == list[str] and name not in NAME_LISTS:
+            out[name] = [text]
+        elif nested is not None and text_fields(nested, text, keep):
+            out[name] = text_fields(nested, text, keep)
     return out
 
 
-def hostile_spec(probe, run_id: str, text: str):
-    """Three releases (3.14 slower: a finding) whose every free-text string is ``text``."""
+def hostile_spec(probe, run_id: str, text: str, keep=STRUCTURE):
+    """Three releases (3.14 slower: a finding) whose every free-text string is ``text``: the
+    manifest's top level, each interpreter entry, the session and the C reference's entry,
+    the series files' metadata, the counters files and each of their ops."""
     module, _ = schema()
-    top = text_fields(module.Manifest, text)
+    top = text_fields(module.Manifest, text, keep)
     for key in ("machine_state_start", "machine_state_end"):
         top.setdefault(key, {})["load_average"] = [0.1, 0.1, 0.1]
-    counted = text_fields(module.Counters, text)
+    top["order"] = {"method": text, "seed": 1}
+    # the C reference stated, though not measured (a measured one would need its file)
+    top["native"] = {**text_fields(module.NativeEntry, text, keep),
+                     "status": "failed" if "status" in keep else text}
+    entry = text_fields(module.InterpreterEntry, text, keep)
+    entry.pop("counters", None)
+    counted = text_fields(module.Counters, text, keep)
+    counted_op = text_fields(module.CountedOp, text, keep)
 
     def counters(label):
         document = probe.counters_doc(label)
         document.update({k: v for k, v in counted.items() if k != "interpreter"})
         document["interpreter"].update(counted.get("interpreter", {}))
+        for op in document["ops"].values():
+            op.update(counted_op)
         return document
     return probe.RunSpec(run_id=run_id, labels=LABELS, speed={"3.14": 1.5}, manifest=top,
-                         interpreter=text_fields(module.InterpreterEntry, text),
-                         session=text_fields(module.Session, text),
-                         bench_meta=text_fields(module.Metadata, text), counters=counters)
+                         interpreter=entry, session=text_fields(module.Session, text, keep),
+                         bench_meta=text_fields(module.Metadata, text, keep),
+                         counters=counters)
 
 
 def merged_argv(probe, *run_ids):
