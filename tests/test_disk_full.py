@@ -105,7 +105,7 @@ def test_compress_on_a_full_disk_is_exit_3_in_one_line_and_leaves_every_file_who
     assert line.startswith("error: run A: cannot compress ") and "No space left" in line
     assert "nothing is lost" in line and "free space and compress again" in line
     run_dir = results / "A"
-    assert not [p.name for p in run_dir.iterdir() if p.name.startswith(".")]   # no .lock, no partial
+    assert not [p.name for p in run_dir.iterdir() if p.name.startswith(".")]   # no lock, partial
     assert "0 files compressed before it are complete" in line
     assert not list(run_dir.glob("*.gz")) and series_bytes(run_dir) == before
     (disk / "filler").unlink()
@@ -284,6 +284,33 @@ def test_a_live_holder_of_a_run_keeps_its_lock_file(tmp_path):
                 pass   # flock locks per open file: a second open of it is refused here too
         assert (run.path / store.LOCK_FILE).exists()
     assert not os.path.lexists(tmp_path / "R")   # made for the lock only: removed
+
+
+CONTENDER = """import os, sys
+sys.path.insert(0, sys.argv[3])
+from iomatrix.storing import store
+taken = 0
+while taken < int(sys.argv[2]):
+    try:
+        with store.Run(sys.argv[1], "R").exclusive() as run:
+            inside = os.open(os.path.join(sys.argv[1], "inside"), os.O_CREAT | os.O_EXCL)
+            os.close(inside)   # made only while no one else is inside
+            os.remove(os.path.join(sys.argv[1], "inside"))
+            taken += 1
+    except store.RunInUseError:
+        pass
+"""
+
+
+def test_the_lock_file_removed_on_release_never_lets_two_writers_in(tmp_path):
+    """Four processes take and drop the run's lock 150 times each: the holder removes the lock
+    file while it holds it, and whoever opened the removed file opens the new one."""
+    procs = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(tmp_path), "150",
+                               str(SCRIPTS)], stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 4, errors
+    assert not os.path.lexists(tmp_path / "R") or not os.listdir(tmp_path / "R")   # no lock left
 
 
 def test_a_release_into_a_run_in_use_is_exit_3_naming_its_holder(tmp_path, capsys,

@@ -434,6 +434,9 @@ class Run:
             except contract.UnsafeFileError as exc:
                 raise cli.BadInput(f"{exc}; remove it (a lock file is a plain file iomatrix "
                                    "makes)")
+            except FileNotFoundError:   # removed empty by a refused writer that made it
+                self.make_directory()
+                continue
             except OSError as exc:  # a read-only file system, a directory it may not write in
                 raise cli.BadInput(f"--results-dir {self.results_dir}: cannot write in "
                                    f"{self.path} ({exc.strerror or exc})")
