@@ -38,7 +38,9 @@ else:
 def _unmount_later(point: Path) -> None:
     def unmount():
         subprocess.run(["umount", "-l", str(point)], capture_output=True)
-        shutil.rmtree(point.parent, ignore_errors=True)   # the case's directory, left by it
+        # the case's directory, which run_case could not remove for the mount (--keep: kept)
+        if point.parent.is_dir() and [p.name for p in point.parent.iterdir()] == [point.name]:
+            shutil.rmtree(point.parent, ignore_errors=True)
     atexit.register(unmount)
 
 
