@@ -21,6 +21,7 @@ beside the finding; it never removes the finding.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from iomatrix import stats
@@ -55,8 +56,12 @@ def knob_for(op: str, old: str, new: str) -> Knob | None:
 
 def value_words(knob: Knob, value: int) -> str:
     """How a page says a knob's value: "a 4 KiB buffer", "encoding='latin-1'"."""
-    return knob.phrase(value) if knob.phrase is not None else \
-        f"a {size_words(value)} {knob.what}"
+    if knob.phrase is not None:
+        return knob.phrase(value)
+    size = size_words(value)
+    # "an 8 KiB buffer", "an 18 KiB buffer": the article as the number is said
+    article = "an" if re.match(r"8|1[18](\D|$)", size) else "a"
+    return f"{article} {size} {knob.what}"
 
 
 def size_words(value: int) -> str:

@@ -47,11 +47,22 @@ class Knob:
     old_side: bool = True
     # How a page says a value ("encoding='latin-1'"); None: "a 4 KiB buffer" (size and what)
     phrase: Callable[[int], str] | None = None
+    # The first release whose default changed again (a later entry of KNOBS of the same name):
+    # a step to it or past it is that entry's, so two ablations of one name never time the
+    # same series (a run of 2.7 and 3.14 alone takes gh-117151's buffer, not PEP 3116's).
+    until: str | None = None
 
     def values_on(self, blksize: int | None) -> tuple[int, int]:
         if self.effective is None or not blksize:
             return self.old_value, self.new_value
         return self.effective(blksize)
+
+
+def _read_ahead(blksize: int) -> tuple[int, int]:
+    # 2.x's file iteration reads ahead READAHEAD_BUFSIZE (8 KiB, Objects/fileobject.c's
+    # file_iternext) whatever the file system; 3.0 to 3.13's BufferedReader takes
+    # st_blksize when above 1, else DEFAULT_BUFFER_SIZE (8 KiB), as _open_buffer's old side
+    return 8192, _open_buffer(blksize)[0]
 
 
 def _open_buffer(blksize: int) -> tuple[int, int]:
@@ -79,6 +90,13 @@ def _newline_phrase(code: int) -> str:
 # The text ops whose 2.7 side reads or writes bytes through the builtin file object (lutz2009's
 # text modes: its TEXT_API_27), where a page says "3.x's text mode decodes".
 TEXT_OPS_FROM_2X = r"^(read|write)_\w+_textMode$"
+# The line iterations whose 2.7 side is the builtin file object's read-ahead (PEP 3116's
+# buffering knob): lutz2009's line reads. Not chunks_iterate_lines, the same iteration of a
+# binary file: in a lockstep run its ablation series took twice its main series' time with
+# the knob at the default's own value (3.6.15 with buffering=4096: 5.2-6.1 ms a pass against
+# 2.6-2.9, in 6 of 6 rounds; 2,928 page faults a value against 560), while the same worker
+# alone took the same time either way (1.87 and 1.85 ms): a figure of the run, not the knob.
+LINE_OPS_FROM_2X = r"^read_byLines_(text|binary)Mode$"
 
 KNOBS = [
     # gh-117151: io.DEFAULT_BUFFER_SIZE 8 KiB -> 128 KiB, and open() takes
@@ -104,6 +122,21 @@ KNOBS = [
          phrase=_encoding_phrase),
     Knob("newline", "newline|universal newline|translat|text mode", "3.0.0", "PEP 3116",
          2, 1, TEXT_OPS_FROM_2X, "newline", old_side=False, phrase=_newline_phrase),
+    # PEP 3116 (3.0): the io stack's BufferedReader replaced 2.x's stdio file object. A line
+    # iteration of 2.7 reads ahead 8 KiB a refill (file_iternext's READAHEAD_BUFSIZE; strace
+    # of 2.7.18 iterating a 1.8 MB file: 182 read calls of 8,192 bytes and 89 of 4,096 where
+    # stdio's buffer held a rest), 3.x's buffered_iternext refills its st_blksize buffer
+    # (4 KiB here: 451 read calls in binary mode; text mode's reads are 8 KiB already, its
+    # TextIOWrapper's chunk: 226). 3.x with 2.7's 8 KiB asks whether the read-ahead's size
+    # is the step.
+    # 2.7 has no such value to set (its open()'s buffering sizes stdio's buffer, not the
+    # read-ahead), so only the newer release is timed. No knob for the seek+read ops
+    # (mmapio_slices_seek_read): 2.7's fseek+fread and 3.x's seek+read make the same read
+    # calls of the same bytes, so their step is the io stack's cost per call, which no
+    # default sets; nor for the loop around the I/O, which the op's control times.
+    Knob("buffering", "read-ahead|readahead|buffer size|buffering|st_blksize", "3.0.0",
+         "PEP 3116", 8192, 8192, LINE_OPS_FROM_2X, "buffer", _read_ahead, old_side=False,
+         until="3.14.0a6"),
 ]
 NAMES = frozenset(k.name for k in KNOBS)
 
@@ -128,6 +161,7 @@ def knobs_between(old: tuple | None, new: tuple | None, op: str | None = None) -
     if op is not None and op.endswith(CONTROL_SUFFIX):
         return []   # a control does no I/O: no knob of the I/O can move it
     return [k for k in KNOBS if old < release_key(k.changed_in) <= new
+            and (k.until is None or new < release_key(k.until))
             and (op is None or re.search(k.ops, op))]
 
 
