@@ -35,8 +35,13 @@ def test_the_issue_leads_with_the_tested_cause_and_each_branch(tmp_path, monkeyp
     # No counts, no bisect, no ablation in this run: no cause is tested, and it says so.
     assert lines[2].startswith("**No cause tested:** no changelog entry passes the acceptance "
                                "rule")
-    assert lines[4] == ("**Status per branch** (the newest patch at hand of each minor "
-                        "version, against 3.11): 3.12: has it (3.12.1: 1.80x; newest not "
-                        "known here); 3.13: fixed in 3.13.12 by gh-144380 (3.13.0 had it; "
-                        "3.13.15: 1.00x); 3.14: fixed (3.14.7: 1.00x).")
+    # the fix a later release lists is on the tracker already; then each branch, with its
+    # lifecycle on the run's date (2026-01-01)
+    assert lines[4].startswith("**Already on the tracker:** [gh-144380]")
+    assert lines[6] == ("**Status per branch** (the newest patch at hand of each minor "
+                        "version, against 3.11; each branch's lifecycle on the run's date): "
+                        "3.12 (security fixes only, to 2028-10): has it (3.12.1: 1.80x; newest "
+                        "not known here), will not get gh-144380; 3.13 (bugfix): fixed in "
+                        "3.13.12 by gh-144380 (3.13.0 had it; 3.13.15: 1.00x); 3.14 (bugfix): "
+                        "fixed in 3.14.3 by gh-144380 (the changelog's release; 3.14.7: 1.00x).")
     assert text.index("**Status per branch**") < text.index("## Builds")

@@ -111,8 +111,10 @@ def test_the_reproducer_runs_under_2_7_and_a_3_x_in_rounds(tmp_path, machine_int
 def test_an_op_without_a_template_says_so_in_one_line_of_the_issue(tmp_path, capsys):
     op = "textio_read_whole_utf8"        # a real op of the textio suite, no template
     assert reproducer.template_for(op) is None
+    # a run that holds it: the finding is the issue; only the reproducer is missing
+    make_run(tmp_path / "results", "R", {("3.13", op): 1.5, ("3.13-aa", op): 1.5}, ops=(op,))
     out_dir = tmp_path / "u"
-    status = upstream.main([op, "--between", "3.13.15", "3.14.7", "--results-dir",
+    status = upstream.main([op, "--between", "3.12.0", "3.13.0", "--results-dir",
                             str(tmp_path / "results"), "--out-dir", str(out_dir)], **QUIET)
     assert status == 0
     assert [p.name for p in out_dir.iterdir()] == ["ISSUE.md"]
@@ -166,8 +168,11 @@ def test_known_fixes_and_a_tested_lead(tmp_path, monkeypatch):
     run = status_run(tmp_path, monkeypatch)
     found = upstream.finding(run.results_dir, run.run_id, OP, "3.11.7", "3.12.1")
     text = upstream.issue_text(OP, "lutz2009", "3.11.7", "3.12.1", found, "repro.py", None, [])
-    assert "**Known fixes:** gh-144380 in 3.13.12 (3.13). Not fixed (as far as the builds at " \
-        "hand show) in 3.12." in text
+    # each branch's fix and how it is known; "not fixed" said with the branch's lifecycle
+    assert "**Known fixes:** gh-144380 in 3.13.12 (3.13: between 3.13.0 and 3.13.14 at hand); " \
+        "gh-144380 in 3.14.3 (3.14: the changelog's release; 3.14.7 at hand is 1.00x 3.11). " \
+        "Not fixed in the newest patch at hand of 3.12 (security fixes only, to 2028-10: will " \
+        "not get gh-144380)." in text
     assert "**Enough rounds?** This run has no A/A twin" in text
     # the reproducer's op part is in the text, fenced as Python
     assert "```python\nSIZE = 2935401" in text

@@ -1,6 +1,7 @@
 """A finding, made ready for CPython's tracker: a standalone reproducer and an issue text.
 
     nox -s upstream -- OP --between OLD NEW [--run-id RUN] [--results-dir DIR] [--out-dir DIR]
+                      [--run-repro OLD_PYTHON NEW_PYTHON | --no-run-repro] [--repeat N]
 
 Writes, beside the run and never over anything (default reports/upstream/OP-OLD-NEW/):
 
@@ -9,17 +10,27 @@ Writes, beside the run and never over anything (default reports/upstream/OP-OLD-
   op reads or writes, and times the op with timeit against its control (the same Python loop
   without the I/O): time and bytes moved per call. ``python repro_OP.py OLD_PYTHON
   NEW_PYTHON`` runs itself under both, alternating, and prints each time and the ratio NEW/OLD.
-- ``ISSUE.md``: titled by behaviour (what got slower, by how much, since which release); it
-  leads with the tested cause (or says none was tested), the status per branch, the known
-  fixes and the A/A twin's verdict on the rounds (commands.issue_parts), then the finding with
-  its interval and counts from RUN (default: the newest run holding the op under both
-  releases), both builds' facts from its manifest, the machine, the reproducer's op part, usage
-  and output (when --run-repro gives two interpreters) and the candidate changelog entries.
+- ``ISSUE.md``: titled by behaviour (what got slower, by how much, since the release that
+  brought the change: the tested cause's changelog release, else NEW). It leads with the
+  tested cause (or says none was tested); then a later changelog entry that is the same change
+  as the step, said as already on the tracker (then the text adds the measurement, it is not
+  a new issue); the status per branch with each branch's lifecycle on the run's date
+  (analysing.status: PEP 602 from a table of .0 dates, "lifecycle unknown" for a branch the
+  table lacks); the known fixes, "not fixed" said only of a branch whose newest patch at hand
+  still has it; the moved functions read in each branch's newest source at hand; the A/A
+  twin's verdict on the rounds (commands.issue_parts). Then the finding with its interval
+  and its counts per call (system calls, instructions, the bytes the system calls moved, in
+  all and per call name) from RUN (default: the newest run holding the op under both
+  releases), both builds' facts from its manifest, the machine, the reproducer's op part,
+  its usage and its output, and the candidate changelog entries.
 
-The reproducer is made from the op templates of ``iomatrix.commands.reproducer`` (every op
-family of the core selection has one); an op without one is said in one line of ISSUE.md,
-and only ISSUE.md is written. Here are the finding read from a run, the issue text and the
-command.
+The reproducer runs by default under the builds of OLD and NEW that discovery finds here
+(``--run-repro`` names two interpreters instead, each checked first to run as a Python;
+``--no-run-repro`` leaves it out); where it does not run, ISSUE.md says why. It is made from
+the op templates of ``iomatrix.commands.reproducer`` (every op family of the core selection
+has one); an op without one is said in one line of ISSUE.md, and only ISSUE.md is written;
+an op without one that no stored run holds leaves nothing to write (exit 2). Here are the
+finding read from a run, the issue text and the command.
 """
 from __future__ import annotations
 
@@ -260,7 +271,8 @@ def reproducer_lines(op, old, new, repro_name, repro_output, ran_under=None) -> 
             "with `timeit`, per call and against its control (the same Python loop without "
             "the I/O), with the bytes moved per call. Its op part:", "",
             f"{part_fence}python", part, part_fence, "",
-            *(["**Reproducer run here** under " + ran_under + ", alternating; its own "
+            *(["**Reproducer run here** under " + (ran_under or "the two interpreters "
+                                                     "given") + ", alternating; its own "
                "output:", "", f"{fence}console", usage, *output, fence, ""] if output else
               ["**Reproducer not run here**: " + (ran_under or "no build of both releases "
                "at hand") + ". To run it under the two releases, alternating:", "",
@@ -426,6 +438,13 @@ def main(argv, log=None) -> int:
     # Every destination and input check before anything runs or is written.
     check_out_dir(out_dir, args.results_dir)
     found = finding(args.results_dir, args.run_id, args.op, old, new)
+    if found is None and template_for(args.op) is None:
+        # Neither a finding nor a reproducer: an issue text of "no run, no reproducer" helps
+        # nobody, so nothing is fetched (the changelog's candidates) or written.
+        raise cli.BadInput(f"no stored run in {cli.one_line(args.results_dir)} holds "
+                           f"{args.op} under both {old} and {new}, and no reproducer "
+                           f"template makes it (families with one: "
+                           f"{', '.join(TEMPLATED_FAMILIES)}): nothing to write")
     suite = suite_of(args.op)
     source = output = ran_under = None
     if template_for(args.op) is None:
@@ -448,7 +467,8 @@ def main(argv, log=None) -> int:
             return cli.EXIT_INTERNAL_ERROR
     cands = bisect.candidate_lines(args.op, suite, old, new, log)
     text = issue_text(args.op, suite, old, new, found, repro_name, output, cands, ran_under)
-    # all files or none; a disk error is exit 2 with the directories made removed again
+    # all files or none, the directories made removed again on failure: a place that
+    # refuses them is exit 2, a full disk exit 3 (outputs.write_failure)
     files = {out_dir / "ISSUE.md": text}
     if source is not None:
         files[out_dir / repro_name] = source
