@@ -60,8 +60,10 @@ SOURCE_SUFFIX = {"pyenv": "pyenv", "provisioned": "built", "uv": "uv", "path": "
                  "debian": "debian"}
 
 
-class DiscoveryError(Exception):
-    """A declaration that cannot be understood (bad syntax, bad label)."""
+class DiscoveryError(cli.BadInput):
+    """A declaration that cannot be understood (bad syntax, bad label), or a cache that is no
+    directory: bad input, exit 2 with one line in every tool that discovers (cli.main_guard),
+    whether or not it catches this itself (provision's newest plan did not: a traceback)."""
 
 
 @dataclasses.dataclass
