@@ -15,7 +15,7 @@ import re
 from iomatrix.analysing import ablation, controls, counts, status, study
 from iomatrix.analysing.analysis import RunData, series_info, timed_bytes
 from iomatrix.analysing.comparisons import REPEATS, Analysis
-from iomatrix.reporting.markdown import code, fmt_ratio, md, table
+from iomatrix.reporting.markdown import code, fmt_ratio, md, nowrap, table
 
 
 class Labeller:
@@ -207,8 +207,8 @@ def open_regressions(an: Analysis, label: Labeller) -> list[str]:
             continue
         fixed = [f"{'.'.join(map(str, row.branch.minor))}: {row.branch.fixed_in} "
                  f"({row.branch.change})" for row in maintained if row.branch.change]
-        rows.append([code(f.op), md(f"{label(f.a)} → {label(f.b)}"),
-                     fmt_ratio(f.comparison, an.threshold, interval=False),
+        rows.append([code(f.op), nowrap(md(f"{label(f.a)} → {label(f.b)}")),
+                     nowrap(fmt_ratio(f.comparison, an.threshold, interval=False)),
                      "<br>".join(md(branch_words(row)) for row in still),
                      md("; ".join(fixed) if fixed else "no")])
     if not rows:
