@@ -71,8 +71,10 @@ def release_version(text: str) -> str:
     otherwise, a free-threaded build's version (3.14.7t) saying which release to give."""
     try:
         version = sources.parse_version(text)
-    except sources.UsageError as exc:
-        raise cli.BadInput(str(exc)) from None
+    except sources.UsageError:
+        # (parse_version's own words offer a build's 3.14.7t, which is refused here)
+        raise cli.BadInput(f"{cli.one_line(repr(text))} is not a release: expected X.Y.Z, "
+                           "optionally with a pre-release (3.14.7, 3.15.0rc2)") from None
     if version.free_threaded:
         raise cli.BadInput(f"{text!r} is a free-threaded build's version; its changelog is "
                            f"its release's: give {version.release + version.pre}")
