@@ -176,3 +176,11 @@ def test_known_fixes_and_a_tested_lead(tmp_path, monkeypatch):
     assert "**Enough rounds?** This run has no A/A twin" in text
     # the reproducer's op part is in the text, fenced as Python
     assert "```python\nSIZE = 2935401" in text
+
+
+def test_run_repro_and_no_run_repro_together_are_refused(capsys):
+    with pytest.raises(SystemExit) as exited:
+        upstream.main(["chunks_read_64KiB", "--between", "3.13.15", "3.14.7", "--run-repro",
+                       sys.executable, sys.executable, "--no-run-repro"], **QUIET)
+    assert exited.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err

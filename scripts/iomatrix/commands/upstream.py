@@ -290,14 +290,17 @@ def parser() -> cli.Parser:
     p.add_argument("--results-dir", type=cli.results_dir, default=RESULTS_DIR)
     p.add_argument("--out-dir", type=Path, default=None,
                    help="default: reports/upstream/OP-OLD-NEW/ (must not exist)")
-    p.add_argument("--run-repro", nargs=2, metavar=("OLD_PYTHON", "NEW_PYTHON"), default=None,
-                   help="run the reproducer under these two interpreters and put its output "
-                        "into ISSUE.md")
-    p.add_argument("--no-run-repro", action="store_true",
-                   help="do not run the reproducer (by default it runs under the builds of "
-                        "OLD and NEW found here, when both are)")
+    # one or the other: given both, which one a user meant is not for the tool to guess
+    repro = p.add_mutually_exclusive_group()
+    repro.add_argument("--run-repro", nargs=2, metavar=("OLD_PYTHON", "NEW_PYTHON"),
+                       default=None, help="run the reproducer under these two interpreters "
+                                          "and put its output into ISSUE.md")
+    repro.add_argument("--no-run-repro", action="store_true",
+                       help="do not run the reproducer (by default it runs under the builds "
+                            "of OLD and NEW found here, when both are)")
     p.add_argument("--repeat", type=cli.positive_int, default=20,
-                   help="calls per process when --run-repro runs it (default: %(default)s)")
+                   help="the reproducer's timed batches per interpreter and round, where it "
+                        "runs (default: %(default)s)")
     return p
 
 
