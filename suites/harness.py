@@ -25,7 +25,8 @@ Conditions are chosen, not inherited: before every timed call the op's output
 files are put in the stated state (``--output-state new``: removed, so the call
 creates them; ``overwrite``: left by the previous call), outside the timed
 region; the allocator state is pinned by the host through glibc's environment
-variables (``--allocator``, see _results.py) and recorded here as seen. Under
+variables (``--allocator``, see _results.py) and recorded here as seen; under
+``steady`` the worker also keeps pymalloc a spare arena (keep_spare_arena). Under
 ``--allocator default`` nothing is pinned: glibc moves its thresholds as the
 process frees large blocks, so a timing depends on what the process did
 before. The worker then times one op only, after nothing but its own untimed
@@ -277,8 +278,9 @@ def make_timer(op, ctx, evict_paths, evict, rusage_totals, clock="wall"):
     return time_func
 
 
-def prepare(op, ctx, checked_fixtures, rusage_totals=None):
-    """Everything before timing: fixture check (also the warm read), setup, and the timer.
+def prepare(op, ctx, checked_fixtures, rusage_totals=None, allocator=None):
+    """Everything before timing: fixture check (also the warm read), setup, a spare arena
+    under ``--allocator steady`` (keep_spare_arena), and the timer.
 
     Returns (timer, extra metadata). The caller runs ``op.teardown`` afterwards.
     Raises SkipOp, VerificationError, or EnvironmentError (ENOSPC named by the caller).
@@ -288,6 +290,8 @@ def prepare(op, ctx, checked_fixtures, rusage_totals=None):
         evict = cold_cache_evictor()  # before setup: a cold cache that cannot be made fails first
         evict_paths = [ctx.path(name) for name in op.evict]
     prepare_untimed(op, ctx, checked_fixtures)
+    if allocator == "steady":
+        keep_spare_arena()
     extra = {}
     if op.track_peak_rss:
         result, peak, method = peak_rss_delta(op.run)
@@ -295,6 +299,33 @@ def prepare(op, ctx, checked_fixtures, rusage_totals=None):
         extra = {results.KEY_PEAK_RSS: peak, results.KEY_PEAK_RSS_METHOD: method}
     clock = resolve_clock(op, ctx.clock, ctx.cache, ctx.output)
     return make_timer(op, ctx, evict_paths, evict, rusage_totals, clock), extra
+
+
+# Strings of ~250 bytes (pymalloc's 240/256-byte class on 2.7 and 3.x: 16 a pool, 1,024 an
+# arena): 8,192 of them fill eight arenas, 2.5 ms under 3.6.
+SPARE_ARENA_OBJECTS = 8192
+SPARE_ARENAS = []   # one string per op prepared, kept for the process's life
+
+
+def keep_spare_arena(objects=SPARE_ARENA_OBJECTS):
+    """Leave the small-object allocator an arena with free pools that never empties.
+
+    pymalloc (2.7 to 3.7; 3.8 keeps one empty arena, bpo-37257) gives an arena back to the
+    system the moment its last pool empties. When no arena has a free pool, an op whose short-
+    lived objects need a pool of a new size class maps a fresh 256 KiB arena, touches a page,
+    frees the object and unmaps the arena again: a page fault and two system calls per object
+    (3.6's chunks_iterate_lines: 2,928 arena maps and minor faults a call, twice the time).
+    Whether that happens hung on the bytes of the worker's command line, which set how full
+    its arenas were: the same 3.6 worker with "~buffering=4096" in its result path (an
+    ablation series' name) paid 2,928 faults a call, with "~abcdefghi=4096" 24, with a path
+    two characters shorter 0 (docs/experiments/2026-12-05-ablation-conditions.md). Under
+    ``steady`` (a long-running program's heap, whatever ran before) the worker makes new
+    arenas here and keeps one object of the last one: that arena's other pools stay free for
+    the op, so no arena comes and goes with a call. Outside timing; what the op does is
+    unchanged."""
+    made = ["%200d" % i for i in range(objects)]   # distinct objects, none a cached constant
+    SPARE_ARENAS.append(made[-1])   # the last made: in the newest arena
+    del made
 
 
 def base_metadata(op, args):
@@ -429,7 +460,7 @@ def run_pyperf(argv=None):
         return
     try:
         earlier = start_timing(op.name, args.allocator)
-        timer, extra = prepare(op, ctx, set())
+        timer, extra = prepare(op, ctx, set(), allocator=args.allocator)
         metadata = base_metadata(op, args)
         metadata.update(extra)
         metadata[results.KEY_EARLIER_OPS] = earlier
@@ -514,7 +545,7 @@ def measure_in_batch(op, ctx, args, checked, system, before_value=None):
     rusage_totals = {}
     earlier = start_timing(op.name, args.allocator)
     try:
-        timer, extra = prepare(op, ctx, checked, rusage_totals)
+        timer, extra = prepare(op, ctx, checked, rusage_totals, args.allocator)
         inner = op.inner_loops or 1
         started = time.time()
         warmup_count = args.warmups

@@ -91,12 +91,12 @@ def _newline_phrase(code: int) -> str:
 # text modes: its TEXT_API_27), where a page says "3.x's text mode decodes".
 TEXT_OPS_FROM_2X = r"^(read|write)_\w+_textMode$"
 # The line iterations whose 2.7 side is the builtin file object's read-ahead (PEP 3116's
-# buffering knob): lutz2009's line reads. Not chunks_iterate_lines, the same iteration of a
-# binary file: in a lockstep run its ablation series took twice its main series' time with
-# the knob at the default's own value (3.6.15 with buffering=4096: 5.2-6.1 ms a pass against
-# 2.6-2.9, in 6 of 6 rounds; 2,928 page faults a value against 560), while the same worker
-# alone took the same time either way (1.87 and 1.85 ms): a figure of the run, not the knob.
-LINE_OPS_FROM_2X = r"^read_byLines_(text|binary)Mode$"
+# buffering knob): lutz2009's line reads and chunks_iterate_lines, the same iteration of a
+# binary file. (That op's ablation once took twice its main series' time with the knob at the
+# default's own value, 3.6.15 with buffering=4096: 2,928 page faults a call against 560. The
+# cause was no knob and no condition of the host: 3.6's pymalloc mapped and unmapped an arena
+# per object, as the worker's command line left its arenas; harness.keep_spare_arena.)
+LINE_OPS_FROM_2X = r"^(read_byLines_(text|binary)Mode|chunks_iterate_lines)$"
 
 KNOBS = [
     # gh-117151: io.DEFAULT_BUFFER_SIZE 8 KiB -> 128 KiB, and open() takes
