@@ -6,6 +6,7 @@ ratio without the control as the headline and a control slower than its op refus
 in tmp_path (pyperf files, the published run's counts), the trimmed NEWS of tests/data."""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -158,6 +159,29 @@ def test_the_pool_s_repetition_makes_a_time_only_slowdown_a_finding_of_its_own(t
     head = main.index("## Open regressions")
     assert head < main.index("## Findings")
     assert f"`{SPLIT_OP}`" in main[head:main.index("## Findings")]
+
+
+def test_an_open_regression_seen_on_one_cpu_kind_says_so_as_the_pool_does(tmp_path):
+    steady = [0.50, 0.49, 0.52, 0.50, 0.51, 0.50, 0.49, 0.52, 0.51, 0.50]
+    run = make_lockstep_run(tmp_path, "R", steady)
+    if not store.counters_files(run.path):
+        pytest.skip("the published run's counters are not in results/")
+    data = analysis.load_run(run)
+    an = comparisons.analyse(data, None, 0.05)
+    key = (SPLIT_OP, "3.12", "3.13")
+    cell = dataclasses.replace(pooled_cell(key, 12, 12, 3), cpus=("AMD EPYC",))
+    an.note_repetition(pooling.Pool("R", [], {key: cell}, [], 0.05))
+    (finding,) = an.findings()
+    said = "the same way in every run (12 of 12, 3 boots, 1 CPU kind: AMD EPYC only)"
+    assert an.repeated_of(finding).words() == said
+    assert finding.firmness == "borderline"
+    main = pages.build_pages(data, draw=False, analysed=an).main
+    opened = main[main.index("## Open regressions"):main.index("## Findings")]
+    assert "| backed by" in opened and f"{said}; not firm" in opened
+    # seen on two kinds, the same repetition may be firm and says no kind's name
+    two = dataclasses.replace(cell, cpus=("AMD EPYC", "Intel Xeon"))
+    an.note_repetition(pooling.Pool("R", [], {key: two}, [], 0.05))
+    assert an.repeated_of(an.findings()[0]).words().endswith("3 boots, 2 CPU kinds)")
 
 
 def test_a_reproducer_that_ran_tests_a_repeated_step():

@@ -55,6 +55,7 @@ class Repeated:
     runs: int
     boots: int
     cpu_kinds: int | None = None    # the CPU kinds it was seen on, where the pool knows them
+    cpus: tuple = ()                # their names ("AMD EPYC"), where the pool knows them
 
     @property
     def may_be_firm(self) -> bool:
@@ -64,8 +65,13 @@ class Repeated:
         return self.cpu_kinds is not None and self.cpu_kinds >= 2
 
     def words(self) -> str:
-        kinds = f", {self.cpu_kinds} CPU kind{'s' * (self.cpu_kinds > 1)}" \
-            if self.cpu_kinds else ""
+        """"the same way in every run (12 of 12, 3 boots, 1 CPU kind: AMD EPYC only)": the
+        pool's "time only, seen on" in the same words wherever the row is shown."""
+        kinds = ""
+        if self.cpu_kinds:
+            kinds = f", {self.cpu_kinds} CPU kind{'s' * (self.cpu_kinds > 1)}"
+            if self.cpus and not self.may_be_firm:
+                kinds += f": {', '.join(self.cpus)} only"
         return (f"the same way in every run ({self.held} of {self.runs}, {self.boots} boots"
                 f"{kinds})")
 
@@ -79,7 +85,8 @@ def repeated_cells(pool) -> dict:
                 and cell.boots >= REPEAT_BOOTS:
             kinds = getattr(cell, "known_cpus", None)
             found[key] = Repeated(cell.held, cell.n, cell.boots,
-                                  len(kinds) if kinds is not None else None)
+                                  len(kinds) if kinds is not None else None,
+                                  tuple(kinds or ()))
     return found
 FIRMNESS = ("firm", "borderline")
 

@@ -209,6 +209,7 @@ def open_regressions(an: Analysis, label: Labeller) -> list[str]:
                  f"({row.branch.change})" for row in maintained if row.branch.change]
         rows.append([code(f.op), nowrap(md(f"{label(f.a)} → {label(f.b)}")),
                      nowrap(fmt_ratio(f.comparison, an.threshold, interval=False)),
+                     md(regression_backing(an, f)),
                      "<br>".join(md(branch_words(row)) for row in still),
                      md("; ".join(fixed) if fixed else "no")])
     if not rows:
@@ -218,8 +219,20 @@ def open_regressions(an: Analysis, label: Labeller) -> list[str]:
             "run, that a maintained branch's newest patch at hand still has (its lifecycle on "
             "the run's date; \"now\" below the findings says how each is read), and the "
             "newer patch releases that fixed it, or part of it, in another branch.", "",
-            table(rows, ["op", "step", "ratio", "open in", "fixed in a newer patch"],
-                  ["left", "left", "right", "left", "left"]), ""]
+            table(rows, ["op", "step", "ratio", "backed by", "open in", "fixed in a newer patch"],
+                  ["left", "left", "right", "left", "left", "left"]), ""]
+
+
+def regression_backing(an: Analysis, f) -> str:
+    """What an open regression rests on, in the words the pool and the finding's row use:
+    "the counts" (they moved with the time), "memory behaviour" (estimated cycles did), or
+    its repetition ("the same way in every run (12 of 12, 3 boots, 1 CPU kind: AMD EPYC
+    only)"), which is not firm where it was seen on one CPU kind."""
+    repeated = an.repeated_of(f)
+    if repeated is not None:
+        return repeated.words() + ("" if repeated.may_be_firm else "; not firm")
+    return {"confirmed": "the counts", "memory": "memory behaviour"}.get(
+        getattr(f, "evidence", None), "its timing alone")
 
 
 def branch_words(row) -> str:
