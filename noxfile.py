@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from iomatrix import cli  # noqa: E402
-from iomatrix.interpreters import discovery
+from iomatrix.interpreters import discovery, sources
 from iomatrix.measuring import bench, stages
 from iomatrix.commands import release as release_check  # noqa: E402
 
@@ -192,7 +192,7 @@ def fetch_changelogs(session: nox.Session, labels: list[str]) -> None:
     versions = [i.version.rstrip("+") for i in INTERPRETERS
                 if i.ok and i.label in labels and i.implementation == "cpython"]
     # IOMATRIX_OFFLINE: fetch nothing (a machine that must not reach out; the tests' runs)
-    offline = ["--offline"] if os.environ.get("IOMATRIX_OFFLINE") else []
+    offline = ["--offline"] if sources.offline() else []
     if versions:
         session.notify("changelog", ["--for-report", *offline, *sorted(set(versions))])
 

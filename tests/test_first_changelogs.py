@@ -19,6 +19,7 @@ def without_apt(monkeypatch, tmp_path):
 
 def test_offline_on_an_empty_cache_names_what_it_could_not_have(monkeypatch, tmp_path):
     monkeypatch.setenv("IOMATRIX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("IOMATRIX_OFFLINE")        # no python.org and no apt, not the flag
     without_apt(monkeypatch, tmp_path)
     said = []
     started = time.monotonic()

@@ -419,7 +419,8 @@ def test_list_builds_ignores_partial_and_broken(cache, fake_tarball):
 
 # --- downloads -------------------------------------------------------------
 
-def test_offline_download_fails_fast(cache, capsys):
+def test_offline_download_fails_fast(cache, capsys, monkeypatch):
+    monkeypatch.delenv("IOMATRIX_OFFLINE")        # a network that does not answer, not the flag
     begun = time.monotonic()
     assert provision.main(["9.9.9", "--url", OFFLINE_URL]) == 3
     assert time.monotonic() - begun < sources.DOWNLOAD_TIMEOUT
@@ -692,3 +693,28 @@ def test_newest_list_prints_the_plan_and_builds_nothing(cache, monkeypatch, caps
     assert "could not obtain: 3.15" in out
     assert not cache.exists()
     assert provision.main(["3.14.7", "--newest"]) == 2
+
+
+def test_offline_means_no_network_door_opens(tmp_path, monkeypatch):
+    """IOMATRIX_OFFLINE: every fetch (python.org, Debian's pool, apt's downloader, the
+    newest-release probes, a changelog) is refused with the reason, and nothing is written."""
+    from iomatrix.analysing import news
+    from iomatrix.commands import bisect_points
+    from iomatrix.interpreters import newest, sources
+    monkeypatch.setenv("IOMATRIX_OFFLINE", "1")
+    assert sources.offline()
+    with pytest.raises(sources.ProvisionError, match="IOMATRIX_OFFLINE is set"):
+        sources.download("https://www.python.org/ftp/python/3.14.7/Python-3.14.7.tgz",
+                         tmp_path / "t" / "x.tgz", say=lambda text: None)
+    with pytest.raises(sources.ProvisionError, match="IOMATRIX_OFFLINE is set"):
+        sources.debian_fetch(sources.parse_version("3.14.7"), tmp_path / "t", say=lambda t: None)
+    assert "IOMATRIX_OFFLINE" in sources._apt_helper_fetch("http://deb.invalid/x", tmp_path / "y",
+                                                           say=lambda text: None)
+    assert not bisect_points.python_org_reachable()
+    assert newest._fetch(newest.PYTHON_ORG) is None
+    said = []
+    assert news.changelog_for("3.9.99", say=said.append, directory=tmp_path / "t") is None
+    assert any("IOMATRIX_OFFLINE" in line for line in said)
+    assert not (tmp_path / "t").exists() and not (tmp_path / "y").exists()
+    monkeypatch.setenv("IOMATRIX_OFFLINE", "0")
+    assert not sources.offline()

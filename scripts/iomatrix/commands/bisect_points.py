@@ -157,6 +157,8 @@ def find_build(interpreters, name: str):
 
 
 def python_org_reachable() -> bool:
+    if sources.offline():
+        return False
     try:
         urllib.request.urlopen(urllib.request.Request(PYTHON_ORG_PROBE, method="HEAD"),
                                timeout=PYTHON_ORG_TIMEOUT).close()

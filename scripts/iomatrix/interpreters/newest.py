@@ -125,6 +125,8 @@ def parse_python_org_listing(html: str) -> list[str]:
 def _fetch(url: str) -> str | None:
     """A listing's text, or None (offline, no listing served); apt's downloader for
     Debian's mirror (it honours apt's proxy settings), urllib for python.org."""
+    if sources.offline():
+        return None
     if url.startswith(PYTHON_ORG):
         try:
             with urllib.request.urlopen(url, timeout=LISTING_TIMEOUT) as response:

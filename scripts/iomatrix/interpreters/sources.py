@@ -355,8 +355,25 @@ def remove_new(directories: list[Path]) -> None:
             break
 
 
+# Set to anything but "" or "0": nothing is asked of any network (a machine that must not
+# reach out; the tests' runs). Every door to the network below (download, debian_fetch,
+# _apt_helper_fetch) and the probes of other modules (newest, bisect_points) ask offline().
+OFFLINE_ENV = "IOMATRIX_OFFLINE"
+
+
+def offline() -> bool:
+    return os.environ.get(OFFLINE_ENV, "") not in ("", "0")
+
+
+def refuse_if_offline(what: str) -> None:
+    if offline():
+        raise ProvisionError(f"{what}: not fetched, {OFFLINE_ENV} is set (unset it, pass "
+                             "--tarball PATH or put the tarball in the cache's tarballs/)")
+
+
 def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
     """Fetch url to dest via dest.part; nothing is left behind on failure."""
+    refuse_if_offline(url)
     new_dirs = new_directories(dest.parent)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + f".part-{os.getpid()}")
@@ -474,6 +491,7 @@ def _apt_opener(scheme: str, host: str, apt_config: str | None) -> urllib.reques
 
 def debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
     """Get Debian's orig tarball of version into tarballs/ with apt."""
+    refuse_if_offline(f"Debian's source of {version}")
     if shutil.which("apt-get") is None:
         raise ProvisionError("--debian-source needs apt-get, which is not installed here")
     new_dirs = new_directories(tarballs)
@@ -535,6 +553,8 @@ def _debian_fetch(version: Version, tarballs: Path, say: Say) -> Path:
 
 def _apt_helper_fetch(url: str, dest: Path, say: Say) -> str | None:
     """Download url to dest with apt's downloader; the error, or None if it worked."""
+    if offline():
+        return f"not fetched, {OFFLINE_ENV} is set"
     part = dest.with_name(dest.name + f".part-{os.getpid()}")
     say(f"{APT_HELPER} download-file {url} {dest.name}")
     try:
