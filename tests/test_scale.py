@@ -20,6 +20,11 @@ def test_progress_yields_every_item_and_says_how_far_it_is():
     assert lines[0].startswith("read 0 of 3 runs in 0 s")
     assert lines[-1].startswith("read 2 of 3 runs in ") and lines[-1].endswith(" left")
     assert list(store.progress([1, 2], "runs")) == [1, 2]   # no log: silent
+    # many items: said when the reading starts and ends, however fast it is
+    lines = []
+    many = list(range(store.PROGRESS_MANY))
+    assert list(store.progress(many, "runs", lines.append, every=3600)) == many
+    assert lines == [f"reading {len(many)} runs", f"read {len(many)} of {len(many)} runs in 0 s"]
     assert store.duration(200.4) == "3 min 20 s" and store.duration(4.6) == "5 s"
 
 

@@ -710,13 +710,21 @@ def distinct_runs(runs: list, names: list | None = None) -> tuple[list, list[str
 
 # Seconds between two progress lines of a tool reading many runs (history, the pool).
 PROGRESS_SECONDS = 3.0
+# From this many items on, the reading is also said when it starts and when it ends, however
+# fast it goes: whether a line is printed never depends on the machine's speed alone.
+PROGRESS_MANY = 100
 
 
 def progress(items: list, what: str, log=None, every: float | None = None):
     """Each of ``items`` in turn, and every ``every`` seconds (PROGRESS_SECONDS) a line to
     ``log`` saying how far the reading is ("read 2,000 of 10,000 runs"): a tool that reads
-    thousands of runs says it is working (issue 56: 10,000 runs took minutes in silence)."""
+    thousands of runs says it is working (issue 56: 10,000 runs took minutes in silence).
+    With PROGRESS_MANY items or more, a line when it starts ("reading 10,000 runs") and one
+    when it is done ("read 10,000 of 10,000 runs in 33 s")."""
     every = PROGRESS_SECONDS if every is None else every
+    many = log is not None and len(items) >= PROGRESS_MANY
+    if many:
+        log(f"reading {len(items):,} {what}")
     started = last = time.monotonic()
     for done, item in enumerate(items):
         now = time.monotonic()
@@ -726,6 +734,9 @@ def progress(items: list, what: str, log=None, every: float | None = None):
                 + (f", about {duration(left)} left" if left is not None else ""))
             last = now
         yield item
+    if many:
+        log(f"read {len(items):,} of {len(items):,} {what} in "
+            f"{duration(time.monotonic() - started)}")
 
 
 def duration(seconds: float) -> str:
