@@ -256,13 +256,3 @@ def test_a_cpu_name_is_data_escaped_on_every_page(tmp_path, capsys):
         assert "<i>" not in page and "Evil\\|x\\*&lt;i&gt;" in page
     # A's 1.5 against the other kind's 1.0: the read step depends on the CPU
     assert "### Depends on the CPU (1)" in text
-
-
-def test_seen_on_tells_findings_code_the_kinds_and_whether_they_differ():
-    runs = runs_on([0.80, 0.81, 1.12], ["AMD EPYC", "AMD EPYC", "Intel Xeon"])
-    cells = pooling.pool_cells(runs, 0.05, ["cell"])
-    pool = pooling.Pool("r0", runs, {("op", "a", "b"): cells["cell"]}, [], 0.05)
-    assert pooling.seen_on(pool, {}, "op", "a", "b") == (("AMD EPYC", "Intel Xeon"), True)
-    assert pooling.seen_on(pool, {"cpu": "AMD EPYC"}, "op", "x", "y") == (("AMD EPYC",), False)
-    assert pooling.seen_on(None, {}, "op", "a", "b") == ((pooling.UNKNOWN_CPU,), False)
-

@@ -14,11 +14,13 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from iomatrix.interpreters import discovery
 from iomatrix.interpreters.discovery import DiscoveryError, Interpreter
 
@@ -667,3 +669,15 @@ def test_probes_are_cached_by_binary_and_a_changed_binary_is_probed_again(tmp_pa
     assert calls.read_text().count("probe") == 2
     (tmp_path / "cache" / "probes.json").write_text("{not json")  # damaged: ignored
     assert discovery.probe_all([str(wrapper)])[str(wrapper)]["implementation"] == "cpython"
+
+
+def test_discovery_s_own_command_refuses_a_bad_cache_in_one_line(tmp_path):
+    """`python -m iomatrix.interpreters.discovery` (release's advice) maps a DiscoveryError
+    to exit 2 and one line, as every tool does (cli.main_guard), never a traceback."""
+    cache = tmp_path / "cache"
+    cache.write_text("a file, not a directory")
+    env = {**os.environ, "IOMATRIX_CACHE": str(cache), "PYTHONPATH": str(ROOT / "scripts")}
+    proc = subprocess.run([sys.executable, "-m", "iomatrix.interpreters.discovery"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: IOMATRIX_CACHE") and "Traceback" not in proc.stderr

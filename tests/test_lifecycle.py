@@ -43,9 +43,14 @@ def test_the_phase_of_a_branch_on_a_day(minor, on, prerelease, phase, words):
 def test_the_rule_s_boundaries_are_the_day_itself():
     first = status.FIRST_RELEASES[(3, 12)]
     assert status.lifecycle_of((3, 12), first, False).phase == status.BUGFIX
-    assert status.lifecycle_of((3, 12), datetime.date(2025, 10, 1), False).phase == status.BUGFIX
-    assert status.lifecycle_of((3, 12), datetime.date(2025, 10, 2), False).phase == \
+    # before 3.13 bugfix releases for 18 months (3.12: to 2025-04-02), from 3.13 on for 2 years
+    assert status.lifecycle_of((3, 12), datetime.date(2025, 4, 1), False).phase == status.BUGFIX
+    assert status.lifecycle_of((3, 12), datetime.date(2025, 4, 2), False).phase == \
         status.SECURITY
+    assert status.lifecycle_of((3, 13), datetime.date(2026, 10, 6), False).phase == status.BUGFIX
+    assert status.lifecycle_of((3, 13), datetime.date(2026, 10, 7), False).phase == \
+        status.SECURITY
+    assert status._months_after(datetime.date(2023, 8, 31), 6) == datetime.date(2024, 2, 29)
     assert status.lifecycle_of((3, 12), datetime.date(2028, 10, 2), False).phase == \
         status.END_OF_LIFE
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 import agree as agree_command
 import history as history_command
 import report
+from iomatrix import cli
 from iomatrix.analysing import analysis, pooling
 from iomatrix.commands import agreement, history
 from iomatrix.storing import store
@@ -153,3 +156,24 @@ def test_a_merged_report_merges_each_run_once(tmp_path, capsys):
                         "--run-id", "A", "--run-id", "A"]) == 0
     assert "report: --run-id A: the same run as A" in capsys.readouterr().err
     assert "# iomatrix report: 2 runs" not in out.read_text()
+
+
+def test_a_renamed_run_is_pooled_and_said_never_left_out(tmp_path):
+    results = tmp_path / "results"
+    for run_id in ("A", "B"):
+        make_run(results, run_id, spec={"selection": "core"})
+    (results / "A").rename(results / "renamed")
+    main = analysis.load_run(store.Run(results, "B"))
+    said = []
+    pool = pooling.load_pool(main, None, [store.Run(results, "renamed")], 0.05, log=said.append)
+    assert [run.name for run in pool.runs] == ["B", "renamed"] and pool.left_out == []
+    assert said[0] == ("renamed: its manifest names run A (a renamed or copied directory); "
+                       "read as it is named here")
+
+
+def test_agree_on_a_renamed_run_named_twice_says_they_are_the_same_run(tmp_path):
+    results = tmp_path / "results"
+    make_run(results, "A")
+    (results / "A").rename(results / "renamed")
+    with pytest.raises(cli.BadInput, match="^renamed: the same run as renamed"):
+        agreement.load_runs(["renamed", "renamed"], results, 0.05, log=lambda text: None)

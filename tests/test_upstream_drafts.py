@@ -89,5 +89,5 @@ def test_the_reproducer_runs_by_default_under_both_builds_found_here(tmp_path, m
     status_run(tmp_path, monkeypatch)
     issue = draft(tmp_path, "--repeat", "1")
     assert "**Reproducer run here** under 3.11.7 (`3.11`, pyenv) and 3.12.1 (`3.12`, " \
-        "pyenv), 3 rounds of 1 calls, alternating; its own output:" in issue
+        "pyenv), 3 rounds of 1 timed batch, alternating; its own output:" in issue
     assert "ratio NEW/OLD: " in issue and "round 1 3.11.7: " in issue

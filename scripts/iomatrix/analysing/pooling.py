@@ -457,6 +457,7 @@ class Prediction:
     missed: list              # (key, the left-out run's ratio, PooledCell) of those not held
     held_printed: int = 0     # ... held by the printed interval (a rerun's prediction
                               # interval: PooledCell.holds)
+    group: str | None = None  # the boot or CPU kind left out (leave_one_group_out)
 
     @property
     def share(self) -> float:
@@ -501,7 +502,7 @@ def leave_one_group_out(runs: list[RunCells], threshold: float, keys, group,
         for run in runs:
             if group(run) == value:
                 found = predict(run, others, threshold, keys)
-                out.append(dataclasses.replace(found, left_out=label(run)))
+                out.append(dataclasses.replace(found, left_out=label(run), group=value))
     return out
 
 
@@ -585,21 +586,10 @@ class Pool:
         return cell.verdict != "same" and not cell.depends_on_cpu and \
             not self.one_cpu_time_only(cell)
 
-
     def aa_flagged(self, op: str) -> list:
         """[(run name, twin series, its original, Comparison)]: every pooled run whose A/A
         twin flags ``op``, in the pool's order (the main run first)."""
         return [(run.name, *found) for run in self.runs for found in run.aa_flagged.get(op, [])]
-
-
-def seen_on(pool: Pool | None, manifest: dict, op: str, a: str, b: str) -> tuple[tuple, bool]:
-    """(the CPU kinds a cell was seen on, whether its verdict differs between them): from
-    the pool where there is one and it has the cell, else the run's own kind (``manifest``)
-    and False. For a finding's row: a time-only step seen on one kind is no firm finding."""
-    cell = pool.get(op, a, b) if pool is not None else None
-    if cell is None:
-        return (cpu_of(manifest),), False
-    return cell.cpus, cell.depends_on_cpu
 
 
 # Ops whose timed code changed, with the run-id stamp from which runs time the new code: a
@@ -678,9 +668,13 @@ def load_pool(main_data: analysis.RunData, main_an: comparisons.Analysis,
     main_name = main_data.run.run_id if main_data.run else "main"
     left_out = []
     if main_data.run is not None:
-        distinct, same = store.distinct_runs([main_data.run] + list(others))
+        renamed = []    # pooled, under their directory's name: said, never "left out"
+        distinct, same = store.distinct_runs([main_data.run] + list(others), renamed=renamed)
         others = distinct[1:]
         left_out += [f"run {line}" for line in same]
+        for line in renamed:
+            if log is not None:
+                log(line)
     for run in others:
         try:
             manifest = run.read_manifest()

@@ -258,8 +258,9 @@ def same_change(an, f, entry, bracketed: set) -> str | None:
     from iomatrix.analysing import csource, evidence
     verdict = evidence.verdict_for(an, f)
     text = str(entry.text)
-    cause = verdict.candidate.entry.number if verdict.candidate is not None else None
-    if cause and re.search(rf"(?<![\w-]){re.escape(cause.split('-')[-1])}(?!\d)", text):
+    tested = verdict.candidate is not None and verdict.test is not None and verdict.test.tested
+    cause = verdict.candidate.entry.number if tested else None
+    if cause and re.search(rf"(?<!\d){re.escape(cause.split('-')[-1])}(?!\d)", text):
         return f"it names {cause}"
     lower = text.lower()
     for moved in verdict.moved:
@@ -384,18 +385,28 @@ FIRST_RELEASES = {
 }
 # PEP 602 (as amended for 3.13 on): bugfix releases for 2 years after the .0, then security
 # fixes only, source releases, until 5 years after it. Before 3.13 the bugfix phase was 18
-# months; the rule's 2 years only moves the day 3.9-3.12 turned security-only, which no page
-# states (a page gives the phase and the end of life).
-BUGFIX_YEARS, SUPPORT_YEARS = 2, 5
+# months (3.12.10, April 2025, was 3.12's last bugfix release).
+BUGFIX_MONTHS, BUGFIX_MONTHS_BEFORE_3_13, SUPPORT_YEARS = 24, 18, 5
+
+
+def bugfix_months(minor: tuple) -> int:
+    return BUGFIX_MONTHS if tuple(minor) >= (3, 13) else BUGFIX_MONTHS_BEFORE_3_13
 # 2.7's end was its own (PEP 373): 2020-01-01, bugfix releases up to it.
 END_OF_LIFE_DATES = {(2, 7): datetime.date(2020, 1, 1)}
 
 
 def _years_after(day: datetime.date, years: int) -> datetime.date:
-    try:
-        return day.replace(year=day.year + years)
-    except ValueError:          # 29 February
-        return day.replace(year=day.year + years, day=28)
+    return _months_after(day, 12 * years)
+
+
+def _months_after(day: datetime.date, months: int) -> datetime.date:
+    year, month = divmod(day.month - 1 + months, 12)
+    for last in (day.day, 30, 29, 28):      # 31 August + 6 months: 28 February
+        try:
+            return day.replace(year=day.year + year, month=month + 1, day=last)
+        except ValueError:
+            continue
+    raise AssertionError("every month has a 28th")
 
 
 @dataclass(frozen=True)
@@ -438,7 +449,7 @@ def lifecycle_of(minor: tuple, on: datetime.date | None, prerelease: bool = Fals
     if first is None:
         return Lifecycle(minor, PRERELEASE if prerelease else LIFECYCLE_UNKNOWN, on)
     end = END_OF_LIFE_DATES.get(minor) or _years_after(first, SUPPORT_YEARS)
-    bugfix_end = END_OF_LIFE_DATES.get(minor) or _years_after(first, BUGFIX_YEARS)
+    bugfix_end = END_OF_LIFE_DATES.get(minor) or _months_after(first, bugfix_months(minor))
     if on < first:
         phase = PRERELEASE
     elif on < bugfix_end:
@@ -529,6 +540,7 @@ def lifecycle_note() -> str:
     return ("a branch's lifecycle (bugfix, security fixes only, end of life, pre-release) is "
             "taken on the run's date from a table of each minor version's .0 date (2.7 to "
             f"{'.'.join(map(str, newest))}, from the release schedule PEPs) and PEP 602's "
-            f"rule: bugfix releases for {BUGFIX_YEARS} years after the .0, security fixes "
+            "rule: bugfix releases for 2 years after the .0 (18 months before 3.13), security "
+            "fixes "
             f"only until {SUPPORT_YEARS} years after it (2.7: to 2020-01-01, PEP 373); a "
             "branch the table lacks is \"lifecycle unknown\"")

@@ -169,7 +169,7 @@ def cpu_out_lines(result: Agreement) -> list[str]:
         return [f"- **One CPU kind left out**: not checked ({len(kinds)} CPU "
                 f"kind{'s' * (len(kinds) != 1)}: {', '.join(map(md, kinds))}; it needs two "
                 "kinds, two runs outside the one left out)."]
-    left = list(dict.fromkeys(p.left_out.rsplit(" (", 1)[-1][:-1] for p in result.cpu_out))
+    left = list(dict.fromkeys(p.group for p in result.cpu_out))
     return [f"- **One CPU kind left out** (each in turn, {len(left)} of the {len(kinds)} kinds: "
             f"{', '.join(map(md, left))}): the pool of the other kinds' runs expects the "
             f"estimate of each run of the left-out kind in {held} of {cells} cells "

@@ -198,11 +198,12 @@ def load_runs(args: list[str], results_dir: Path, threshold: float,
     if len(args) < 2:
         raise cli.BadInput(f"give two or more runs to compare (got {len(args)})")
     resolved = [resolve(arg, results_dir) for arg in args]
-    runs, same = store.distinct_runs(resolved, list(args))
+    renamed = []
+    runs, same = store.distinct_runs(resolved, list(args), renamed=renamed)
     if len(runs) < 2:
         raise cli.BadInput(f"{same[0]}; give two or more different runs to compare")
     log = log or (lambda text: print(cli.terminal_text(f"agree: {text}"), file=sys.stderr))
-    for line in same:
+    for line in renamed + same:
         log(line)
     kept = {id(run) for run in runs}
     args = [arg for arg, run in zip(args, resolved) if id(run) in kept]

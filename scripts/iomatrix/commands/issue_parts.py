@@ -172,7 +172,8 @@ def release_of_change(an, f, new: str) -> tuple:
     changelog release ("3.14.0a6", "gh-117151's release"), else NEW ("the release measured")."""
     from iomatrix.analysing import evidence
     verdict = evidence.verdict_for(an, f) if an is not None else None
-    if verdict is not None and verdict.candidate is not None:
+    if verdict is not None and verdict.candidate is not None and verdict.test is not None \
+            and verdict.test.tested:
         entry = verdict.candidate.entry
         return str(entry.release), f"{entry.number}'s release"
     return new, "the release measured"

@@ -372,7 +372,7 @@ def compile_targets(old: str, new: str, run_repro, interpreters=None) -> list[st
     return list(dict.fromkeys([*targets, sys.executable]))
 
 
-# Rounds of the reproducer under --run-repro (alternating OLD and NEW), unless the run's A/A
+# Rounds of the reproducer (run by default; alternating OLD and NEW), unless the run's A/A
 # twin says the step needs more (issue_parts.repro_rounds).
 REPRO_ROUNDS = 3
 
@@ -409,7 +409,7 @@ def repro_pythons(args, interpreters, old: str, new: str, rounds: int) -> tuple:
     --run-repro's; else, unless --no-run-repro, the builds of OLD and NEW found here; else
     None and why it is not run. Named by version and label, never by path."""
     from iomatrix.markup import code, md
-    runs = f"{rounds} rounds of {args.repeat} calls"
+    runs = f"{rounds} rounds of {args.repeat} timed batch{'es' * (args.repeat != 1)}"
     if args.run_repro:
         return args.run_repro, f"the two interpreters given (--run-repro), {runs}"
     if args.no_run_repro:

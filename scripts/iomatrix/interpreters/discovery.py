@@ -517,6 +517,7 @@ def select(interpreters: list[Interpreter], labels: list[str]) -> list[Interpret
     return [by_label[label] for label in labels]
 
 
+@cli.main_guard
 def main(argv=None) -> int:
     for interp in sorted(discover(), key=sort_key):
         status = "ok" if interp.ok else f"FAILED: {interp.error}"

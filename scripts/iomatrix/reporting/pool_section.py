@@ -103,9 +103,10 @@ def plural(count: int, word: str) -> str:
 
 
 def kinds_text(pool: pooling.Pool) -> str:
-    """"on 4 boots of 2 CPU kinds (AMD EPYC: 12 runs, Intel Xeon: 1 run)", or with one kind
-    "on 3 boots, all of one CPU kind (AMD EPYC)" (a kind no manifest named is not named
-    here: the pool section says it once). Plain text: the page escapes the summary whole."""
+    """"on 4 boots of 2 CPU kinds (AMD EPYC: 12 runs, Intel Xeon: 1 run)" (runs whose
+    manifest named no CPU are counted under "unknown CPU" there), or with one kind "on 3
+    boots, all of one CPU kind (AMD EPYC)", or "on 3 boots" when that one kind is unknown.
+    Plain text: the page escapes the summary whole."""
     boots = f"on {plural(pool.boots, 'boot')}"
     kinds = pool.cpus
     if len(kinds) == 1:

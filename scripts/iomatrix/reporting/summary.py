@@ -199,7 +199,7 @@ def open_regressions(an: Analysis, label: Labeller) -> list[str]:
     rows = []
     for f in an.listed()[0]:
         major = (series_info(an.data, f.a).get("version_info") or [0])[0]
-        backed = getattr(f, "firmness", None) in ("firm", None) or \
+        backed = getattr(f, "firmness", None) == "firm" or \
             getattr(f, "evidence", None) == REPEATS
         maintained = [row for row in status.branches_now(an, f) if row.lifecycle.maintained]
         still = [row for row in maintained if row.open]
@@ -232,7 +232,7 @@ def regression_backing(an: Analysis, f) -> str:
     if repeated is not None:
         return repeated.words() + ("" if repeated.may_be_firm else "; not firm")
     return {"confirmed": "the counts", "memory": "memory behaviour"}.get(
-        getattr(f, "evidence", None), "its timing alone")
+        getattr(f, "evidence", None), "its timing (not counted)")
 
 
 def branch_words(row) -> str:

@@ -458,6 +458,10 @@ class Run:
             if attempt == LOCK_ATTEMPTS - 1:   # a file system whose inodes do not compare
                 return fd
             os.close(fd)
+        # every attempt found the run directory gone (another process removes it each time)
+        raise RunInUseError(f"run {self.run_id} in {self.results_dir}: its directory was "
+                            f"removed {LOCK_ATTEMPTS} times while it was being locked; "
+                            "wait for whatever removes it or choose another --run-id")
 
     # -- manifest ---------------------------------------------------------------
     def check_directory(self) -> None:
@@ -677,7 +681,8 @@ def run_identity(run: Run) -> tuple:
     return (stated if isinstance(stated, str) and stated else run.run_id, digest)
 
 
-def distinct_runs(runs: list, names: list | None = None) -> tuple[list, list[str]]:
+def distinct_runs(runs: list, names: list | None = None,
+                  renamed: list | None = None) -> tuple[list, list[str]]:
     """``runs`` with each run once (``run_identity``), the first of each kept, in their order;
     and one line per run met more than once, naming the others (``names``: how the caller
     names each run, default its directory's name): "X-copy: the same run as X (the same
@@ -685,7 +690,8 @@ def distinct_runs(runs: list, names: list | None = None) -> tuple[list, list[str
     runs says it so; it is bad input only where, counted once, the runs are too few for
     what was asked (agree's two, a pool's second). A run kept whose directory's name is not
     its manifest's run id (a renamed or copied directory) is read under its directory's
-    name, and said in a line too."""
+    name, and said in a line too: among the lines, or in ``renamed`` where one is given (a
+    caller that says the runs counted once apart from the runs read under another name)."""
     names = names if names is not None else [run.run_id for run in runs]
     kept, groups, lines = {}, {}, []
     for run, name in zip(runs, names):
@@ -697,8 +703,9 @@ def distinct_runs(runs: list, names: list | None = None) -> tuple[list, list[str
         stated = identity[0]
         if stated and stated != run.run_id:
             shown = stated if cli.name_problem(stated, "run id") is None else "another run id"
-            lines.append(f"{name}: its manifest names run {shown} (a renamed or copied "
-                         "directory); read as it is named here")
+            (renamed if renamed is not None else lines).append(
+                f"{name}: its manifest names run {shown} (a renamed or copied directory); "
+                "read as it is named here")
     for identity, others in groups.items():
         if others:
             first = kept[identity][1]
