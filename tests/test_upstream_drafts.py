@@ -44,6 +44,13 @@ def test_a_fix_on_the_tracker_is_found_and_no_branch_with_it_is_called_not_fixed
     assert "3.14 (" not in known.split("Not fixed")[1]
     assert "*Lifecycle:* a branch's lifecycle" in issue
     assert "**Reproducer not run here**: --no-run-repro was given." in issue
+    # the cause named is only "tested" where cause_test says how; the title then says the
+    # release measured, not the untested entry's
+    lead = issue.splitlines()[0]
+    cause = next(line for line in issue.splitlines() if "cause" in line.split(":**")[0])
+    assert not cause.startswith("**Tested cause:**")       # never without how it was tested
+    if not cause.startswith("**Tested cause ("):
+        assert lead.endswith("since 3.12.1 (than 3.11.7)")
 
 
 def test_a_changelog_entry_s_markup_is_data_in_the_issue(tmp_path, monkeypatch):

@@ -154,7 +154,12 @@ def cause_and_status(found: dict, op: str) -> list[str]:
     if verdict.candidate is not None:
         entry = verdict.candidate.entry
         # The detail quotes the entry's words (its roles too): rendered as the entry is.
-        cause = (f"**Tested cause:** {why.link(verdict.candidate)} ({md(entry.release)}): "
+        # "Tested" only where cause_test says how (an ablation, a bisect, the source, a
+        # counter, repetition with a reproducer): a function of the entry that moved is not
+        tested = verdict.test is not None and verdict.test.tested
+        label = f"Tested cause ({md(verdict.test.by)})" if tested else \
+            "Likely cause, untested"
+        cause = (f"**{label}:** {why.link(verdict.candidate)} ({md(entry.release)}): "
                  f"{rst.render(entry.text, 300)} — *{md(verdict.evidence)}*: "
                  f"{rst.render(verdict.detail)}")
     elif verdict.cause is not None:
