@@ -372,8 +372,10 @@ def refuse_if_offline(what: str) -> None:
 
 
 def download(url: str, dest: Path, say: Say, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
-    """Fetch url to dest via dest.part; nothing is left behind on failure."""
-    refuse_if_offline(url)
+    """Fetch url to dest via dest.part; nothing is left behind on failure. A file: URL is
+    no network: it is read offline too."""
+    if urllib.parse.urlsplit(url).scheme != "file":
+        refuse_if_offline(url)
     new_dirs = new_directories(dest.parent)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + f".part-{os.getpid()}")
