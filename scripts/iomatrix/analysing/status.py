@@ -301,9 +301,9 @@ def short_words(an, f) -> str:
             said = ("fixed" if b.state == FIXED else "partly fixed") + (
                 f" in {b.fixed_in} by {b.change}" if b.change else f" by {b.bracket[1]}")
         tail = SHORT_PHASES.get(row.lifecycle.phase, "") if row.open else ""
-        if tail and row.pending and b.state in (HAS, PART) and \
-                row.lifecycle.phase != LIFECYCLE_UNKNOWN:
-            tail += f", will not get {row.pending}"
+        pending = row.pending_words()
+        if tail and pending.startswith("will not get"):    # the row names no "may get"
+            tail += f", {pending}"
         if groups and groups[-1][1] == (said, tail) and not fixed:
             groups[-1][0].append(b)
         else:
@@ -334,11 +334,8 @@ def status_words(an, f) -> str:
     said = []
     for row in branches_now(an, f):
         minor, words = row.branch.words().split(": ", 1)
-        if row.pending and row.open and row.branch.state != UNKNOWN:
-            if row.lifecycle.phase in (SECURITY, END_OF_LIFE):
-                words += f", will not get {row.pending}"
-            elif row.lifecycle.gets_bugfixes:
-                words += f", may get {row.pending}"
+        pending = row.pending_words()
+        words += f", {pending}" if pending else ""
         said.append(f"{minor} ({row.lifecycle.words()}): {words}")
     return "; ".join(said)
 
@@ -506,13 +503,23 @@ class BranchNow:
             said = f"{'fixed' if b.state == FIXED else 'partly fixed'} by {b.bracket[1]}"
         else:
             said = {HAS: "has it", PART: "has part of it"}.get(b.state, b.state)
-        if self.pending and self.open and b.state != UNKNOWN:
-            # an unknown branch's newer patch (not at hand) may have had it before its end
-            if self.lifecycle.phase in (SECURITY, END_OF_LIFE):
-                said += f", will not get {self.pending}"
-            elif self.lifecycle.gets_bugfixes:
-                said += f", may get {self.pending} (not in its releases known here)"
+        pending = self.pending_words()
+        said += f", {pending}" if pending else ""
         return f"{minor}: {self.lifecycle.words()}; {said}"
+
+    def pending_words(self) -> str:
+        """"will not get gh-144380" (security fixes only, or end of life), "may get
+        gh-144380 (not in its releases known here)" (bugfix or pre-release), or '': the one
+        rule every page and ISSUE.md say a branch's pending fix by. Not said of a branch
+        whose state is unknown (a newer patch, not at hand, may have had it before its end)
+        nor of one whose lifecycle is unknown."""
+        if not (self.pending and self.open and self.branch.state != UNKNOWN):
+            return ""
+        if self.lifecycle.phase in (SECURITY, END_OF_LIFE):
+            return f"will not get {self.pending}"
+        if self.lifecycle.gets_bugfixes:
+            return f"may get {self.pending} (not in its releases known here)"
+        return ""
 
 
 def branches_now(an, f) -> list[BranchNow]:

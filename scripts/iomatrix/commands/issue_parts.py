@@ -74,9 +74,9 @@ def fixes_line(an, f) -> str | None:
                          f"({minor}; no changelog entry named)")
         elif b.state in (status.HAS, status.PART, status.UNKNOWN):
             life = row.lifecycle.words()
-            if row.pending and b.state != status.UNKNOWN and \
-                    row.lifecycle.phase in (status.SECURITY, status.END_OF_LIFE):
-                life += f": will not get {md(row.pending)}"
+            pending = row.pending_words()
+            if pending.startswith("will not get"):
+                life += f": {md(pending)}"
             still.append(f"{minor} ({life})")
     said = "; ".join(fixed) if fixed else "none known in the releases and changelogs at hand"
     if still:
