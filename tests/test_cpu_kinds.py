@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 
 import pytest
@@ -199,6 +200,8 @@ def test_the_stored_runs_of_two_cpu_kinds_say_which_cells_depend_on_the_cpu(
     assert status == 0
     assert "- **One CPU kind left out** (each in turn, 1 of the 2 kinds: Intel Xeon): the " \
         "pool of the other kinds' runs expects the estimate" in out
+    assert re.search(r"Of the \d+ estimates it did not expect, \d+ lie in the \d+ cells the "
+                     r"pool of all the runs labels \"depends on the CPU\"\.", out)
     prediction = json.loads((tmp_path / "agree.json").read_text())["prediction"]
     assert [p["left_out"] for p in prediction["one_cpu_out"]] == [f"{INTEL} (Intel Xeon)"]
     assert prediction["one_cpu_out"][0]["cells"] >= 40

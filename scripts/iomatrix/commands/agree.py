@@ -170,11 +170,14 @@ def cpu_out_lines(result: Agreement) -> list[str]:
                 f"kind{'s' * (len(kinds) != 1)}: {', '.join(map(md, kinds))}; it needs two "
                 "kinds, two runs outside the one left out)."]
     left = list(dict.fromkeys(p.group for p in result.cpu_out))
+    labelled, missed = result.cpu_out_labelled()
     return [f"- **One CPU kind left out** (each in turn, {len(left)} of the {len(kinds)} kinds: "
             f"{', '.join(map(md, left))}): the pool of the other kinds' runs expects the "
             f"estimate of each run of the left-out kind in {held} of {cells} cells "
             f"({held / cells:.1%}); the printed interval holds it in {printed} "
-            f"({printed / cells:.1%})."]
+            f"({printed / cells:.1%}). Of the {missed} estimates it did not expect, "
+            f"{labelled} lie in the {len(result.cpu_dependent)} cells the pool of all the "
+            "runs labels \"depends on the CPU\"."]
 
 
 def interval_text(ratio, low, high) -> str:

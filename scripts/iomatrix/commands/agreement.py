@@ -98,6 +98,16 @@ class Agreement:
     pool_width: float = float("nan")
     pool_floor: float = 0.0
     cpu_out: list = dataclasses.field(default_factory=list)
+    # The cells the pool of every run labels "depends on the CPU" (PooledCell.depends_on_cpu):
+    # the page's warning, against which cpu_out's misses are counted (cpu_out_labelled).
+    cpu_dependent: frozenset = frozenset()
+
+    def cpu_out_labelled(self) -> tuple[int, int]:
+        """(cpu_out's misses in a cell the whole pool labels "depends on the CPU", all its
+        misses): how much of what a pool of other CPU kinds did not expect the page warns
+        of."""
+        missed = [key for p in self.cpu_out for key, _, _ in p.missed]
+        return sum(key in self.cpu_dependent for key in missed), len(missed)
 
     @property
     def pair_values(self) -> list:
@@ -324,7 +334,8 @@ def agree(args: list[str], results_dir: Path, threshold: float) -> Agreement:
                      pooling.leave_one_boot_out(pooled, threshold, cells),
                      pooling.median_width(whole.values()),
                      pooling.boot_floor(pooled, cells) if whole else 0.0,
-                     pooling.leave_one_cpu_out(pooled, threshold, cells))
+                     pooling.leave_one_cpu_out(pooled, threshold, cells),
+                     frozenset(key for key, cell in whole.items() if cell.depends_on_cpu))
 
 
 def pooled_runs(runs: list[RunView]) -> list[pooling.RunCells]:
