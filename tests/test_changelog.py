@@ -202,7 +202,10 @@ def test_candidates_reach_the_pages_escaped(tmp_path, monkeypatch):
     # (the run's A/A twin flags nothing)
     assert rows
     assert [rows[0][k] for k in ("candidate", "candidate_release", "cause_evidence", "status",
-                                 "aa_caveat")] == ["", "", "none", "3.14 has it", ""]
+                                 "aa_caveat", "cause_test")] == \
+        ["", "", "none", "3.14 has it", "", "untested"]
+    # a step that is only "counts only" says no test
+    assert all(row["cause_test"] == "" for row in rows if row["evidence"] == "counts only")
 
 
 def test_a_step_from_2_names_python_3s_io_stack_and_no_changelog_says_so():

@@ -563,7 +563,11 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
               "aa_caveat",
               # On a count's row (instructions_per_call, syscalls_per_call,
               # syscall_bytes_per_call: reporting.count_csv) the size it was counted at.
-              "count_basis"]
+              "count_basis",
+              # On a finding's row: how its named cause was tested (evidence.cause_test:
+              # "ablation", "bisect", "source", "counter", "repetition + reproducer") or
+              # "untested", as the main page says under the row; blank for other rows.
+              "cause_test"]
 
 
 # A spreadsheet opening data.csv runs a cell that starts with = + - @ (or a tab or CR before
@@ -574,7 +578,7 @@ CSV_FIELDS = ["run_id", "series", "op", "suite", "category", "statistic", "again
 # shown escaped, as on the pages (markup.visible): a terminal's `cat data.csv` runs none.
 TEXT_FIELDS = {"run_id", "series", "op", "suite", "category", "against", "evidence", "firmness",
                "modes", "candidate", "candidate_release", "cause_evidence", "status",
-               "aa_caveat", "count_basis"}
+               "aa_caveat", "count_basis", "cause_test"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -617,6 +621,14 @@ def class_columns(f: Finding | None, an: Analysis | None = None) -> list:
         candidate = ["", "", verdict.evidence if verdict is not None else ""]
     return [f.evidence or "", f.firmness or "", number(low), number(high), f.modes or "",
             *candidate]
+
+
+def cause_test_of(an: Analysis, f: Finding | None) -> str:
+    """The cause_test column of a finding's row (evidence.cause_test), '' for other rows."""
+    if f is None or f.evidence == "counts only":
+        return ""
+    test = evidence.verdict_for(an, f).test
+    return test.by if test is not None else ""
 
 
 def throughput_rows(an: Analysis, writer, run_id: str) -> None:
@@ -712,7 +724,8 @@ def tidy_csv(an: Analysis) -> str:
                              status.short_words(an, finding) if finding is not None and
                              finding.evidence != "counts only" else "",
                              aa_caveat.csv_value(an, op) if finding is not None and
-                             finding.evidence != "counts only" else ""])
+                             finding.evidence != "counts only" else "", "",
+                             cause_test_of(an, finding)])
 
     def time_rows(means):
         for (s, op), by_process in sorted(means.items()):
