@@ -386,10 +386,12 @@ FIRST_RELEASES = {
 BUGFIX_MONTHS, BUGFIX_MONTHS_BEFORE_3_13, SUPPORT_YEARS = 24, 18, 5
 
 
-def bugfix_months(minor: tuple) -> int:
-    return BUGFIX_MONTHS if tuple(minor) >= (3, 13) else BUGFIX_MONTHS_BEFORE_3_13
 # 2.7's end was its own (PEP 373): 2020-01-01, bugfix releases up to it.
 END_OF_LIFE_DATES = {(2, 7): datetime.date(2020, 1, 1)}
+
+
+def bugfix_months(minor: tuple) -> int:
+    return BUGFIX_MONTHS if tuple(minor) >= (3, 13) else BUGFIX_MONTHS_BEFORE_3_13
 
 
 def _years_after(day: datetime.date, years: int) -> datetime.date:
@@ -548,6 +550,5 @@ def lifecycle_note() -> str:
             "taken on the run's date from a table of each minor version's .0 date (2.7 to "
             f"{'.'.join(map(str, newest))}, from the release schedule PEPs) and PEP 602's "
             "rule: bugfix releases for 2 years after the .0 (18 months before 3.13), security "
-            "fixes "
-            f"only until {SUPPORT_YEARS} years after it (2.7: to 2020-01-01, PEP 373); a "
+            f"fixes only until {SUPPORT_YEARS} years after it (2.7: to 2020-01-01, PEP 373); a "
             "branch the table lacks is \"lifecycle unknown\"")
