@@ -497,6 +497,11 @@ class BranchNow:
         """"3.12: security fixes only, to 2028-10; has it, will not get gh-144380", "3.14:
         bugfix; partly fixed in 3.14.3 by gh-144380", plain text."""
         minor = ".".join(map(str, self.branch.minor))
+        return f"{minor}: {self.lifecycle.words()}; {self.state_words()}"
+
+    def state_words(self) -> str:
+        """"has it, will not get gh-144380", "partly fixed in 3.14.3 by gh-144380": the
+        branch's state and pending fix without its name or lifecycle, plain text."""
         b = self.branch
         if b.change:
             said = (f"{'fixed' if b.state == FIXED else 'partly fixed'} in {b.fixed_in} by "
@@ -506,8 +511,7 @@ class BranchNow:
         else:
             said = {HAS: "has it", PART: "has part of it"}.get(b.state, b.state)
         pending = self.pending_words()
-        said += f", {pending}" if pending else ""
-        return f"{minor}: {self.lifecycle.words()}; {said}"
+        return said + (f", {pending}" if pending else "")
 
     def pending_words(self) -> str:
         """"will not get gh-144380" (security fixes only, or end of life), "may get

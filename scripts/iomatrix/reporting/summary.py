@@ -243,11 +243,12 @@ def regression_backing(an: Analysis, f) -> str:
 
 def branch_words(row) -> str:
     """"3.12 (security fixes only): has it, will not get gh-144380", "3.14: has it", plain
-    text (status.BranchNow.words without the lifecycle of a bugfix branch)."""
-    minor, said = row.words().split(": ", 1)
-    phase, _, state = said.partition("; ")
-    phase = phase.split(",")[0]
-    return f"{minor}{'' if phase in ('bugfix', 'pre-release') else f' ({phase})'}: {state}"
+    text: the branch, its lifecycle where it is not bugfix or pre-release, its state
+    (status.BranchNow)."""
+    minor = ".".join(map(str, row.branch.minor))
+    phase = row.lifecycle.phase
+    shown = "" if phase in (status.BUGFIX, status.PRERELEASE) else f" ({phase})"
+    return f"{minor}{shown}: {row.state_words()}"
 
 
 def ablation_sentence(an: Analysis, findings: list, label) -> str:
