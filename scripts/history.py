@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         base = args.out.resolve().parent if args.out else Path.cwd()
         link = Path(os.path.relpath(args.figure.resolve(), base)).as_posix()
         print(f"history: wrote {args.figure}", file=sys.stderr)
-    text = build_markdown(args.label, found, problems, link, same)
+    text = build_markdown(args.label, found, problems, link, same, args.results_dir)
     print(cli.terminal_text(text))
     if args.out:
         store.write_output(args.out, text + "\n", "--out")

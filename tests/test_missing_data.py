@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import agree
+import history
 import report
 from iomatrix.analysing import analysis
 from iomatrix.storing import store
@@ -159,3 +160,23 @@ def test_pool_and_agree_name_the_run_whose_file_is_gone(tmp_path):
     status, _, stderr = call(agree.main, probe.RUN_A, probe.RUN_B, "--results-dir",
                              tmp_path / "results")
     assert status == 2 and "3.13.json" in stderr and "missing" in stderr, stderr
+
+
+def test_history_names_the_run_whose_file_is_gone(tmp_path):
+    """history of a release whose file one run's manifest lists as written, and which is
+    gone, names that file (from the results directory down, not by the machine's path) on
+    the page and on stderr: the run is never missing from the history without a word."""
+    three_releases(tmp_path / "results")
+    other = three_releases(tmp_path / "results", probe.RUN_B)
+    (other / "3.13.json").unlink()
+    out = tmp_path / "out" / "h.md"
+    status, _, stderr = call(history.main, "3.13", "--results-dir", tmp_path / "results",
+                             "--out", out)
+    assert status == 0 and "3.13.json: missing, deleted or moved after the run" in stderr
+    page = out.read_text()
+    assert f"- `{probe.RUN_B}/3.13.json`: missing, deleted or moved after the run; the " \
+        "manifest lists series 3.13 as written, status ok" in page
+    assert str(tmp_path) not in page
+    # a release whose files are all there: nothing is said of any
+    status, _, stderr = call(history.main, "3.12", "--results-dir", tmp_path / "results")
+    assert status == 0 and "missing" not in stderr

@@ -92,6 +92,19 @@ def load_run(run: store.Run) -> RunData:
 WRITTEN_STATUSES = ("ok", "incomplete", "partial")
 
 
+def written_status(manifest: dict, series: str) -> str | None:
+    """The series' status where the manifest lists it as written (WRITTEN_STATUSES: its
+    file is expected in the run), else None."""
+    entry = (manifest.get("interpreters") or {}).get(series)
+    status = entry.get("status") if isinstance(entry, dict) else None
+    return status if status in WRITTEN_STATUSES else None
+
+
+def missing_words(series: str, status: str) -> str:
+    return (f"missing, deleted or moved after the run; the manifest lists series {series} as "
+            f"written, status {status}")
+
+
 def left_out_series(run: store.Run, manifest: dict, read: set, problems: list) -> dict:
     """{series: (file, why)} for each series the manifest lists as written whose data is not
     in ``read`` (the series rows were read for): its file missing (deleted after the run
@@ -114,8 +127,7 @@ def left_out_series(run: store.Run, manifest: dict, read: set, problems: list) -
             # the file is named beside it: not the machine's path to it again
             why = store.without_path(said[known], run.path / known)
         elif not os.path.lexists(path):
-            why = (f"missing, deleted or moved after the run; the manifest lists series "
-                   f"{series} as written, status {status}")
+            why = missing_words(series, status)
         else:
             why = "holds no timed value"
         out[series] = (name, why)

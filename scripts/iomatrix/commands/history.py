@@ -79,6 +79,25 @@ def read_run(run: store.Run, path: Path) -> RunTimes:
                     problems, machine_phase)
 
 
+def shown_path(path, results_dir: Path | None) -> str:
+    """``path`` from the results directory down where it lies below it, else as given."""
+    if results_dir is not None:
+        try:
+            return Path(path).relative_to(results_dir).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def written_status(run: store.Run, label: str) -> str | None:
+    """analysis.written_status of the run's manifest (None when it cannot be read: the scan
+    that found the run read it, so that is a race, and the run is simply not there)."""
+    try:
+        return analysis.written_status(run.read_manifest(), label)
+    except (store.ResultFileError, OSError):
+        return None
+
+
 def collect(results_dir: Path, label: str, log=None):
     """LABEL's times in each run that has its file, oldest first (RunTimes); the files not
     read, as (path, message); a line for each run met twice (store.distinct_runs: read
@@ -92,6 +111,10 @@ def collect(results_dir: Path, label: str, log=None):
     for run in store.progress(runs, "runs", log):
         path = run.series_file(label)
         if not os.path.lexists(path):   # a dangling symlink is there, and named when read
+            # a file the manifest says was written is named, never a run gone without a word
+            status = written_status(run, label)
+            if status is not None:
+                problems.append((path, analysis.missing_words(label, status)))
             continue
         try:
             times = read_run(run, path)
@@ -133,14 +156,16 @@ def history_frame(found: list[RunTimes]) -> tuple[pd.DataFrame, dict, list[str]]
 
 
 def build_markdown(label: str, found: list, problems: list, figure: str | None = None,
-                   same: list = ()) -> str:
-    """The page; ``same``: collect's lines on runs met twice (each read once)."""
+                   same: list = (), results_dir: Path | None = None) -> str:
+    """The page; ``same``: collect's lines on runs met twice (each read once). A file not
+    read is named from ``results_dir`` down (``run/file``), never by the machine's path."""
     lines = [MARKER, f"# History of {code(label)}", ""]
     lines += [f"{md(line)}." for line in same] + ([""] if same else [])
     if problems:
         lines += ["Files not read (left as they are; a run whose manifest or series is among "
                   "them is missing below):", ""]
-        lines += [f"- {code(path)}: {md(message)}" for path, message in problems]
+        lines += [f"- {code(shown_path(path, results_dir))}: {md(message)}"
+                  for path, message in problems]
         lines.append("")
     if not found:
         return "\n".join(lines + ["No run could be read.", ""])
