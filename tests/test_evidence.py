@@ -7,7 +7,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from iomatrix.analysing import ablation, changelog, csource, evidence
+from iomatrix.analysing import ablation, changelog, csource, evidence, news
 from iomatrix.analysing.evidence import Moved, Placed
 
 DATA = Path(__file__).parent / "data"
@@ -344,3 +344,19 @@ def test_a_step_whose_instructions_were_not_counted_says_so_and_not_that_none_mo
     counted = rows + [{**r, "counter": "instructions", "per_call": 1000, "method": "callgrind"}
                       for r in rows]
     assert evidence.instructions_uncompared(counted, op, "3.11", "3.12") is None
+
+
+def test_an_entry_after_old_s_branch_left_bugfixes_is_no_backport_old_may_have():
+    """A later patch of NEW's branch may be a backport already in OLD (OLD's changelog not at
+    hand), unless it came out when OLD's branch took security fixes only and is no security
+    fix (PEP 602): gh-144380 (3.13.12, 2026-02-03) is in no 3.12.x."""
+    why = changelog.StepWhy([], "")
+
+    def may_be_in_old(release, date, section="Library"):
+        entry = news.Entry("gh-144380", release, date, section, "Improve performance")
+        return evidence.maybe_backported(changelog.Candidate(entry, 1.0, ()), "3.12.1",
+                                         "3.13.15", why)
+    assert not may_be_in_old("3.13.12", "2026-02-03")             # 3.12 security-only then
+    assert may_be_in_old("3.13.12", "2026-02-03", "Security")     # a security fix may be
+    assert may_be_in_old("3.13.1", "2024-12-03")                  # 3.12 took bugfixes then
+    assert may_be_in_old("3.13.12", None)                         # no date: it may be

@@ -45,6 +45,7 @@ against it, and where the step is mostly its control's loop (the section below).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
 import os
 import re
@@ -534,7 +535,24 @@ def maybe_backported(candidate: Candidate, old: str, new: str, why: StepWhy) -> 
     if entered is None or lo is None or hi is None:
         return False
     return entered.release[:2] == hi.release[:2] and len(entered.release) > 2 and \
-        entered.release[2] > 0 and lo.release[:2] < hi.release[:2] and not why.old_known
+        entered.release[2] > 0 and lo.release[:2] < hi.release[:2] and not why.old_known \
+        and not past_bugfixes(candidate.entry, lo.release[:2])
+
+
+def past_bugfixes(entry, minor: tuple) -> bool:
+    """Whether ``entry`` came out when ``minor``'s branch no longer took bugfix releases
+    (security fixes only, or its end: status.lifecycle_of on the entry's release date) and
+    is no security fix: no release of that branch carries it (PEP 602), so it cannot be a
+    backport already in OLD. gh-144380 (3.13.12, 2026-02-03, Library) is not in any 3.12.x:
+    3.12 has had security fixes only since 2025-04."""
+    from iomatrix.analysing import status     # it imports this module
+    if entry.section == "Security" or not entry.date:
+        return False
+    try:
+        day = datetime.date.fromisoformat(entry.date)
+    except ValueError:
+        return False
+    return status.lifecycle_of(minor, day).phase in (status.SECURITY, status.END_OF_LIFE)
 
 
 def shows(moved: list, old: str, new: str, placed: Placed | None, why: StepWhy,
