@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iomatrix import stats
-from iomatrix.analysing import counts, csource
+from iomatrix.analysing import counts, csource, lifecycle
 from iomatrix.analysing.changelog import (Candidate, PY3_CAUSE, StepWhy, _word_re,
                                           cached_tarballs, is_control, version_key)
 
@@ -541,18 +541,18 @@ def maybe_backported(candidate: Candidate, old: str, new: str, why: StepWhy) -> 
 
 def past_bugfixes(entry, minor: tuple) -> bool:
     """Whether ``entry`` came out when ``minor``'s branch no longer took bugfix releases
-    (security fixes only, or its end: status.lifecycle_of on the entry's release date) and
+    (security fixes only, or its end: lifecycle_of on the entry's release date) and
     is no security fix: no release of that branch carries it (PEP 602), so it cannot be a
     backport already in OLD. gh-144380 (3.13.12, 2026-02-03, Library) is not in any 3.12.x:
     3.12 has had security fixes only since 2025-04."""
-    from iomatrix.analysing import status     # it imports this module
     if entry.section == "Security" or not entry.date:
         return False
     try:
         day = datetime.date.fromisoformat(entry.date)
     except ValueError:
         return False
-    return status.lifecycle_of(minor, day).phase in (status.SECURITY, status.END_OF_LIFE)
+    return lifecycle.lifecycle_of(minor, day).phase in (lifecycle.SECURITY,
+                                                         lifecycle.END_OF_LIFE)
 
 
 def shows(moved: list, old: str, new: str, placed: Placed | None, why: StepWhy,
