@@ -340,7 +340,8 @@ def read_json(path: Path, limit: int = MAX_RESULT_BYTES, kind: str | None = None
 
 
 # Opens of the lock file tried when each one finds it removed by the holder before (who
-# removes it while still holding it); then the last one is kept.
+# removes it while still holding it), then the last one is kept; and makes of the run
+# directory tried when a writer before removed it empty meanwhile.
 LOCK_ATTEMPTS = 10
 
 
@@ -384,10 +385,17 @@ class Run:
         if self.path.is_symlink():
             raise cli.BadInput(f"{self.path}: is a symbolic link; a run directory must be a "
                                "real directory")
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise cli.BadInput(f"cannot create {self.path}: {exc.strerror or exc}")
+        for attempt in range(LOCK_ATTEMPTS):
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                break
+            except FileExistsError as exc:
+                # another writer removed it empty (exclusive's clean-up) between mkdir's
+                # "exists" and its own is_dir check: make it again
+                if os.path.lexists(self.path) or attempt == LOCK_ATTEMPTS - 1:
+                    raise cli.BadInput(f"cannot create {self.path}: {exc.strerror or exc}")
+            except OSError as exc:
+                raise cli.BadInput(f"cannot create {self.path}: {exc.strerror or exc}")
         if not self.path.is_dir():
             raise cli.BadInput(f"{self.path}: not a directory")
 
