@@ -204,9 +204,9 @@ def test_a_compress_killed_midway_loses_nothing_and_the_next_one_finishes(tmp_pa
             path.with_name(store.plain_name(path)).write_bytes(gzip.decompress(path.read_bytes()))
             path.unlink()
     assert seen(names), "compress always finished before the state was seen"
-    if seen is both_forms:   # the plain file is the leftover; the readers read one
-        twice = [name for name in names if name.endswith(".json.gz") and name[:-3] in names]
-        assert all(os.path.exists(run_dir / name[:-3]) for name in twice)
+    if seen is both_forms:   # a series left in both forms is read once, never refused
+        # (compress may finish that series between the listing and the kill: the state is
+        # read after the kill, not from the listing)
         assert store.twice_stored(sorted(run_dir.glob("*.json*"))) == []
     assert_nothing_lost(results, before, rows)   # the report's reading: no "Files not read"
     # the next compress finishes the job
